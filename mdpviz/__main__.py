@@ -1,0 +1,5 @@
+"""Entry point of ``python -m mdpviz``."""
+
+from .cli import main
+
+raise SystemExit(main())

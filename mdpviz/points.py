@@ -1,0 +1,87 @@
+"""Reading a user's CSV of points (lat, lon[, weight]) and snapping points to the nearest network node."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+from scipy.spatial import cKDTree
+
+from .cities import RoadNetwork
+from .errors import ProblemError
+from .geo import project_km
+
+PointsSource = str | Path | IO[str] | IO[bytes] | pd.DataFrame
+_ALIASES = {"lat": ("lat", "latitude", "y"), "lon": ("lon", "lng", "long", "longitude", "x"), "weight": ("weight", "w")}
+
+
+def read_points(source: PointsSource) -> pd.DataFrame:
+    """Read points as a DataFrame with float columns ``lat``, ``lon`` (degrees) and ``weight`` (≥ 0, default 1).
+
+    Accepts a path, an open file, bytes from an upload, or a DataFrame. Column names are matched without regard
+    to case (``latitude``/``longitude``/``lng`` are understood).
+
+    Raises:
+        ProblemError: unreadable file, missing or non-numeric columns, coordinates out of range, no rows,
+            negative weights, or weights that sum to zero.
+    """
+    if isinstance(source, pd.DataFrame):
+        raw = source.copy()
+    else:
+        try:
+            if isinstance(source, (bytes, bytearray)):
+                source = io.BytesIO(source)
+            raw = pd.read_csv(source)
+        except FileNotFoundError as e:
+            raise ProblemError(f"Points file `{source}` does not exist.") from e
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as e:
+            raise ProblemError(f"Points file could not be read as CSV ({e}). Expected columns lat, lon[, weight].") from e
+    lower = {str(c).strip().lower(): c for c in raw.columns}
+    cols = {}
+    for key, names in _ALIASES.items():
+        found = next((lower[n] for n in names if n in lower), None)
+        if found is None and key != "weight":
+            msg = f"Points need a `{key}` column (or one of {', '.join(names)}); found columns: {list(raw.columns)}."
+            raise ProblemError(msg)
+        cols[key] = found
+    if len(raw) == 0:
+        raise ProblemError("The points file has no rows; give at least one point (lat, lon).")
+    out = pd.DataFrame()
+    for key, col in cols.items():
+        values = pd.to_numeric(raw[col], errors="coerce") if col is not None else pd.Series(1.0, index=raw.index)
+        bad = values.isna() | ~np.isfinite(values.to_numpy(dtype=float, na_value=np.nan))
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0]) + 2  # +1 header, +1 one-based
+            msg = f"Column `{col}` has {int(bad.sum())} missing or non-numeric value(s), the first on CSV line {row}."
+            raise ProblemError(msg)
+        out[key] = values.astype(float).to_numpy()
+    if not ((out.lat.abs() <= 90).all() and (out.lon.abs() <= 180).all()):
+        raise ProblemError("Latitudes must lie in [-90, 90] and longitudes in [-180, 180] (degrees).")
+    if (out.weight < 0).any() or out.weight.sum() <= 0:
+        raise ProblemError("Weights must be ≥ 0 and not all zero.")
+    return out
+
+
+def snap_to_nodes(lat: NDArray[np.float64], lon: NDArray[np.float64], node_lat: NDArray[np.float64],
+                  node_lon: NDArray[np.float64], max_km: float) -> NDArray[np.int64]:
+    """Index of the nearest node for each point; error if any point lies more than ``max_km`` from every node."""
+    lat0, lon0 = float(np.mean(node_lat)), float(np.mean(node_lon))
+    tree = cKDTree(project_km(node_lat, node_lon, lat0, lon0))
+    dist, idx = tree.query(project_km(lat, lon, lat0, lon0))
+    far = dist > max_km
+    if far.any():
+        worst = int(np.argmax(dist))
+        msg = (f"{int(far.sum())} of {len(lat)} point(s) lie more than {max_km:g} km from the road network "
+               f"(the farthest, ({lat[worst]:.5f}, {lon[worst]:.5f}), is {dist[worst]:.2f} km away). "
+               "Use points inside the city, another city, or a larger snapping distance.")
+        raise ProblemError(msg)
+    return idx.astype(np.int64)
+
+
+def snap_points(points: pd.DataFrame, network: RoadNetwork, max_km: float) -> NDArray[np.int64]:
+    """Nearest network node for each point of ``read_points``'s output."""
+    return snap_to_nodes(points.lat.to_numpy(), points.lon.to_numpy(), network.lat, network.lon, max_km)
