@@ -80,6 +80,83 @@ def cmd_problem(a: argparse.Namespace) -> int:
     return 0
 
 
+def _parse_value(text: str) -> Any:
+    """A --param value: JSON when it parses (numbers, true/false), else the raw string."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def mechanism_params(a: argparse.Namespace) -> dict[str, Any]:
+    """Parameters from ``--eps`` and repeated ``--param name=value``."""
+    from .errors import ParameterError
+
+    params: dict[str, Any] = {}
+    for item in a.param or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ParameterError(f"`--param {item}` must look like name=value, e.g. --param grid=10.")
+        params[name.strip()] = _parse_value(value.strip())
+    if a.eps is not None:
+        params["eps"] = a.eps
+    return params
+
+
+def cmd_mechanisms(a: argparse.Namespace) -> int:
+    from .mechanisms import mechanisms
+
+    for mech in mechanisms():
+        print(f"{mech.name:<10} {mech.label}")
+        print(f"{'':<10} {mech.paper}")
+        for p in mech.params:
+            scale = ", log scale" if p.log else ""
+            print(f"{'':<12} {p.name:<12} {p.range_text():<26} default {p.default!s:<8} {p.unit}{scale}  {p.help}")
+        print()
+    return 0
+
+
+def cmd_solve(a: argparse.Namespace) -> int:
+    from . import metrics
+    from .export import write_result
+    from .solve import solve
+
+    t0 = time.perf_counter()
+    problem = problem_from_args(a)
+    build_s = time.perf_counter() - t0
+
+    def progress(phase: str, fraction: float | None) -> None:
+        if a.verbose:
+            print(f"  .. {phase}" + (f" {fraction:.0%}" if fraction is not None else ""), file=sys.stderr)
+
+    result = solve(problem, a.mechanism, mechanism_params(a), progress=progress, time_limit=a.time_limit,
+                   use_cache=not a.no_cache)
+    print(f"mechanism      {result.mechanism}  {json.dumps(result.params)}")
+    print(f"problem        {problem.city or 'points'}: K = {problem.k}, |Y| = {problem.m}, metric {problem.metric}, "
+          f"built in {build_s:.2f} s")
+    print(f"status         {result.status}" + (f" ({result.message})" if result.message else ""))
+    print("timings        " + ", ".join(f"{k} {v:.3f}" for k, v in result.timings.items()))
+    if result.lp_size:
+        print("LP size        " + ", ".join(f"{k} {v:,}" for k, v in result.lp_size.items()))
+    if result.bound_m is not None:
+        print(f"lower bound    {result.bound_m:.3f} m")
+    evaluation = None
+    if result.Z is not None:
+        t1 = time.perf_counter()
+        evaluation = metrics.evaluate(problem, result.Z, result.eps)
+        v = evaluation["violations"]
+        print(f"utility loss   {evaluation['utility_loss_m']:.2f} m")
+        print(f"adversary err  {evaluation['adversary_error_m']:.2f} m")
+        print(f"violations     {v['violated_pairs']:,} / {v['checked_pairs']:,} ordered pairs "  # type: ignore[index]
+              f"(ratio {v['ratio']:.3g}, tolerance {v['tolerance']:g}, worst loss factor {v['worst_factor']:.4f}; "  # type: ignore[index]
+              f"claim: {result.claim})")
+        print(f"evaluated in   {time.perf_counter() - t1:.2f} s")
+    if a.out:
+        write_result(a.out, problem, result, evaluation)
+        print(f"wrote          {a.out}")
+    return 0 if result.Z is not None else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m mdpviz",
                                      description="Build, solve and evaluate metric-DP mechanisms on road networks.")
@@ -100,7 +177,44 @@ def build_parser() -> argparse.ArgumentParser:
     _problem_args(p)
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_problem)
+
+    p = sub.add_parser("mechanisms", help="list the registered mechanisms and their parameters")
+    p.set_defaults(func=cmd_mechanisms)
+
+    p = sub.add_parser("solve", help="solve a mechanism on a problem and print its metrics")
+    _problem_args(p)
+    p.add_argument("--mechanism", required=True, help="a name from `python -m mdpviz mechanisms`")
+    p.add_argument("--eps", type=float, default=None, help="privacy budget ε in km⁻¹ (default: the mechanism's)")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE", help="another mechanism parameter (repeatable)")
+    p.add_argument("--time-limit", type=float, default=None, help="seconds for the solver")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
+    p.add_argument("--out", metavar="FILE", help="write Z and metadata: .npz, .csv or .json by extension")
+    p.add_argument("-v", "--verbose", action="store_true", help="print progress to stderr")
+    p.set_defaults(func=cmd_solve)
+
+    p = sub.add_parser("bench", help="benchmarks that print timings (lp, panda, ...)")
+    p.add_argument("suite", help="which benchmark: " + ", ".join(BENCHMARKS))
+    p.add_argument("rest", nargs=argparse.REMAINDER, help="options of that benchmark (see `bench SUITE --help`)")
+    p.set_defaults(func=cmd_bench)
     return parser
+
+
+# benchmark suites: name -> module under mdpviz.benchmarks exposing main(argv) -> int
+BENCHMARKS = ("lp", "panda")
+
+
+def cmd_bench(a: argparse.Namespace) -> int:
+    import importlib
+
+    from .errors import MdpvizError
+
+    if a.suite not in BENCHMARKS:
+        raise MdpvizError(f"Unknown benchmark `{a.suite}`; choose one of {', '.join(BENCHMARKS)}.")
+    try:
+        module = importlib.import_module(f"mdpviz.benchmarks.{a.suite}")
+    except ModuleNotFoundError as e:
+        raise MdpvizError(f"Benchmark `{a.suite}` is not built yet ({e}).") from e
+    return int(module.main(a.rest))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,1 @@
+"""Building and solving linear programs with HiGHS (highspy)."""

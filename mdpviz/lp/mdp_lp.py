@@ -1,0 +1,123 @@
+"""The optimal-mDP linear program (Bordenabe et al. 2014) as sparse matrices, its pair sets, and the repair.
+
+Variables are ``z[x, y]`` for x in a set of rows (secrets or representatives) and y in Y, flattened as
+``x * M + y``. Constraints: ``z[i, y] − e^{E_ij} z[j, y] ≤ 0`` for every enforced ordered pair (i, j) and
+every y (E_ij = ε·d_ij for plain mDP), and ``Σ_y z[x, y] = 1`` for every x.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from ..progress import Progress, no_progress
+from .highs import COEF_CAP, INF, LPOutcome, solve_lp
+
+PAIR_SETS = ("exact", "all", "spanner")
+
+
+def all_pairs(n: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Every ordered pair (i, j), i ≠ j."""
+    i, j = np.nonzero(~np.eye(n, dtype=bool))
+    return i.astype(np.int64), j.astype(np.int64)
+
+
+def implied_free_pairs(d: NDArray[np.float64], rtol: float = 1e-9,
+                       chunk: int = 64) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Ordered pairs not implied by others: drop (i, j) when some k ≠ i, j has d_ik + d_kj ≤ d_ij.
+
+    Enforcing ε·d on the kept pairs implies it on every pair by chaining along k, so this set is exact for
+    any metric. It is sparse for road shortest-path metrics (many pairs pass through other secrets) and close
+    to all pairs for straight-line metrics.
+    """
+    n = len(d)
+    keep = ~np.eye(n, dtype=bool)
+    for start in range(0, n, chunk):
+        rows = slice(start, min(start + chunk, n))
+        # via[i, j] = min_k d[i, k] + d[k, j], with k ranging over everything but i and j
+        via = np.full((rows.stop - start, n), np.inf)
+        dk = d[rows]
+        for k in range(n):
+            cand = dk[:, k, None] + d[k][None, :]
+            cand[:, k] = np.inf
+            if start <= k < rows.stop:
+                cand[k - start, :] = np.inf
+            np.minimum(via, cand, out=via)
+        keep[rows] &= ~(via <= d[rows] * (1 + rtol))
+    i, j = np.nonzero(keep)
+    return i.astype(np.int64), j.astype(np.int64)
+
+
+def greedy_spanner(d: NDArray[np.float64], t: float) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Ordered pairs (both directions) of a greedy t-spanner of the metric d: d_G ≤ t·d for every pair.
+
+    Enforcing (ε/t)·d_G on the spanner's edges implies ε·d on every pair.
+    """
+    n = len(d)
+    iu, ju = np.triu_indices(n, 1)
+    order = np.argsort(d[iu, ju], kind="stable")
+    dist = np.full((n, n), np.inf)
+    np.fill_diagonal(dist, 0.0)
+    edges = []
+    for e in order:
+        a, b = iu[e], ju[e]
+        w = d[a, b]
+        if dist[a, b] <= t * w:
+            continue
+        edges.append((a, b))
+        # shortest paths through the new edge (a, b)
+        via = np.minimum(dist[:, a, None] + w + dist[None, b, :], dist[:, b, None] + w + dist[None, a, :])
+        np.minimum(dist, via, out=dist)
+    arr = np.array(edges, dtype=np.int64).reshape(-1, 2)
+    return np.concatenate([arr[:, 0], arr[:, 1]]), np.concatenate([arr[:, 1], arr[:, 0]])
+
+
+def mdp_lp_matrix(n: int, m: int, pi: NDArray[np.int64], pj: NDArray[np.int64],
+                  exponent: NDArray[np.float64]) -> tuple[sp.csr_matrix, NDArray[np.float64], NDArray[np.float64]]:
+    """Constraint matrix and row bounds: pair rows ``z_i − min(e^E, cap) z_j ≤ 0`` then row-sum equalities."""
+    n_pairs = len(pi)
+    y = np.tile(np.arange(m), n_pairs)
+    row = np.repeat(np.arange(n_pairs) * m, m) + y
+    coef = np.minimum(np.exp(np.minimum(exponent, 700.0)), COEF_CAP)
+    rows = np.concatenate([row, row, n_pairs * m + np.repeat(np.arange(n), m)])
+    cols = np.concatenate([np.repeat(pi, m) * m + y, np.repeat(pj, m) * m + y, np.arange(n * m)])
+    vals = np.concatenate([np.ones(n_pairs * m), -np.repeat(coef, m), np.ones(n * m)])
+    A = sp.csr_matrix((vals, (rows, cols)), shape=(n_pairs * m + n, n * m))
+    lower = np.concatenate([np.full(n_pairs * m, -INF), np.ones(n)])
+    upper = np.concatenate([np.zeros(n_pairs * m), np.ones(n)])
+    return A, lower, upper
+
+
+def solve_mdp_lp(weights: NDArray[np.float64], c: NDArray[np.float64], pi: NDArray[np.int64],
+                 pj: NDArray[np.int64], exponent: NDArray[np.float64], *, method: str = "ipm",
+                 time_limit: float | None = None,
+                 progress: Progress = no_progress) -> tuple[NDArray[np.float64] | None, LPOutcome]:
+    """Minimise Σ_x weights_x Σ_y c_xy z_xy over the mDP polytope; return Z (n, m) or None, and the outcome."""
+    n, m = c.shape
+    A, lower, upper = mdp_lp_matrix(n, m, pi, pj, exponent)
+    cost = (weights[:, None] * c).ravel()
+    out = solve_lp(cost, A, lower, upper, np.zeros(n * m), np.ones(n * m), method=method,
+                   time_limit=time_limit, progress=progress)
+    if out.x is None:
+        return None, out
+    return np.clip(out.x.reshape(n, m), 0.0, None), out
+
+
+def repair_columns(Z: NDArray[np.float64], eps_d: NDArray[np.float64], chunk: int = 256) -> tuple[NDArray[np.float64], float]:
+    """Make every column exactly ε-Lipschitz in log space, then renormalise rows.
+
+    Each entry is raised to the upper envelope ``max_x' z[x', y]·e^{−ε d(x, x')}``, the smallest column above Z
+    inside the mDP cone (d is a metric, so the envelope is in the cone). Solver tolerances leave tiny entries too
+    small; raising them adds little mass. Returns the repaired Z and the largest row-sum excess before
+    renormalisation (how much mass the repair added).
+    """
+    n, m = Z.shape
+    with np.errstate(divide="ignore"):
+        logz = np.log(Z)
+    out = np.empty_like(Z)
+    for s in range(0, n, chunk):
+        block = -eps_d[s:s + chunk]  # (b, n)
+        out[s:s + chunk] = np.exp(np.max(block[:, :, None] + logz[None, :, :], axis=1))
+    sums = out.sum(axis=1)
+    return out / sums[:, None], float(np.max(sums) - 1.0)

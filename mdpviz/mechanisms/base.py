@@ -1,0 +1,170 @@
+"""The mechanism contract: a parameter schema, a registered Mechanism, and the Result every solve returns."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import ParameterError
+from ..problem import Problem
+from ..progress import Progress, no_progress
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a mechanism: the single source of its type, range, default, unit and help.
+
+    ``kind`` is ``float``, ``int``, ``bool`` or ``str`` (then ``choices`` lists the allowed values).
+    Sliders, validation and tests all read these fields.
+    """
+
+    name: str
+    kind: type
+    default: Any
+    help: str
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    unit: str = ""
+    choices: tuple[str, ...] = ()
+    open_high: bool = False  # True when ``high`` itself is not allowed (α < 1)
+    label: str = ""
+
+    @property
+    def display(self) -> str:
+        """Label with unit, e.g. ``ε (km⁻¹)``."""
+        name = self.label or self.name
+        return f"{name} ({self.unit})" if self.unit else name
+
+    def range_text(self) -> str:
+        if self.kind is str:
+            return "one of " + ", ".join(self.choices)
+        if self.kind is bool:
+            return "true or false"
+        hi = "" if self.high is None else f"{self.high:g}"
+        return f"[{self.low:g}, {hi}{')' if self.open_high else ']'}" if self.low is not None else f"≤ {hi}"
+
+    def validate(self, value: Any) -> Any:
+        """Return ``value`` converted to ``kind``; raise ParameterError naming the parameter and its range."""
+        bad = f"Parameter `{self.name}` = {value!r} is invalid: it must be {self._kind_text()} in {self.range_text()}."
+        if self.kind is bool:
+            if isinstance(value, (bool, np.bool_)):
+                return bool(value)
+            if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+                return value.lower() in ("true", "1", "yes")
+            raise ParameterError(bad)
+        if self.kind is str:
+            if str(value) not in self.choices:
+                raise ParameterError(bad)
+            return str(value)
+        try:
+            if isinstance(value, bool):
+                raise TypeError
+            number = float(value)
+            if self.kind is int:
+                if not number.is_integer():
+                    raise TypeError
+                number = int(number)
+        except (TypeError, ValueError) as e:
+            raise ParameterError(bad) from e
+        if not math.isfinite(number):
+            raise ParameterError(bad)
+        if self.low is not None and number < self.low:
+            raise ParameterError(bad)
+        if self.high is not None and (number > self.high or (self.open_high and number >= self.high)):
+            raise ParameterError(bad)
+        return number
+
+    def _kind_text(self) -> str:
+        return {float: "a number", int: "a whole number", bool: "a boolean", str: "a string"}[self.kind]
+
+
+def epsilon_param(default: float = 5.0) -> Param:
+    """The privacy budget ε, shared by every mechanism so that sliders and sweeps agree."""
+    return Param("eps", float, default, "privacy budget per km: reports of points r km apart may differ by e^(ε·r)",
+                 low=0.01, high=100.0, log=True, unit="km⁻¹", label="ε")
+
+
+@dataclass(frozen=True, eq=False)
+class Result:
+    """What a mechanism returns.
+
+    Attributes:
+        mechanism, params: what was solved (validated parameters, defaults filled in).
+        Z: row-stochastic matrix (K, M), ``Z[i, k] = Pr[report y_k | true x_i]``; None when no mechanism
+            exists (infeasible, time limit before any feasible point).
+        status: ``optimal``, ``closed form``, ``time limit``, ``iteration limit``, ``infeasible``, ``error`` ...
+        eps: the budget (km⁻¹) that the mDP check of this result uses.
+        claim: which pairs the mechanism claims ε-mDP on: ``all pairs`` (checked over all ordered pairs of X),
+            or a description of a narrower claim (PAnDA's anchors); shown beside the measured violations.
+        timings: seconds per phase.
+        lp_size: variables, constraints, nonzeros of the LPs solved (empty for closed forms).
+        objective_m: the solver's objective in metres where there is one.
+        bound_m: a certified lower bound on the optimal loss in metres, where the solver gives one.
+        diagnostics: mechanism-specific extras (JSON-friendly values or numpy arrays).
+        message: a human sentence on the status (why a time limit or failure happened).
+    """
+
+    mechanism: str
+    params: dict[str, Any]
+    Z: NDArray[np.float64] | None
+    status: str
+    eps: float
+    claim: str = "all pairs"
+    timings: dict[str, float] = field(default_factory=dict)
+    lp_size: dict[str, int] = field(default_factory=dict)
+    objective_m: float | None = None
+    bound_m: float | None = None
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """True when Z is a usable mechanism."""
+        return self.Z is not None
+
+
+SolveFn = Callable[[Problem, dict[str, Any], Progress, float | None], Result]
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """A registered mechanism: identity, reference, parameter schema and solve function.
+
+    ``solve(problem, params, progress, time_limit)`` receives validated parameters with defaults filled in.
+    """
+
+    name: str
+    label: str
+    paper: str
+    info: str
+    params: tuple[Param, ...]
+    solve: SolveFn
+    family: str = "baseline"
+    exact: bool = True  # False for mechanisms whose privacy is probabilistic or approximate (PAnDA, LP+CA)
+    max_k: int | None = None  # above this K the dashboard warns that a solve may be slow
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise ParameterError(f"Mechanism `{self.name}` has no parameter `{name}`; it has: {self.param_names()}.")
+
+    def param_names(self) -> str:
+        return ", ".join(p.name for p in self.params)
+
+    def defaults(self) -> dict[str, Any]:
+        return {p.name: p.default for p in self.params}
+
+    def validate(self, values: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Fill defaults, reject unknown names, convert and range-check every value."""
+        values = dict(values or {})
+        unknown = sorted(set(values) - {p.name for p in self.params})
+        if unknown:
+            msg = f"Mechanism `{self.name}` has no parameter(s) {unknown}; it takes: {self.param_names()}."
+            raise ParameterError(msg)
+        return {p.name: p.validate(values.get(p.name, p.default)) for p in self.params}

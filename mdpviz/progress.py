@@ -1,0 +1,12 @@
+"""The progress-callback type shared by the solver layer, the LP layer and the mechanisms."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+# progress(phase, fraction): fraction in [0, 1], or None when the phase's length is unknown
+Progress = Callable[[str, float | None], None]
+
+
+def no_progress(phase: str, fraction: float | None) -> None:
+    """The default progress callback: ignores every report."""
