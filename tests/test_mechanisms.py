@@ -1,0 +1,211 @@
+"""Classic mechanisms, exact evaluation, export and the cached solver layer (spec 000 §8.4)."""
+
+from __future__ import annotations
+
+import io
+import json
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mdpviz import metrics
+from mdpviz.cli import main
+from mdpviz.errors import ParameterError
+from mdpviz.mechanisms import get_mechanism
+from mdpviz.problem import Problem, build_problem, problem_from_points
+from mdpviz.solve import cache_key, cached_result, solve
+
+CLASSIC = ["em", "em-br", "laplace", "lp", "lp-ca"]
+
+
+@pytest.fixture(scope="module")
+def small() -> Problem:
+    return build_problem("kotka", 14, n_outputs=7, seed=4)
+
+
+@pytest.mark.parametrize("name", CLASSIC)
+def test_rows_are_distributions(small: Problem, name: str) -> None:
+    r = solve(small, name, {"eps": 3.0}, use_cache=False)
+    assert r.Z is not None and r.Z.shape == (small.k, small.m)
+    assert r.Z.min() >= 0.0
+    np.testing.assert_allclose(r.Z.sum(axis=1), 1.0, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["em", "em-br", "laplace", "lp"])
+def test_exact_mechanisms_have_no_violations(small: Problem, name: str) -> None:
+    for eps in (1.0, 8.0):
+        r = solve(small, name, {"eps": eps}, use_cache=False)
+        v = metrics.violations(small, r.Z, eps)
+        assert v.violated_pairs == 0, (name, eps, v)
+        assert v.checked_pairs == small.k * (small.k - 1)
+        assert v.worst_factor <= 1.0 + 1e-6
+
+
+def test_literal_em_violates_eps_but_not_two_eps() -> None:
+    # three points on a line: the middle one's normaliser differs most from the ends'
+    pts = pd.DataFrame({"lat": [60.0, 60.0, 60.0], "lon": [25.0, 25.01, 25.03]})
+    pb = problem_from_points(pts, all_outputs=True)
+    eps = 10.0
+    Z = solve(pb, "em", {"eps": eps, "scale": "literal"}, use_cache=False).Z
+    assert metrics.violations(pb, Z, eps).violated_pairs > 0
+    assert metrics.violations(pb, Z, 2 * eps).violated_pairs == 0
+    assert metrics.violations(pb, solve(pb, "em", {"eps": eps}).Z, eps).violated_pairs == 0
+
+
+def test_two_point_lp_has_the_closed_form_optimum() -> None:
+    pts = pd.DataFrame({"lat": [60.0, 60.0], "lon": [25.0, 25.004]})
+    pb = problem_from_points(pts, all_outputs=True)
+    D, eps = float(pb.d[0, 1]), 4.0
+    r = solve(pb, "lp", {"eps": eps}, use_cache=False)
+    expected = np.exp(eps * D) / (1 + np.exp(eps * D))
+    np.testing.assert_allclose(np.diag(r.Z), expected, rtol=1e-7)
+    np.testing.assert_allclose(metrics.utility_loss_m(pb, r.Z), pb.c[0, 1] / (1 + np.exp(eps * D)), rtol=1e-7)
+
+
+def test_loss_ordering_lp_emb_em(small: Problem) -> None:
+    for eps in (2.0, 6.0):
+        loss = {n: metrics.utility_loss_m(small, solve(small, n, {"eps": eps}).Z) for n in ("lp", "em-br", "em")}
+        assert loss["lp"] <= loss["em-br"] + 1e-6 <= loss["em"] + 2e-6, loss
+
+
+def test_lp_loss_is_non_increasing_in_eps(small: Problem) -> None:
+    losses = [metrics.utility_loss_m(small, solve(small, "lp", {"eps": e}).Z) for e in (0.5, 1, 2, 4, 8, 16)]
+    assert all(b <= a + 1e-6 for a, b in zip(losses, losses[1:], strict=False)), losses
+    assert losses[-1] < losses[0]
+
+
+def test_lp_ca_shares_rows_within_a_cell_and_can_violate() -> None:
+    pb = build_problem("kotka", 60, n_outputs=20, seed=2)
+    r = solve(pb, "lp-ca", {"eps": 5.0, "grid": 3})
+    cell_of = r.diagnostics["cell_of"]
+    for cell in np.unique(cell_of):
+        rows = r.Z[cell_of == cell]
+        np.testing.assert_allclose(rows, np.broadcast_to(rows[0], rows.shape))
+    assert metrics.violations(pb, r.Z, 5.0).violated_pairs > 0  # same row for distinct secrets in one cell
+
+
+def test_laplace_matches_monte_carlo() -> None:
+    from scipy.spatial import cKDTree
+
+    from mdpviz.geo import project_km
+
+    pb = build_problem("kotka", 20, n_outputs=8, seed=1)
+    eps = 5.0
+    r = solve(pb, "laplace", {"eps": eps})
+    assert r.diagnostics["integration_error_max"] < 1e-3
+    xy = project_km(pb.x_lat, pb.x_lon, pb.x_lat.mean(), pb.x_lon.mean())
+    rng = np.random.default_rng(0)
+    n = 200_000
+    radius, angle = rng.gamma(2.0, 1.0 / eps, n), rng.uniform(0, 2 * np.pi, n)
+    _, cell = cKDTree(xy[pb.y_index]).query(xy[5] + np.column_stack([radius * np.cos(angle),
+                                                                       radius * np.sin(angle)]))
+    empirical = np.bincount(cell, minlength=pb.m) / n
+    np.testing.assert_allclose(r.Z[5], empirical, atol=4 * np.sqrt(0.25 / n))
+
+
+def test_violation_check_against_a_direct_loop(small: Problem) -> None:
+    rng = np.random.default_rng(0)
+    Z = rng.dirichlet(np.ones(small.m), size=small.k)
+    Z[3, 2] = 0.0
+    eps = 2.0
+    bad = 0
+    worst = 0.0
+    for i in range(small.k):
+        for j in range(small.k):
+            if i == j:
+                continue
+            limit = (1 + metrics.TOLERANCE) * np.exp(eps * small.d[i, j]) * Z[j] + metrics.ABS_SLACK
+            bad += bool((Z[i] > limit).any())
+            with np.errstate(divide="ignore"):
+                worst = max(worst, float(np.max(np.log(Z[i] / Z[j]))) / (eps * small.d[i, j]))
+    v = metrics.violations(small, Z, eps, chunk=5)
+    assert (v.violated_pairs, v.checked_pairs) == (bad, small.k * (small.k - 1))
+    assert v.worst_factor == pytest.approx(worst) and np.isinf(v.worst_factor)  # Z[j, 2] = 0 < Z[i, 2]
+
+
+def test_adversary_error_and_posterior_against_a_direct_loop(small: Problem) -> None:
+    Z = solve(small, "em", {"eps": 2.0}).Z
+    total = 0.0
+    for k in range(small.m):
+        joint = small.p * Z[:, k]
+        total += min(float(joint @ small.d[g]) for g in range(small.k))
+        post = metrics.posterior(small, Z, k)
+        np.testing.assert_allclose(post, joint / joint.sum())
+    assert metrics.adversary_error_m(small, Z) == pytest.approx(total * 1000)
+    truthful = np.zeros((small.k, small.m))
+    truthful[small.y_index, np.arange(small.m)] = 1  # outputs report themselves exactly
+    assert metrics.utility_loss_m(small, truthful) >= 0
+
+
+@pytest.mark.parametrize(("params", "match"), [
+    ({"eps": -1}, r"`eps` = -1 is invalid: it must be a number in \[0.01, 100\]"),
+    ({"eps": "abc"}, "`eps` = 'abc' is invalid"),
+    ({"eps": float("nan")}, "`eps` = nan is invalid"),
+    ({"eps": True}, "`eps` = True is invalid"),
+    ({"grid": 2.5}, r"`grid` = 2.5 is invalid: it must be a whole number in \[2, 20\]"),
+    ({"method": "magic"}, "one of ipm, simplex"),
+    ({"colour": 3}, r"has no parameter\(s\) \['colour'\]"),
+])
+def test_bad_parameters_raise_the_library_error(small: Problem, params: dict[str, object], match: str) -> None:
+    with pytest.raises(ParameterError, match=match):
+        solve(small, "lp-ca", params)
+
+
+def test_unknown_mechanism(small: Problem) -> None:
+    with pytest.raises(ParameterError, match="Unknown mechanism `nope`; known: em, "):
+        solve(small, "nope")
+
+
+def test_cache_returns_identical_results_and_recovers_from_corruption(small: Problem, _isolated_cache: Path) -> None:
+    first = solve(small, "lp", {"eps": 3.0})
+    assert cached_result(small, "lp", {"eps": 3.0}) is not None
+    again = solve(small, "lp", {"eps": 3.0})
+    np.testing.assert_array_equal(first.Z, again.Z)
+    assert again.timings == first.timings  # the stored result itself, not a re-solve
+    path = _isolated_cache / "results" / f"{cache_key(small, 'lp', get_mechanism('lp').validate({'eps': 3.0}))}.pkl"
+    assert path.exists()
+    path.write_bytes(b"not a pickle")
+    assert cached_result(small, "lp", {"eps": 3.0}) is None
+    healed = solve(small, "lp", {"eps": 3.0})
+    np.testing.assert_allclose(healed.Z, first.Z, atol=1e-9)
+    assert isinstance(pickle.loads(path.read_bytes()), type(first))
+    # a different parameter is a different entry; no-cache neither reads nor writes
+    solve(small, "lp", {"eps": 4.0}, use_cache=False)
+    assert cached_result(small, "lp", {"eps": 4.0}) is None
+
+
+def test_time_limit_gives_an_honest_status() -> None:
+    pb = build_problem("kotka", 60, n_outputs=60, seed=0)
+    r = solve(pb, "lp", {"eps": 5.0, "pairs": "all"}, time_limit=0.01)
+    assert r.status == "time limit" and r.Z is None
+    assert cached_result(pb, "lp", {"eps": 5.0, "pairs": "all"}) is None  # a time limit is not cached
+
+
+def test_cli_solve_writes_every_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for ext in (".npz", ".csv", ".json"):
+        out = tmp_path / f"z{ext}"
+        assert main(["solve", "--city", "kotka", "--k", "30", "--mechanism", "em-br", "--eps", "4",
+                     "--out", str(out)]) == 0
+        assert out.exists()
+    text = capsys.readouterr().out
+    assert "utility loss" in text and "violations     0 / 870 ordered pairs" in text
+    npz = np.load(tmp_path / "z.npz")
+    assert npz["Z"].shape == (30, 30) and "violations" in json.loads(str(npz["metadata"]))["metrics"]
+    data = json.loads((tmp_path / "z.json").read_text())
+    assert data["params"] == {"eps": 4.0} and len(data["Z"]) == 30
+    table = pd.read_csv(tmp_path / "z.csv")
+    np.testing.assert_allclose(table.iloc[:, 2:].sum(axis=1), 1.0)
+    assert main(["solve", "--city", "kotka", "--k", "30", "--mechanism", "em", "--param", "scale"]) == 2
+    assert "name=value" in capsys.readouterr().err
+    assert main(["mechanisms"]) == 0
+    assert "km⁻¹" in capsys.readouterr().out
+
+
+def test_problem_from_a_points_file_end_to_end(tmp_path: Path) -> None:
+    csv = tmp_path / "pts.csv"
+    csv.write_text("lat,lon\n60.1700,24.9400\n60.1710,24.9450\n60.1690,24.9480\n")
+    assert main(["solve", "--points", str(csv), "--mechanism", "em", "--no-cache"]) == 0
+    assert problem_from_points(io.StringIO(csv.read_text())).k == 3
