@@ -143,7 +143,7 @@ def cmd_solve(a: argparse.Namespace) -> int:
     evaluation = None
     if result.Z is not None:
         t1 = time.perf_counter()
-        evaluation = metrics.evaluate(problem, result.Z, result.eps)
+        evaluation = metrics.evaluate(problem, result.Z, result.eps, result.check_metric)
         v = evaluation["violations"]
         print(f"utility loss   {evaluation['utility_loss_m']:.2f} m")
         print(f"adversary err  {evaluation['adversary_error_m']:.2f} m")

@@ -48,11 +48,25 @@ def per_secret_loss_m(problem: Problem, Z: NDArray[np.float64]) -> NDArray[np.fl
     return np.einsum("ij,ij->i", problem.c, Z)
 
 
+def check_distance(problem: Problem, metric: str = "") -> NDArray[np.float64]:
+    """Distances (km) between secrets for a claim's metric: the problem's own, or ``l1-planar``/``l2-planar``."""
+    if not metric:
+        return problem.d
+    from .geo import project_km
+
+    xy = project_km(problem.x_lat, problem.x_lon, float(problem.x_lat.mean()), float(problem.x_lon.mean()))
+    order = {"l1-planar": 1, "l2-planar": 2}[metric]
+    return np.linalg.norm(xy[:, None, :] - xy[None, :, :], ord=order, axis=2)
+
+
 def violations(problem: Problem, Z: NDArray[np.float64], eps: float, tolerance: float = TOLERANCE,
-               rows: NDArray[np.int64] | None = None, chunk: int = 32) -> Violations:
-    """Check ε-mDP of Z over all ordered pairs of ``rows`` (default: all of X) and all outputs, vectorised."""
+               rows: NDArray[np.int64] | None = None, chunk: int = 32, metric: str = "") -> Violations:
+    """Check ε-mDP of Z over all ordered pairs of ``rows`` (default: all of X) and all outputs, vectorised.
+
+    ``metric`` selects the distance of the claim (see ``check_distance``); the problem's metric by default.
+    """
     idx = np.arange(problem.k) if rows is None else np.asarray(rows)
-    Zs, d = Z[idx], problem.d[np.ix_(idx, idx)]
+    Zs, d = Z[idx], check_distance(problem, metric)[np.ix_(idx, idx)]
     n, m = Zs.shape
     bad_pairs = bad_triples = 0
     worst = 0.0
@@ -99,9 +113,12 @@ def row_errors(Z: NDArray[np.float64]) -> tuple[float, float]:
     return float(np.max(np.abs(Z.sum(axis=1) - 1.0))), float(min(Z.min(), 0.0))
 
 
-def evaluate(problem: Problem, Z: NDArray[np.float64], eps: float) -> dict[str, object]:
-    """Every metric of a mechanism in one dict (loss and adversary error in metres)."""
-    v = violations(problem, Z, eps)
+def evaluate(problem: Problem, Z: NDArray[np.float64], eps: float, metric: str = "") -> dict[str, object]:
+    """Every metric of a mechanism in one dict (loss and adversary error in metres).
+
+    ``metric`` is the distance the privacy claim refers to (``Result.check_metric``).
+    """
+    v = violations(problem, Z, eps, metric=metric)
     row_err, neg = row_errors(Z)
     return {"utility_loss_m": utility_loss_m(problem, Z), "adversary_error_m": adversary_error_m(problem, Z),
-            "violations": v.as_dict(), "row_sum_error": row_err, "min_entry": neg}
+            "violations": {**v.as_dict(), "metric": metric or problem.metric}, "row_sum_error": row_err, "min_entry": neg}

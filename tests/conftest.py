@@ -7,6 +7,15 @@ from pathlib import Path
 import pytest
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Module- and session-scoped fixtures run before the per-test cache below: give them a private cache too,
+    so no test ever reads or writes the user's real cache."""
+    import os
+    import tempfile
+
+    os.environ["MDPVIZ_CACHE_DIR"] = tempfile.mkdtemp(prefix="mdpviz-test-cache-")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--runlive", action="store_true", help="run tests that need the network")
 

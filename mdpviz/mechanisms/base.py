@@ -107,6 +107,10 @@ class Result:
         bound_m: a certified lower bound on the optimal loss in metres, where the solver gives one.
         diagnostics: mechanism-specific extras (JSON-friendly values or numpy arrays).
         message: a human sentence on the status (why a time limit or failure happened).
+        check_metric: the distance the ε-mDP claim refers to: ``""`` for the problem's metric, or
+            ``l1-planar`` / ``l2-planar`` (ℓp distance in the local planar projection, km).
+        rows: for mechanisms over the continuous plane, a picklable callable ``rows(lat, lon) -> (n, M)``
+            giving the distribution for any points (degrees), not only for X.
     """
 
     mechanism: str
@@ -121,6 +125,8 @@ class Result:
     bound_m: float | None = None
     diagnostics: dict[str, Any] = field(default_factory=dict)
     message: str = ""
+    check_metric: str = ""
+    rows: Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.float64]] | None = None
 
     @property
     def ok(self) -> bool:

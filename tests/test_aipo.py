@@ -1,0 +1,127 @@
+"""AIPO (seed 003): anchor LP, interpolation over the plane, continuous privacy, orderings (spec 003 §8)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mdpviz import metrics
+from mdpviz.continuous import continuous_check
+from mdpviz.errors import ParameterError
+from mdpviz.geo import project_km
+from mdpviz.lattice import AnchorInterpolant, Lattice
+from mdpviz.mechanisms.aipo import anchor_lp, planar_xy
+from mdpviz.problem import Problem, build_problem
+from mdpviz.progress import no_progress
+from mdpviz.solve import solve
+
+EPS = 5.0
+
+
+@pytest.fixture(scope="module")
+def pb() -> Problem:
+    return build_problem("kotka", 150, n_outputs=15, seed=3, cost="distance")
+
+
+@pytest.fixture(scope="module")
+def results(pb: Problem) -> dict[str, object]:
+    params = {"eps": EPS, "cells": 5}
+    return {name: solve(pb, name, {**params, **({"budget_steps": 6, "lb_grid": 4} if name == "aipo" else {})})
+            for name in ("aipo", "aipo-e", "aipo-r")}
+
+
+@pytest.mark.parametrize("name", ["aipo", "aipo-e", "aipo-r"])
+def test_rows_are_distributions_everywhere(results: dict, name: str, pb: Problem) -> None:
+    r = results[name]
+    np.testing.assert_allclose(r.Z.sum(axis=1), 1.0, atol=1e-12)
+    assert r.Z.min() >= 0
+    lat = pb.x_lat.min() + np.linspace(-0.01, 0.03, 7)  # includes points outside the lattice
+    lon = pb.x_lon.min() + np.linspace(-0.01, 0.05, 7)
+    rows = r.rows(lat, lon)
+    assert rows.shape == (7, pb.m)
+    np.testing.assert_allclose(rows.sum(axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(r.rows(pb.x_lat, pb.x_lon), r.Z, atol=1e-12)  # the same function on nodes
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_aipo_has_no_continuous_violations(pb: Problem, p: int) -> None:
+    r = solve(pb, "aipo", {"eps": EPS, "p": p, "cells": 5, "budget_steps": 4, "lb_grid": 0})
+    interp: AnchorInterpolant = r.rows
+    check = continuous_check(interp.rows_xy, interp.lattice, EPS, p, n_pairs=3000, seed=p)
+    assert check.pairs == {"uniform": 3000, "edge": 3000, "diagonal": 3000}
+    assert check.total_violations == 0, check.violations
+    assert check.worst_factor <= 1.0
+    assert metrics.violations(pb, r.Z, EPS, metric=f"l{p}-planar").violated_pairs == 0
+
+
+def test_relaxed_aipo_violates_on_a_seeded_case(results: dict, pb: Problem) -> None:
+    r = results["aipo-r"]
+    check = continuous_check(r.rows.rows_xy, r.rows.lattice, EPS, 2, n_pairs=2000, seed=0)
+    assert check.total_violations > 0 and check.worst_factor > 1.0
+    assert metrics.violations(pb, r.Z, EPS, metric="l2-planar").violated_pairs > 0
+
+
+def test_anchor_lp_constraints_hold(pb: Problem) -> None:
+    lattice = Lattice.covering(pb.x_lat, pb.x_lon, 4)
+    w = lattice.weights_xy(planar_xy(pb, lattice))
+    e1, e2 = 1.5, 2.0
+    Z, facts = anchor_lp(pb, lattice, w, e1, e2, None, no_progress)
+    assert facts["status"] == "optimal"
+    np.testing.assert_allclose(Z.sum(axis=1), 1.0, atol=1e-7)
+    pi, pj, axis = lattice.neighbour_pairs()
+    bound = np.exp(np.where(axis == 0, e1, e2) * lattice.step)[:, None] * Z[pj]
+    assert (Z[pi] <= bound + 1e-7).all()
+    assert len(pi) == 2 * ((lattice.nx - 1) * lattice.ny + lattice.nx * (lattice.ny - 1))
+
+
+def test_continuity_across_cell_edges(results: dict) -> None:
+    interp: AnchorInterpolant = results["aipo"].rows
+    lat = interp.lattice
+    x_edge = lat.x0 + 2 * lat.step
+    ys = lat.y0 + np.linspace(0.1, 0.9, 5) * lat.step * (lat.ny - 1)
+    left = interp.rows_xy(np.column_stack([np.full(5, x_edge - 1e-9), ys]))
+    right = interp.rows_xy(np.column_stack([np.full(5, x_edge + 1e-9), ys]))
+    np.testing.assert_allclose(left, right, atol=1e-6)
+    anchors = lat.anchor_xy()
+    at_anchor = interp.rows_xy(anchors)  # at an anchor the interpolant is the anchor's own (normalised) row
+    expected = np.exp(interp.log_anchor - interp.log_anchor.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(at_anchor, expected / expected.sum(axis=1, keepdims=True), atol=1e-9)
+
+
+def test_loss_orderings(results: dict, pb: Problem) -> None:
+    loss = {k: metrics.utility_loss_m(pb, r.Z) for k, r in results.items()}
+    assert results["aipo"].bound_m is not None
+    assert results["aipo"].bound_m <= loss["aipo"]  # the universal lower bound
+    assert loss["aipo"] <= loss["aipo-e"] + 1e-9  # the search includes a split at least as good
+    assert loss["aipo-r"] < loss["aipo"]  # the relaxed variant spends the budget it does not have
+    curve = results["aipo"].diagnostics["budget_curve"]
+    assert min(c["loss_m"] for c in curve) == pytest.approx(loss["aipo"])
+
+
+def test_ordering_against_em_and_laplace_on_a_seeded_case() -> None:
+    # spec 003 §8: loss(AIPO) < loss(EM); the budget halving makes it lose to planar Laplace on small regions,
+    # so we only assert what the paper claims for EM and what must hold for the relaxed variant
+    pb = build_problem("helsinki", 300, n_outputs=40, seed=1, cost="distance")
+    aipo = metrics.utility_loss_m(pb, solve(pb, "aipo", {"eps": 2.0, "cells": 6, "lb_grid": 0}).Z)
+    em = metrics.utility_loss_m(pb, solve(pb, "em", {"eps": 2.0}).Z)
+    lap = metrics.utility_loss_m(pb, solve(pb, "laplace", {"eps": 2.0}).Z)
+    assert aipo < em
+    assert lap < em
+
+
+def test_tem_is_private_and_validates_beta(pb: Problem) -> None:
+    r = solve(pb, "tem", {"eps": EPS, "beta": 0.3})
+    assert metrics.violations(pb, r.Z, EPS).violated_pairs == 0
+    np.testing.assert_allclose(r.Z.sum(axis=1), 1.0)
+    with pytest.raises(ParameterError, match="choose beta <"):
+        solve(build_problem("kotka", 10, n_outputs=2), "tem", {"beta": 0.9})
+
+
+def test_lattice_weights_are_bilinear_and_sum_to_one() -> None:
+    lat = Lattice(60.0, 25.0, 0.0, 0.0, 1.0, 3, 3)
+    w = lat.weights_xy(np.array([[0.25, 0.5], [2.0, 2.0], [-1.0, 5.0]])).toarray()
+    np.testing.assert_allclose(w.sum(axis=1), 1.0)
+    np.testing.assert_allclose(w[0, [0, 1, 3, 4]], [0.375, 0.125, 0.375, 0.125])
+    assert w[1, 8] == pytest.approx(1.0) and w[2, 6] == pytest.approx(1.0)  # corner; clamped outside point
+    xy = project_km(np.array([60.01]), np.array([25.02]), 60.0, 25.0)
+    assert lat.weights(np.array([60.01]), np.array([25.02])).shape == (1, 9) and xy.shape == (1, 2)
