@@ -102,6 +102,7 @@ def _solve_laplace(problem: Problem, params: dict[str, Any], progress: Progress,
     diff = np.abs(Z - coarse)
     return Result("laplace", params, Z, "closed form", params["eps"],
                   claim="all pairs in the planar projection; Z is a numerical integral (see integration error)",
+                  check_metric="l2-planar",
                   timings={"integrate_s": t1 - t0, "error_estimate_s": time.perf_counter() - t1},
                   diagnostics={"integration_error_max": float(diff.max()),
                                "integration_error_row_l1_max": float(diff.sum(axis=1).max()),

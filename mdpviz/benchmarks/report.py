@@ -1,0 +1,62 @@
+"""Shared output of the benchmarks: a printed table, and CSV + Markdown files stamped with date and machine."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..paths import atomic_write
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "benchmarks"
+
+
+def machine() -> str:
+    """One line naming the machine: CPU model, cores, memory, Python."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        mem = f", {kb / 2**20:.0f} GiB RAM"
+    except (OSError, ValueError, IndexError):
+        pass
+    return f"{cpu}, {os.cpu_count()} cores{mem}, Python {platform.python_version()}"
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return "" if value is None else str(value)
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """A Markdown table of the rows (columns in first-seen order)."""
+    frame = pd.DataFrame(rows)
+    head = "| " + " | ".join(frame.columns) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([head, rule, *body])
+
+
+def write(rows: list[dict[str, Any]], name: str, title: str, notes: str = "", folder: Path | None = None) -> Path:
+    """Write ``<folder>/<name>.csv`` and ``.md`` (default folder docs/benchmarks); return the Markdown path."""
+    folder = folder or DOCS
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    md = f"# {title}\n\n{stamp} on {machine()}.\n\n{table(rows)}\n" + (f"\n{notes}\n" if notes else "")
+    csv = io.StringIO()
+    pd.DataFrame(rows).to_csv(csv, index=False)
+    atomic_write(folder / f"{name}.csv", lambda p: p.write_text(csv.getvalue()))
+    atomic_write(folder / f"{name}.md", lambda p: p.write_text(md))
+    return folder / f"{name}.md"
