@@ -148,9 +148,8 @@ def _finish(network: RoadNetwork | None, x_node: NDArray[np.int64], x_lat: NDArr
     y_index = np.arange(k) if m == k else np.sort(ry.choice(k, size=m, replace=False))
 
     t0 = time.perf_counter()
-    if metric == "road" or cost == "travel":
-        if network is None:
-            raise ProblemError("The road metric and the travel cost need a road network; pass `city=`.")
+    if (metric == "road" or cost == "travel") and network is None:
+        raise ProblemError("The road metric and the travel cost need a road network; pass `city=`.")
     if metric == "haversine":
         d = pairwise_haversine_km(x_lat, x_lon, x_lat, x_lon)
     else:

@@ -11,9 +11,10 @@ from typing import Any
 
 from . import __version__
 from .mechanisms import get_mechanism
-from .mechanisms.base import Progress, Result, no_progress
+from .mechanisms.base import Progress, Result
 from .paths import atomic_write, cache_dir
 from .problem import Problem
+from .progress import no_progress
 
 # statuses worth keeping: a time limit or an interruption may end differently next time
 CACHEABLE = ("optimal", "closed form", "sampled", "gap reached", "iteration limit")
@@ -36,7 +37,7 @@ def _load(path: Path) -> Result | None:
             result = pickle.load(f)
     except FileNotFoundError:
         return None
-    except Exception:  # truncated, corrupt or from an incompatible version: recompute
+    except Exception:  # noqa: BLE001 - truncated, corrupt or from an incompatible version: recompute
         return None
     return result if isinstance(result, Result) else None
 

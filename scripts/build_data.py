@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from mdpviz.cities import clean_network, write_city  # noqa: E402
-from mdpviz.paths import DATA_DIR, atomic_write  # noqa: E402
+from mdpviz.cities import clean_network, write_city
+from mdpviz.paths import DATA_DIR, atomic_write
 
 OAKLAND_OSM = Path("/usr/share/doc/python-osmnx-doc/examples/tests/input_data/West-Oakland.osm.bz2")
 Network = tuple[pd.DataFrame, pd.DataFrame]

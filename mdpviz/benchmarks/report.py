@@ -53,7 +53,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 def write(rows: list[dict[str, Any]], name: str, title: str, notes: str = "", folder: Path | None = None) -> Path:
     """Write ``<folder>/<name>.csv`` and ``.md`` (default folder docs/benchmarks); return the Markdown path."""
     folder = folder or DOCS
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     md = f"# {title}\n\n{stamp} on {machine()}.\n\n{table(rows)}\n" + (f"\n{notes}\n" if notes else "")
     csv = io.StringIO()
     pd.DataFrame(rows).to_csv(csv, index=False)

@@ -112,7 +112,7 @@ def repair_columns(Z: NDArray[np.float64], eps_d: NDArray[np.float64], chunk: in
     small; raising them adds little mass. Returns the repaired Z and the largest row-sum excess before
     renormalisation (how much mass the repair added).
     """
-    n, m = Z.shape
+    n = Z.shape[0]
     with np.errstate(divide="ignore"):
         logz = np.log(Z)
     out = np.empty_like(Z)

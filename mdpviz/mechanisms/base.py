@@ -12,7 +12,8 @@ from numpy.typing import NDArray
 
 from ..errors import ParameterError
 from ..problem import Problem
-from ..progress import Progress, no_progress
+from ..progress import Progress
+
 
 @dataclass(frozen=True)
 class Param:

@@ -53,7 +53,7 @@ def _solve_em_br(problem: Problem, params: dict[str, Any], progress: Progress, t
     Z, remap = bayes_remap(problem, Z0)
     return Result("em-br", params, Z, "closed form", params["eps"],
                   timings={"em_s": t1 - t0, "remap_s": time.perf_counter() - t1},
-                  diagnostics={"remap": remap, "outputs_used": int(len(np.unique(remap)))})
+                  diagnostics={"remap": remap, "outputs_used": len(np.unique(remap))})
 
 
 EM = register(Mechanism(
