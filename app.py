@@ -2,6 +2,22 @@
 
 import streamlit as st
 
+from mdpviz.ui import state
+
 st.set_page_config(page_title="mdpviz: metric DP on maps", page_icon="🗺️", layout="wide")
-pages = [st.Page("pages/home.py", title="Home", icon="🏠", default=True)]
-st.navigation(pages).run()
+
+PAGES = [
+    st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True),
+    st.Page("app_pages/explore.py", title="Explore", icon=":material/map:", url_path="explore"),
+    st.Page("app_pages/compare.py", title="Compare", icon=":material/compare:", url_path="compare"),
+    st.Page("app_pages/tradeoff.py", title="Trade-off", icon=":material/show_chart:", url_path="tradeoff"),
+    st.Page("app_pages/learn.py", title="Learn", icon=":material/school:", url_path="learn"),
+]
+
+page = st.navigation(PAGES)
+# less empty space above the content, so map and metrics fit a 1280×800 screen
+st.html("<style>[data-testid='stMainBlockContainer']{padding-top:2.2rem;padding-bottom:2rem}</style>")
+state.keep_shared_state()
+state.ensure_defaults()
+state.sync_from_url()
+page.run()

@@ -1,0 +1,45 @@
+"""Compare: two to four mechanisms on the same problem, side by side."""
+
+import streamlit as st
+
+from mdpviz.mechanisms import get_mechanism, mechanisms
+from mdpviz.ui import cache, compare, controls, state, views
+
+with st.sidebar:
+    st.multiselect("Mechanisms (2 to 4)", [m.name for m in mechanisms()], key="compare",
+                   format_func=controls.mechanism_label, max_selections=compare.MAX_MECHS,
+                   help="Each is solved on the same problem with the parameters below.")
+    chosen = [get_mechanism(n) for n in st.session_state["compare"]]
+    with st.form("compare_form", border=False):
+        for mech in chosen:
+            with st.expander(f"{mech.label}: parameters", expanded=len(chosen) <= 2):
+                controls.mechanism_params(mech)
+        controls.time_limit_control()
+        st.markdown("**Problem**")
+        controls.problem_controls()
+        solve_clicked = st.form_submit_button("Solve all", type="primary", width="stretch",
+                                              icon=":material/play_arrow:", disabled=len(chosen) < 2)
+
+st.markdown("#### Compare mechanisms on the same problem")
+state.show_notices()
+if len(chosen) < 2:
+    st.info("Choose at least two mechanisms in the sidebar.", icon="☝️")
+    st.stop()
+with views.guard():
+    prob = cache.problem_from_state()
+    items, rows = [], []
+    for mech in chosen:
+        params = state.params_of(mech)
+        if hint := views.solve_hint(prob.k, prob.m, mech):
+            st.sidebar.warning(f"{mech.name}: {hint}", icon="⏳")
+        result = (views.run_solve(prob, mech, params, float(st.session_state["time_limit"])) if solve_clicked
+                  else cache.lookup(prob, mech.name, params))
+        ev = cache.evaluation(prob, result, cache.result_key(prob, result)) if result and result.ok else None
+        items.append((mech, result))
+        rows.append(compare.metrics_row(mech, result, ev))
+st.caption(f"{prob.city} · K = {prob.k} secrets · |Y| = {prob.m} outputs · metric {prob.metric}")
+if all(r is None for _, r in items):
+    st.info("Not solved yet for these settings. Press **Solve all** in the sidebar.", icon="▶️")
+compare.maps_view(prob, items)
+compare.table_and_bars(rows)
+state.write_url("compare")

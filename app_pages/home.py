@@ -1,0 +1,24 @@
+"""Home: what mDP is, what ε means in metres, and one button into Explore."""
+
+import streamlit as st
+
+from mdpviz.ui import home, state
+
+st.title("mdpviz")
+st.markdown("##### See metric differential privacy for locations on real road networks")
+state.show_notices()
+left, right = st.columns([3, 2], gap="large")
+with left:
+    st.markdown(home.INTRO)
+    st.subheader("What ε means in metres")
+    eps = st.select_slider("ε (km⁻¹) · log scale", options=home.EPS_OPTIONS, value=5.0, key="home_eps",
+                           format_func=lambda v: f"{v:g}",
+                           help="The privacy budget per kilometre: smaller is more private.")
+    st.markdown(home.radius_sentence(eps))
+    if st.button(home.button_label(), type="primary", icon=":material/map:"):
+        st.switch_page("app_pages/explore.py", query_params=home.explore_query(eps))
+    st.caption("The default is small and instant. Larger K and the optimal LP are one click away in Explore.")
+with right:
+    st.plotly_chart(home.picture(eps), config={"displayModeBar": False}, key="home_picture")
+    st.caption(home.radius_caption(eps))
+state.write_url("home")

@@ -1,0 +1,117 @@
+"""plotly figures for the dashboard: metric bars, sweep curves, histograms of diagnostics, small heatmaps.
+
+Figures leave colours of background and text to Streamlit's theme (``theme="streamlit"``), so both light and
+dark themes stay legible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from numpy.typing import NDArray
+from plotly.subplots import make_subplots
+
+MARGIN = {"l": 10, "r": 10, "t": 40, "b": 10}
+
+SWEEP_METRICS = (("utility_loss_m", "Utility loss (m)"), ("violation_ratio", "mDP violation ratio (pairs)"),
+                 ("adversary_error_m", "Adversary error (m)"), ("solve_s", "Solve time (s)"))
+
+
+def metric_bars(df: pd.DataFrame, height: int = 300) -> go.Figure:
+    """One bar group per metric (utility loss, violation ratio, adversary error, solve time) per mechanism."""
+    fig = make_subplots(rows=1, cols=len(SWEEP_METRICS), subplot_titles=[t for _, t in SWEEP_METRICS],
+                        horizontal_spacing=0.07)
+    for c, (col, _) in enumerate(SWEEP_METRICS, start=1):
+        fig.add_trace(go.Bar(x=df["mechanism"], y=df[col], marker_color="#2563eb", showlegend=False,
+                             hovertemplate="%{x}: %{y:.4g}<extra></extra>"), row=1, col=c)
+    fig.update_layout(height=height, margin=MARGIN)
+    fig.update_annotations(font_size=12)
+    return fig
+
+
+def sweep_curves(df: pd.DataFrame, param_label: str, current: float | None, log_x: bool) -> go.Figure:
+    """Four panels: each metric against the swept parameter, one line per mechanism; the current value marked."""
+    fig = make_subplots(rows=2, cols=2, subplot_titles=[t for _, t in SWEEP_METRICS], vertical_spacing=0.16,
+                        horizontal_spacing=0.08)
+    palette = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2"]
+    for n, (mech, part) in enumerate(df.groupby("mechanism", sort=False)):
+        part = part.sort_values("value")
+        for idx, (col, _) in enumerate(SWEEP_METRICS):
+            r, c = divmod(idx, 2)
+            fig.add_trace(go.Scatter(x=part["value"], y=part[col], mode="lines+markers", name=str(mech),
+                                     legendgroup=str(mech), showlegend=idx == 0,
+                                     line={"color": palette[n % len(palette)]},
+                                     hovertemplate=f"{mech}<br>{param_label} = %{{x:.4g}}<br>%{{y:.4g}}<extra></extra>"),
+                          row=r + 1, col=c + 1)
+    if current is not None:
+        for idx in range(len(SWEEP_METRICS)):
+            r, c = divmod(idx, 2)
+            fig.add_vline(x=current, line_dash="dash", line_color="gray", row=r + 1, col=c + 1)
+    values = np.sort(df["value"].unique()) if len(df) else np.zeros(0)
+    if len(values) > 8:
+        values = values[np.linspace(0, len(values) - 1, 6).round().astype(int)]
+    fig.update_xaxes(title_text=param_label, type="log" if log_x else "linear", tickvals=values,
+                     ticktext=[f"{v:.3g}" for v in values])
+    fig.update_yaxes(rangemode="tozero")
+    fig.update_layout(height=560, margin=MARGIN, legend={"orientation": "h", "y": -0.12})
+    fig.update_annotations(font_size=12)
+    return fig
+
+
+def histogram(values: NDArray[np.float64], title: str, height: int = 220) -> go.Figure:
+    fig = go.Figure(go.Histogram(x=np.asarray(values, float), marker_color="#2563eb", nbinsx=40))
+    fig.update_layout(title={"text": title, "font": {"size": 13}}, height=height, margin=MARGIN, bargap=0.05,
+                      yaxis_title="count")
+    return fig
+
+
+def timing_bar(timings: dict[str, float], height: int = 200) -> go.Figure:
+    """Horizontal bar of seconds per phase (the ``total_s`` entry is left out)."""
+    items = [(k.removesuffix("_s"), v) for k, v in timings.items() if k != "total_s"]
+    fig = go.Figure(go.Bar(x=[v for _, v in items], y=[k for k, _ in items], orientation="h",
+                           marker_color="#2563eb", hovertemplate="%{y}: %{x:.3g} s<extra></extra>"))
+    fig.update_layout(height=height, margin=MARGIN, xaxis_title="seconds", title={"text": "Time per phase (s)",
+                                                                                   "font": {"size": 13}})
+    return fig
+
+
+def stacked_split(parts: Sequence[tuple[str, float]], title: str, unit: str, height: int = 160) -> go.Figure:
+    """One horizontal stacked bar (e.g. PAnDA's budget split)."""
+    palette = ["#f59e0b", "#ef4444", "#2563eb", "#16a34a", "#9333ea"]
+    fig = go.Figure()
+    for n, (name, v) in enumerate(parts):
+        fig.add_trace(go.Bar(x=[v], y=[""], orientation="h", name=name, marker_color=palette[n % len(palette)],
+                             hovertemplate=f"{name}: %{{x:.3g}} {unit}<extra></extra>"))
+    fig.update_layout(barmode="stack", height=height, margin=MARGIN, xaxis_title=unit,
+                      title={"text": title, "font": {"size": 13}}, legend={"orientation": "h", "y": -0.5})
+    return fig
+
+
+def matrix_heatmap(Z: NDArray[np.float64], title: str, x_labels: Sequence[str], y_labels: Sequence[str],
+                   height: int = 260) -> go.Figure:
+    """A small Z matrix as a heatmap with values written in the cells."""
+    fig = go.Figure(go.Heatmap(z=Z, x=list(x_labels), y=list(y_labels), colorscale="OrRd", zmin=0, zmax=1,
+                               text=np.round(Z, 2), texttemplate="%{text}", colorbar={"title": "Pr"},
+                               hovertemplate="true %{y} → report %{x}: %{z:.3f}<extra></extra>"))
+    fig.update_layout(title={"text": title, "font": {"size": 13}}, height=height, margin=MARGIN,
+                      yaxis={"autorange": "reversed", "title": "true location x"},
+                      xaxis={"title": "reported y"})
+    return fig
+
+
+def line(x: NDArray[np.float64], ys: dict[str, NDArray[np.float64]], x_title: str, y_title: str,
+         title: str = "", marks: Sequence[tuple[float, str]] = (), height: int = 300, log_y: bool = False
+         ) -> go.Figure:
+    """Simple lines with optional vertical marks ``(x, label)``."""
+    fig = go.Figure()
+    for name, y in ys.items():
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=name))
+    for xv, label in marks:
+        fig.add_vline(x=xv, line_dash="dash", line_color="gray", annotation_text=label)
+    fig.update_layout(height=height, margin=MARGIN, xaxis_title=x_title, yaxis_title=y_title,
+                      title={"text": title, "font": {"size": 13}}, legend={"orientation": "h", "y": -0.25},
+                      yaxis_type="log" if log_y else "linear")
+    return fig

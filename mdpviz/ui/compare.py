@@ -1,0 +1,91 @@
+"""The Compare page's views: small maps of the same secret under each mechanism, a metrics table, bar charts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from mdpviz.explain import format_m
+from mdpviz.mechanisms import Mechanism, Result
+from mdpviz.problem import Problem
+
+from . import cache, charts, maps, state
+from .explore import clamp_secret
+
+MAX_MECHS = 4
+
+
+def metrics_row(mech: Mechanism, result: Result | None, ev: dict[str, Any] | None) -> dict[str, Any]:
+    """One table row per mechanism (NaN where there is no result)."""
+    row: dict[str, Any] = {"mechanism": mech.name, "label": mech.label}
+    if result is None:
+        return {**row, "status": "not solved", "utility_loss_m": np.nan, "violation_ratio": np.nan,
+                "violated / checked pairs": "", "adversary_error_m": np.nan, "solve_s": np.nan}
+    total = result.timings.get("total_s", sum(result.timings.values()))
+    if ev is None:
+        return {**row, "status": result.status, "utility_loss_m": np.nan, "violation_ratio": np.nan,
+                "violated / checked pairs": "", "adversary_error_m": np.nan, "solve_s": total}
+    v = ev["violations"]
+    return {**row, "status": result.status, "utility_loss_m": ev["utility_loss_m"], "violation_ratio": v["ratio"],
+            "violated / checked pairs": f"{v['violated_pairs']:,} / {v['checked_pairs']:,}",
+            "adversary_error_m": ev["adversary_error_m"], "solve_s": total}
+
+
+def _on_click(map_key: str) -> None:
+    event = st.session_state.get(map_key)
+    hit = maps.clicked_secret(event.get("selection") if event else None)
+    if hit is not None:
+        st.session_state["secret"] = hit[1]
+
+
+@st.fragment
+def maps_view(prob: Problem, items: list[tuple[Mechanism, Result | None]]) -> None:
+    """The same selected secret under every mechanism, one small map each (≤ 4 maps: well under 8 WebGL charts)."""
+    clamp_secret(prob)
+    st.number_input("Selected secret x (index)", min_value=0, max_value=prob.k - 1, step=1, key="secret",
+                    help="Or click a point on any map.")
+    i = int(st.session_state["secret"])
+    cols = st.columns(len(items))
+    roads = cache.road_segments(prob.city) if prob.city else pd.DataFrame({"s": [], "t": []})
+    zmax = max((float(r.Z[i].max()) for _, r in items if r is not None and r.Z is not None), default=1.0)
+    for col, (mech, result) in zip(cols, items, strict=True):
+        with col:
+            st.markdown(f"**{mech.label}**")
+            layers = maps.MapLayers(secret=i, show_outputs=False)
+            if result is not None and result.Z is not None:
+                key = cache.result_key(prob, result)
+                loss, expected = cache.per_secret(prob, result, key)
+                layers.Z_row = result.Z[i]
+                layers.expected = (float(expected[i, 0]), float(expected[i, 1]))
+                note = (f"x{i}: expected loss {format_m(float(loss[i]))}, top report Pr = {result.Z[i].max():.3g}")
+            else:
+                note = "no mechanism (not solved or no feasible result)"
+            map_key = f"compare_map_{mech.name}"
+            st.pydeck_chart(maps.deck(prob, roads, layers, height_px=300, width_px=300, small=True),
+                            on_select=lambda k=map_key: _on_click(k), selection_mode="single-object", key=map_key,
+                            height=300, alt=f"{mech.label}: distribution of secret x{i}")
+            st.caption(note)
+    st.html(maps.symbol_legend_html([("selected secret", maps.TRUE, "dot"), ("expected report", maps.EXPECTED, "dot"),
+                                     ("secrets X", maps.SECRET, "dot")])
+            + maps.legend_html(f"Pr[report y | true x{i}] (probability; same scale on every map)", "prob", "0",
+                               f"{zmax:.3g}"))
+    state.write_url("compare")
+
+
+def table_and_bars(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The metrics table and the bar charts; returns the table."""
+    df = pd.DataFrame(rows)
+    shown = df.rename(columns={"utility_loss_m": "utility loss (m)", "violation_ratio": "violation ratio",
+                               "adversary_error_m": "adversary error (m)", "solve_s": "solve time (s)"})
+    st.dataframe(shown, hide_index=True, width="stretch",
+                 column_config={"utility loss (m)": st.column_config.NumberColumn(format="%.1f"),
+                                "adversary error (m)": st.column_config.NumberColumn(format="%.1f"),
+                                "violation ratio": st.column_config.NumberColumn(format="%.3g"),
+                                "solve time (s)": st.column_config.NumberColumn(format="%.3g")})
+    solved = df.dropna(subset=["utility_loss_m"])
+    if len(solved):
+        st.plotly_chart(charts.metric_bars(solved), config={"displayModeBar": False}, key="compare_bars")
+    return df

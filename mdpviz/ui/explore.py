@@ -1,0 +1,151 @@
+"""The Explore page's view: the map with its view-only controls, in a fragment so they never re-solve."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+from mdpviz.explain import format_m
+from mdpviz.geo import haversine_km
+from mdpviz.mechanisms import Result
+from mdpviz.metrics import posterior
+from mdpviz.problem import Problem
+
+from . import cache, maps, state
+
+COLOUR_MODES = ("plain", "expected loss (m)", "attacker's posterior Pr[x | y]")
+
+
+def _on_click(map_key: str) -> None:
+    """Map click: a secret (or an output, which is also a secret) becomes the selected secret; in the
+    attacker's view a click on an output picks the observed report instead."""
+    event = st.session_state.get(map_key)
+    hit = maps.clicked_secret(event.get("selection") if event else None)
+    if hit is None:
+        return
+    layer, i, k = hit
+    if st.session_state.get("colour_mode") == COLOUR_MODES[2] and k is not None:
+        st.session_state["attack_y"] = k
+    else:
+        st.session_state["secret"] = i
+
+
+def clamp_secret(prob: Problem) -> int:
+    """The selected secret, made valid for ``prob`` (default and fallback: the secret nearest the middle)."""
+    ss = st.session_state
+    central = int(np.argmin((prob.x_lat - prob.x_lat.mean()) ** 2 + (prob.x_lon - prob.x_lon.mean()) ** 2))
+    raw = ss.get("secret")
+    try:
+        i = central if raw is None else int(raw)
+    except (TypeError, ValueError):
+        i = central
+    if not 0 <= i < prob.k:
+        st.toast(f"Secret x{i} does not exist in this problem (K = {prob.k}); showing x{central}.", icon="⚠️")
+        i = central
+    ss["secret"] = i
+    return i
+
+
+@st.fragment
+def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, key: str | None) -> None:
+    """Controls for what to look at (secret, layers, attacker view), the map, its legends and a caption."""
+    ss = st.session_state
+    clamp_secret(prob)
+    has_z = result is not None and result.Z is not None
+    c1, c2 = st.columns([1, 3])
+    c1.number_input("Selected secret x (index)", min_value=0, max_value=prob.k - 1, step=1, key="secret",
+                    help="Or click a point on the map.")
+    ss.setdefault("colour_mode", COLOUR_MODES[0])
+    if not has_z:
+        ss["colour_mode"] = COLOUR_MODES[0]
+    c2.radio("Colour secrets by", COLOUR_MODES, key="colour_mode", horizontal=True, disabled=not has_z,
+             help="Expected loss: Σ_y c(x,y)·Z[x,y] in metres. Posterior: what an attacker who sees report y "
+                  "believes about the true location.")
+    with c2:
+        t1, t2, t3 = st.columns(3)
+        ss.setdefault("show_dist", True)
+        ss.setdefault("show_outputs", True)
+        ss.setdefault("show_viol", True)
+        t1.checkbox("Z[x,·] of x", key="show_dist", disabled=not has_z,
+                    help="The selected secret's distribution over outputs (size and colour: probability).")
+        t2.checkbox("outputs Y", key="show_outputs", help="Rings: every reportable location.")
+        t3.checkbox("violation lines", key="show_viol", disabled=not has_z,
+                    help="Red lines between pairs of secrets that break ε-mDP (the worst 300).")
+    i = int(ss["secret"])
+    layers = maps.MapLayers(secret=i, show_outputs=bool(ss["show_outputs"]))
+    legends: list[str] = []
+    symbols: list[tuple[str, list[int], str]] = [("selected secret (true location)", maps.TRUE, "dot"),
+                                                 ("secrets X", maps.SECRET, "dot")]
+    if ss["show_outputs"]:
+        symbols.append(("outputs Y", maps.OUTPUT_RING, "ring"))
+    caption = f"Secret x{i} selected. Press **Solve** to see its distribution over the outputs."
+    if has_z:
+        assert result is not None and result.Z is not None and key is not None
+        Z = result.Z
+        loss, expected = cache.per_secret(prob, result, key)
+        layers.expected = (float(expected[i, 0]), float(expected[i, 1]))
+        symbols.append(("expected report", maps.EXPECTED, "dot"))
+        if ss["show_dist"]:
+            layers.Z_row = Z[i]
+            legends.append(maps.legend_html(f"Pr[report y | true x{i}] (probability; size and colour)", "prob",
+                                            "0", f"{Z[i].max():.3g}"))
+        mode = ss["colour_mode"]
+        if mode == COLOUR_MODES[1]:
+            layers.secret_values, layers.secret_scale = loss, "loss"
+            layers.secret_value_label = "expected loss"
+            legends.append(maps.legend_html("Expected loss of each secret (m)", "loss", format_m(float(loss.min())),
+                                            format_m(float(loss.max()))))
+        elif mode == COLOUR_MODES[2]:
+            default_y = int(np.argmax(Z[i]))
+            if not 0 <= int(ss.get("attack_y", default_y)) < prob.m:
+                ss["attack_y"] = default_y
+            ss.setdefault("attack_y", default_y)
+            st.selectbox("Observed report y (index into Y)", list(range(prob.m)), key="attack_y",
+                         format_func=lambda k: f"y{k} (= x{prob.y_index[k]})",
+                         help="The attacker sees this report; secrets are coloured by Pr[x | y]. Or click an output.")
+            post = posterior(prob, Z, int(ss["attack_y"]))
+            layers.secret_values, layers.secret_scale = post, "post"
+            layers.secret_value_label = f"Pr[x | y{ss['attack_y']}] ="
+            layers.attack_y = int(ss["attack_y"])
+            symbols.append((f"observed report y{ss['attack_y']}", [124, 58, 237, 255], "ring"))
+            legends.append(maps.legend_html(f"Attacker's posterior Pr[x | y{ss['attack_y']}] (probability)", "post",
+                                            "0", f"{post.max():.3g}"))
+        n_viol = 0
+        if ss["show_viol"] and ev is not None and ev["violations"]["violated_pairs"] > 0:
+            vi, vj, vf, n_viol = cache.violating_pairs(prob, result, key)
+            layers.violations = (vi, vj, vf)
+            symbols.append((f"mDP violation ({min(len(vi), n_viol):,} of {n_viol:,} pairs drawn)", maps.VIOLATION,
+                            "line"))
+        d_exp = float(haversine_km(prob.x_lat[i], prob.x_lon[i], *layers.expected)) * 1000
+        caption = (f"**x{i}**: expected loss {format_m(float(loss[i]))}; expected report {format_m(d_exp)} from the "
+                   f"truth; most likely report y{int(np.argmax(Z[i]))} with Pr = {Z[i].max():.3g}.")
+    deck = maps.deck(prob, cache.road_segments(prob.city) if prob.city else _no_roads(), layers)
+    st.pydeck_chart(deck, on_select=lambda: _on_click("explore_map"), selection_mode="single-object",
+                    key="explore_map", height=470, alt="Map of the road network, secrets, outputs and the "
+                                                        "selected secret's report distribution")
+    st.html(maps.symbol_legend_html(symbols) + "".join(legends))
+    st.markdown(caption)
+    state.write_url("explore")
+
+
+def _no_roads():  # points-only problems have no network to draw
+    import pandas as pd
+
+    return pd.DataFrame({"s": [], "t": []})
+
+
+def headline(prob: Problem, mech: Any, params: dict[str, Any]) -> str:
+    """One line naming what is on screen: city, sizes, mechanism and ε as a radius."""
+    from mdpviz.explain import radius_km
+
+    eps = params.get("eps")
+    eps_txt = (f" · ε = {eps:g} km⁻¹ (ratio ≤ 2 within {radius_km(float(eps)) * 1000:,.0f} m)"
+               if isinstance(eps, (int, float)) and eps > 0 else "")
+    from mdpviz.cities import list_cities
+
+    city = next((c.label for c in list_cities() if c.slug == prob.city), prob.city or "your points")
+    return (f"#### {mech.label} · {city}\n"
+            f"K = {prob.k} secrets · |Y| = {prob.m} outputs · metric {prob.metric} · cost {prob.settings['cost']}"
+            f"{eps_txt}")

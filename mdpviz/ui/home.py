@@ -1,0 +1,70 @@
+"""Content and helpers of the Home page (text, the ε picture, the link into Explore)."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from mdpviz.cities import default_city, list_cities
+from mdpviz.explain import log_grid, radius_km, ratio_bound
+
+from . import state
+
+INTRO = """
+**Metric differential privacy** (mDP, also called *geo-indistinguishability*) protects a location by reporting a
+randomly perturbed one instead. The rule is that any two true locations *r* km apart must produce every report with
+probabilities within a factor **e^(ε·r)** of each other, so nearby places are hard to tell apart while far-apart
+ones may still be distinguished. Mechanisms differ in *how* they randomise: the exponential mechanism is a fixed
+formula, while the optimal LP and PAnDA choose the probabilities that lose the least utility (metres of extra
+travel) under the same guarantee.
+"""
+
+EPS_OPTIONS = log_grid(0.5, 50.0)
+
+
+def radius_sentence(eps: float) -> str:
+    """ε in words: the ratio-2 radius and the ratio at 1 km."""
+    r_m = radius_km(eps) * 1000
+    return (f"At **ε = {eps:g} km⁻¹**, two locations less than **{r_m:,.0f} m** apart produce every report with "
+            f"probabilities within a factor **2** of each other (radius ln 2 / ε). Locations 1 km apart may differ "
+            f"by a factor up to **{ratio_bound(eps, 1.0):,.3g}**.")
+
+
+def radius_caption(eps: float) -> str:
+    return f"Ratio ≤ 2 within {radius_km(eps) * 1000:,.0f} m of the true location at ε = {eps:g} km⁻¹."
+
+
+def default_city_label() -> str:
+    slug = default_city()
+    return next(c.label for c in list_cities() if c.slug == slug)
+
+
+def button_label() -> str:
+    d = state.DEFAULTS
+    return f"Open Explore: {default_city_label()}, K = {d['k']}, exponential mechanism"
+
+
+def explore_query(eps: float) -> dict[str, str]:
+    """URL of Explore on the default city with the small fast default and the ε chosen here."""
+    d = state.DEFAULTS
+    return {"city": default_city(), "k": str(d["k"]), "m": str(d["m"]), "metric": d["metric"], "prior": d["prior"],
+            "cost": d["cost"], "tasks": str(d["tasks"]), "seed": str(d["seed"]), "mech": d["mech"],
+            "eps": f"{eps:g}"}
+
+
+def picture(eps: float) -> go.Figure:
+    """The largest allowed probability ratio between two locations against their distance, ratio 2 marked."""
+    r_m = radius_km(eps) * 1000
+    x = np.linspace(0, max(4 * r_m, 50.0), 200)
+    y = np.exp(eps * x / 1000)
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line={"color": "#2563eb", "width": 3},
+                             hovertemplate="%{x:.0f} m apart: ratio ≤ %{y:.3g}<extra></extra>", name="e^(ε·r)"))
+    fig.add_hrect(y0=1, y1=2, fillcolor="#16a34a", opacity=0.12, line_width=0)
+    fig.add_vline(x=r_m, line_dash="dash", line_color="#16a34a",
+                  annotation_text=f"{r_m:,.0f} m: ratio 2", annotation_position="top left")
+    fig.update_layout(height=340, margin={"l": 10, "r": 10, "t": 40, "b": 10},
+                      title={"text": f"How different may reports be? (ε = {eps:g} km⁻¹)", "font": {"size": 14}},
+                      xaxis_title="distance r between two true locations (m)",
+                      yaxis_title="max probability ratio e^(ε·r)", showlegend=False)
+    return fig

@@ -1,0 +1,205 @@
+"""pydeck maps with no external basemap: the road network is the base layer, the mechanism is drawn on top.
+
+Every layer has an ``id`` (needed for selections); pickable layers carry a ``tip`` column for the tooltip and
+``i`` (secret index) so a click can select a secret. Colour scales come with an HTML legend (units included).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pydeck as pdk
+from numpy.typing import NDArray
+
+from mdpviz.explain import format_m
+from mdpviz.problem import Problem
+
+# colour scales: a few stops, interpolated linearly (RGB)
+SCALES: dict[str, list[tuple[int, int, int]]] = {
+    "prob": [(254, 240, 217), (253, 204, 138), (252, 141, 89), (227, 74, 51), (179, 0, 0)],        # OrRd
+    "loss": [(68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37)],          # viridis
+    "post": [(252, 251, 253), (218, 218, 235), (158, 154, 200), (117, 107, 177), (63, 0, 125)],    # Purples
+}
+ROAD = [150, 150, 150, 110]
+SECRET = [37, 99, 235, 170]
+OUTPUT_RING = [20, 20, 20, 200]
+TRUE = [16, 185, 129, 255]
+EXPECTED = [236, 72, 153, 255]
+VIOLATION = [220, 38, 38, 200]
+
+
+class CompactDeck(pdk.Deck):
+    """A Deck whose JSON has no indentation: pydeck indents by 2, which triples the size sent to the browser."""
+
+    def to_json(self) -> str:
+        from pydeck.bindings.json_tools import default_serialize
+
+        return json.dumps(self, sort_keys=True, default=default_serialize, separators=(",", ":"))
+
+
+def colours(values: NDArray[np.float64], vmin: float, vmax: float, scale: str, alpha: int = 220) -> list[list[int]]:
+    """RGBA colours for ``values`` on ``scale`` between ``vmin`` and ``vmax``."""
+    stops = np.array(SCALES[scale], dtype=float)
+    t = np.clip((np.asarray(values, float) - vmin) / (vmax - vmin if vmax > vmin else 1.0), 0, 1)
+    pos = t * (len(stops) - 1)
+    lo = np.floor(pos).astype(int)
+    hi = np.minimum(lo + 1, len(stops) - 1)
+    frac = (pos - lo)[:, None]
+    rgb = stops[lo] * (1 - frac) + stops[hi] * frac
+    return np.column_stack([rgb.round().astype(int), np.full(len(rgb), alpha)]).tolist()
+
+
+def legend_html(title: str, scale: str, vmin: str, vmax: str) -> str:
+    """A small horizontal colour bar with its title (units included) and end labels; legible on both themes."""
+    stops = ", ".join(f"rgb{c}" for c in SCALES[scale])
+    return (f'<div style="font-size:0.8rem;margin:0 0 4px 0">'
+            f'<div style="font-weight:600">{html.escape(title)}</div>'
+            f'<div style="height:10px;border-radius:3px;border:1px solid rgba(128,128,128,.5);'
+            f'background:linear-gradient(to right, {stops})"></div>'
+            f'<div style="display:flex;justify-content:space-between"><span>{html.escape(vmin)}</span>'
+            f'<span>{html.escape(vmax)}</span></div></div>')
+
+
+def symbol_legend_html(items: list[tuple[str, list[int], str]]) -> str:
+    """Legend entries ``(label, rgba, shape)`` with shape ``dot``, ``ring`` or ``line``."""
+    parts = []
+    for label, c, shape in items:
+        rgb = f"rgba({c[0]},{c[1]},{c[2]},{c[3] / 255:.2f})"
+        if shape == "line":
+            sw = f'<span style="display:inline-block;width:16px;height:3px;background:{rgb};vertical-align:middle"></span>'
+        elif shape == "ring":
+            sw = (f'<span style="display:inline-block;width:10px;height:10px;border-radius:50%;'
+                  f'border:2px solid {rgb};vertical-align:middle"></span>')
+        else:
+            sw = (f'<span style="display:inline-block;width:10px;height:10px;border-radius:50%;'
+                  f'background:{rgb};vertical-align:middle"></span>')
+        parts.append(f'<span style="margin-right:12px;white-space:nowrap">{sw} {html.escape(label)}</span>')
+    return f'<div style="font-size:0.8rem;line-height:1.8">{"".join(parts)}</div>'
+
+
+def view_state(prob: Problem, width_px: int = 800, height_px: int = 520) -> pdk.ViewState:
+    """Centre and zoom that fit every secret."""
+    lat0, lat1 = float(prob.x_lat.min()), float(prob.x_lat.max())
+    lon0, lon1 = float(prob.x_lon.min()), float(prob.x_lon.max())
+    clat = (lat0 + lat1) / 2
+    lon_span = max(lon1 - lon0, 1e-4) * 1.1
+    lat_span = max(lat1 - lat0, 1e-4) * 1.1
+    z_lon = math.log2(width_px * 360 / (256 * lon_span))
+    z_lat = math.log2(height_px * 360 * math.cos(math.radians(clat)) / (256 * lat_span))
+    return pdk.ViewState(latitude=clat, longitude=(lon0 + lon1) / 2, zoom=min(z_lon, z_lat) - 0.15,
+                         pitch=0, bearing=0)
+
+
+@dataclass
+class MapLayers:
+    """What to draw on an Explore-style map (None/False: the layer is off)."""
+
+    Z_row: NDArray[np.float64] | None = None          # distribution of the selected secret over Y
+    secret: int | None = None                         # selected secret (index into X)
+    expected: tuple[float, float] | None = None       # expected reported (lat, lon) of the selected secret
+    show_secrets: bool = True
+    show_outputs: bool = True
+    secret_values: NDArray[np.float64] | None = None  # colour secrets by these (loss m, or posterior)
+    secret_scale: str = "loss"
+    secret_value_label: str = ""
+    violations: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]] | None = None
+    attack_y: int | None = None                       # output whose posterior is shown (index into Y)
+
+
+def deck(prob: Problem, roads: pd.DataFrame, layers: MapLayers, *, height_px: int = 520,
+         width_px: int = 800, small: bool = False) -> pdk.Deck:
+    """The map: roads, then secrets, outputs, the distribution Z[x,·], markers and violation lines."""
+    out: list[pdk.Layer] = [pdk.Layer("LineLayer", id="roads", data=roads, get_source_position="s",
+                                      get_target_position="t", get_color=ROAD, get_width=1, width_min_pixels=1,
+                                      pickable=False)]
+    radius_px = 2 if small else 3
+    if layers.show_secrets:
+        df = pd.DataFrame({"lon": prob.x_lon, "lat": prob.x_lat, "i": np.arange(prob.k)})
+        if layers.secret_values is not None:
+            v = layers.secret_values
+            vmax = float(np.max(v)) if len(v) else 1.0
+            df["color"] = colours(v, float(np.min(v)), vmax, layers.secret_scale, alpha=230)
+            fmt = format_m if layers.secret_scale == "loss" else (lambda x: f"{x:.3g}")
+            df["tip"] = [f"secret x{i} · {layers.secret_value_label} {fmt(float(x))}" for i, x in enumerate(v)]
+            radius_px += 1
+        else:
+            df["color"] = [SECRET] * prob.k
+            df["tip"] = [f"secret x{i} (click to select)" for i in range(prob.k)]
+        out.append(pdk.Layer("ScatterplotLayer", id="secrets", data=df, get_position=["lon", "lat"],
+                             get_fill_color="color", get_radius=1, radius_units="'pixels'",
+                             radius_min_pixels=radius_px, radius_max_pixels=radius_px, pickable=True,
+                             auto_highlight=True))
+    if layers.violations is not None and len(layers.violations[0]):
+        vi, vj, vf = layers.violations
+        vdf = pd.DataFrame({"s": np.column_stack([prob.x_lon[vi], prob.x_lat[vi]]).tolist(),
+                            "t": np.column_stack([prob.x_lon[vj], prob.x_lat[vj]]).tolist(),
+                            "tip": [f"x{a} → x{b}: ratio uses {f:.3g}× the allowed ε·d" for a, b, f in
+                                    zip(vi, vj, vf, strict=True)]})
+        out.append(pdk.Layer("LineLayer", id="violations", data=vdf, get_source_position="s",
+                             get_target_position="t", get_color=VIOLATION, get_width=2, width_min_pixels=2,
+                             pickable=True))
+    if layers.Z_row is not None:
+        z = layers.Z_row
+        zmax = float(z.max()) if z.max() > 0 else 1.0
+        keep = z > zmax * 1e-3
+        ydf = pd.DataFrame({"lon": prob.y_lon[keep], "lat": prob.y_lat[keep],
+                            "i": prob.y_index[keep], "k": np.flatnonzero(keep), "z": z[keep]})
+        ydf["r"] = 3 + (14 if not small else 9) * np.sqrt(ydf.z / zmax)
+        ydf["color"] = colours(ydf.z.to_numpy(), 0.0, zmax, "prob", alpha=210)
+        ydf["tip"] = [f"output y{k} · Pr[report | x{layers.secret}] = {v:.3g}" for k, v in zip(ydf.k, ydf.z,
+                                                                                               strict=True)]
+        ydf = ydf.sort_values("z")
+        out.append(pdk.Layer("ScatterplotLayer", id="dist", data=ydf, get_position=["lon", "lat"],
+                             get_fill_color="color", get_radius="r", radius_units="'pixels'", stroked=True,
+                             get_line_color=[60, 60, 60, 160], line_width_min_pixels=1, pickable=True))
+    if layers.show_outputs:
+        odf = pd.DataFrame({"lon": prob.y_lon, "lat": prob.y_lat, "i": prob.y_index, "k": np.arange(prob.m)})
+        odf["tip"] = [f"output y{k} (= secret x{i})" for k, i in zip(odf.k, odf.i, strict=True)]
+        out.append(pdk.Layer("ScatterplotLayer", id="outputs", data=odf, get_position=["lon", "lat"],
+                             filled=False, stroked=True, get_line_color=OUTPUT_RING, line_width_min_pixels=1,
+                             get_radius=1, radius_units="'pixels'", radius_min_pixels=radius_px + 3,
+                             radius_max_pixels=radius_px + 3, pickable=True))
+    if layers.attack_y is not None:
+        k = layers.attack_y
+        adf = pd.DataFrame({"lon": [prob.y_lon[k]], "lat": [prob.y_lat[k]], "tip": [f"observed report y{k}"]})
+        out.append(pdk.Layer("ScatterplotLayer", id="attack", data=adf, get_position=["lon", "lat"], filled=False,
+                             stroked=True, get_line_color=[124, 58, 237, 255], line_width_min_pixels=3,
+                             get_radius=1, radius_units="'pixels'", radius_min_pixels=12, radius_max_pixels=12,
+                             pickable=True))
+    if layers.secret is not None:
+        i = layers.secret
+        tdf = pd.DataFrame({"lon": [prob.x_lon[i]], "lat": [prob.x_lat[i]], "i": [i],
+                            "tip": [f"true location x{i}"]})
+        if layers.expected is not None:
+            elat, elon = layers.expected
+            out.append(pdk.Layer("LineLayer", id="expected-line", data=pd.DataFrame(
+                {"s": [[prob.x_lon[i], prob.x_lat[i]]], "t": [[elon, elat]]}), get_source_position="s",
+                get_target_position="t", get_color=EXPECTED, get_width=2, width_min_pixels=2))
+            out.append(pdk.Layer("ScatterplotLayer", id="expected", data=pd.DataFrame(
+                {"lon": [elon], "lat": [elat], "tip": ["expected reported location (mean of Z[x,·])"]}),
+                get_position=["lon", "lat"], get_fill_color=EXPECTED, get_radius=1, radius_units="'pixels'",
+                radius_min_pixels=6, radius_max_pixels=6, pickable=True))
+        out.append(pdk.Layer("ScatterplotLayer", id="true", data=tdf, get_position=["lon", "lat"], filled=True,
+                             get_fill_color=TRUE, stroked=True, get_line_color=[255, 255, 255, 255],
+                             line_width_min_pixels=2, get_radius=1, radius_units="'pixels'", radius_min_pixels=8,
+                             radius_max_pixels=8, pickable=True))
+    return CompactDeck(layers=out, initial_view_state=view_state(prob, width_px, height_px), map_provider=None,
+                    map_style=None, tooltip={"text": "{tip}"})
+
+
+def clicked_secret(selection: dict | None) -> tuple[str, int, int | None] | None:
+    """(layer id, secret index, output index or None) of a pydeck click, or None."""
+    if not selection:
+        return None
+    objects = selection.get("objects", {}) or {}
+    for layer_id in ("true", "dist", "outputs", "secrets"):
+        objs = objects.get(layer_id) or []
+        if objs and "i" in objs[0]:
+            k = objs[0].get("k")
+            return layer_id, int(objs[0]["i"]), None if k is None else int(k)
+    return None

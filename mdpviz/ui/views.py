@@ -1,0 +1,255 @@
+"""Rendering helpers shared by the pages: error guard, solve with progress, metrics, diagnostics, downloads."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from mdpviz.errors import MdpvizError
+from mdpviz.explain import format_m, format_s, solve_warning
+from mdpviz.export import result_bytes
+from mdpviz.mechanisms import Mechanism, Result
+from mdpviz.problem import Problem
+from mdpviz.solve import solve
+
+from . import cache, charts
+
+
+@contextmanager
+def guard() -> Iterator[None]:
+    """Show a library error as a message a person can act on, then stop the page (never a traceback)."""
+    try:
+        yield
+    except MdpvizError as e:
+        st.error(str(e), icon="🚫")
+        st.stop()
+
+
+def solve_hint(prob_k: int, prob_m: int, mech: Mechanism) -> str | None:
+    return solve_warning(prob_k, prob_m, max_k=mech.max_k, family=mech.family, exact=mech.exact,
+                         time_limit_s=float(st.session_state.get("time_limit", 60.0)))
+
+
+def run_solve(prob: Problem, mech: Mechanism, params: dict[str, Any], time_limit: float,
+              label: str | None = None) -> Result:
+    """Solve in a worker thread while this script shows the phase and elapsed time; returns the Result.
+
+    The worker only records the latest phase: it never calls Streamlit (no script context there). A quick
+    solve (under 0.3 s) shows no status box at all.
+    """
+    box: dict[str, Any] = {"phase": "starting", "fraction": None}
+    out: dict[str, Any] = {}
+
+    def progress(phase: str, fraction: float | None) -> None:
+        box["phase"], box["fraction"] = phase, fraction
+
+    def work() -> None:
+        try:
+            out["result"] = solve(prob, mech.name, params, progress=progress, time_limit=time_limit)
+        except BaseException as e:  # handed to the script thread, which shows it or re-raises it
+            out["error"] = e
+
+    worker = threading.Thread(target=work, name=f"mdpviz-solve-{mech.name}", daemon=True)
+    t0 = time.perf_counter()
+    worker.start()
+    worker.join(0.3)
+    if worker.is_alive():
+        with st.status(f"Solving {label or mech.label}…", expanded=True) as status:
+            bar = st.progress(0.0, text="starting")
+            while worker.is_alive():
+                worker.join(0.2)
+                el = time.perf_counter() - t0
+                frac = box["fraction"]
+                shown = float(frac) if frac is not None else min(0.99, el / max(time_limit, 1e-9))
+                bar.progress(min(max(shown, 0.0), 1.0),
+                             text=f"{box['phase']} · {el:.1f} s elapsed (limit {time_limit:g} s)")
+            status.update(label=f"Solved {label or mech.label} in {format_s(time.perf_counter() - t0)}",
+                          state="complete", expanded=False)
+    if "error" in out:
+        raise out["error"]
+    result: Result = out["result"]
+    cache.remember(prob, result)
+    return result
+
+
+def status_line(result: Result) -> None:
+    """Status of a result with its message; a warning when there is no usable mechanism."""
+    if not result.ok:
+        st.warning(f"Status **{result.status}**: no mechanism to show. {result.message} "
+                   "Try a smaller K or |Y|, a faster mechanism, or a longer time limit.", icon="⏱️")
+
+
+def metrics_panel(prob: Problem, result: Result, ev: dict[str, Any]) -> None:
+    """The headline numbers of one result, with units and the violation numerator/denominator."""
+    v = ev["violations"]
+    st.metric("Utility loss (m)", f"{ev['utility_loss_m']:.1f}",
+              help="Expected cost Σ_x p_x Σ_y c(x, y)·Z[x, y] in metres: lower is better for the user.")
+    st.metric("mDP violation ratio (pairs)", f"{v['ratio']:.3g}",
+              help=f"Ordered pairs (x, x') with some y where Z[x,y] > e^(ε·d)·Z[x',y] (relative tolerance "
+                   f"{v['tolerance']:g}). Worst pair uses {v['worst_factor']:.3g}× the allowed ε·d.")
+    st.caption(f"{v['violated_pairs']:,} violated / {v['checked_pairs']:,} ordered pairs checked at "
+               f"ε = {result.eps:g} km⁻¹ in the {v.get('metric', prob.metric)} metric")
+    st.metric("Adversary error (m)", f"{ev['adversary_error_m']:.1f}",
+              help="Expected distance between the true location and the Bayes-optimal attacker's guess, metres: "
+                   "higher is more private.")
+    total = result.timings.get("total_s", sum(result.timings.values()))
+    st.metric("Solve time", format_s(total), help="Wall-clock seconds of the solve (from the cache: as measured "
+                                                     "when it was first solved).")
+    st.caption(f"Status: **{result.status}** · claim: {result.claim}")
+
+
+def _flatten(prefix: str, value: Any, scalars: dict[str, Any], arrays: dict[str, np.ndarray],
+             other: dict[str, str]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}" if prefix else str(k), v, scalars, arrays, other)
+        return
+    if isinstance(value, (bool, np.bool_, str)) or value is None:
+        scalars[prefix] = value if not isinstance(value, np.bool_) else bool(value)
+        return
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        scalars[prefix] = value.item() if isinstance(value, np.generic) else value
+        return
+    try:
+        arr = np.asarray(value)
+    except Exception:
+        other[prefix] = type(value).__name__
+        return
+    if arr.ndim == 1 and arr.dtype.kind in "fiu" and len(arr):
+        if arr.dtype.kind == "f":
+            arrays[prefix] = arr.astype(float)
+        else:
+            scalars[prefix] = f"{len(arr):,} integers (e.g. indices)"
+    elif arr.ndim == 0 and arr.dtype.kind in "fiub":
+        scalars[prefix] = arr.item()
+    else:
+        other[prefix] = f"array of shape {arr.shape}"
+
+
+def split_diagnostics(diag: dict[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, str]]:
+    """Sort a result's diagnostics into scalars (a table), float 1-D arrays (histograms) and the rest."""
+    scalars: dict[str, Any] = {}
+    arrays: dict[str, np.ndarray] = {}
+    other: dict[str, str] = {}
+    for k, v in diag.items():
+        _flatten(str(k), v, scalars, arrays, other)
+    return scalars, arrays, other
+
+
+def diagnostics_panel(result: Result) -> None:
+    """Generic view of ``result.diagnostics`` plus a specific PAnDA panel when its keys are present."""
+    diag = result.diagnostics or {}
+    if not diag:
+        st.caption("This mechanism reports no diagnostics.")
+        return
+    panda_panel(diag, result.eps)
+    scalars, arrays, other = split_diagnostics(diag)
+    if scalars or other:
+        rows = [{"diagnostic": k, "value": _cell(v)} for k, v in {**scalars, **other}.items()]
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    cols = st.columns(2)
+    for n, (k, arr) in enumerate(arrays.items()):
+        finite = arr[np.isfinite(arr)]
+        with cols[n % 2]:
+            st.plotly_chart(charts.histogram(finite, f"{k} ({len(arr):,} values)"), key=f"hist-{k}",
+                            config={"displayModeBar": False})
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)
+
+
+def _find(diag: dict[str, Any], *needles: str) -> tuple[str, Any] | None:
+    for k, v in diag.items():
+        if any(n in str(k).lower() for n in needles):
+            return str(k), v
+    return None
+
+
+def panda_panel(diag: dict[str, Any], eps: float) -> None:
+    """PAnDA's internals when present: anchor counts, budget split (Phase I / safety margin / Phase II)."""
+    anchors = _find(diag, "anchor")
+    split = _find(diag, "budget", "split")
+    if anchors is None and split is None:
+        return
+    st.markdown("**PAnDA internals**")
+    if anchors is not None:
+        k, v = anchors
+        arr = np.asarray(v)
+        if arr.ndim == 1 and arr.dtype.kind in "iu":
+            st.caption(f"{k}: {len(arr):,} anchors")
+    if split is not None and isinstance(split[1], dict):
+        parts = [(str(n), float(x)) for n, x in split[1].items() if isinstance(x, (int, float, np.floating))]
+        if parts:
+            total = sum(x for _, x in parts)
+            unit = "% of ε" if 95 <= total <= 105 else ("fraction of ε" if 0.95 <= total <= 1.05 else "km⁻¹")
+            st.plotly_chart(charts.stacked_split(parts, f"Budget split at ε = {eps:g} km⁻¹", unit),
+                            key="panda-split", config={"displayModeBar": False})
+
+
+def details_tabs(prob: Problem, result: Result, ev: dict[str, Any] | None, key: str) -> None:
+    """Tabs below the map: diagnostics, time and LP size, downloads, the problem."""
+    t_diag, t_time, t_dl, t_prob = st.tabs(["Diagnostics", "Time & LP size", "Downloads", "Problem"])
+    with t_diag:
+        diagnostics_panel(result)
+    with t_time:
+        c1, c2 = st.columns([3, 2])
+        with c1:
+            if result.timings:
+                st.plotly_chart(charts.timing_bar(result.timings), key=f"timing-{key}",
+                                config={"displayModeBar": False})
+        with c2:
+            if result.lp_size:
+                st.markdown("**LP size**")
+                st.dataframe(pd.DataFrame([{"quantity": k, "count": f"{v:,}"} for k, v in result.lp_size.items()]),
+                             hide_index=True, width="stretch")
+            else:
+                st.caption("No LP was solved (closed form).")
+            if result.objective_m is not None:
+                st.caption(f"Solver objective: {result.objective_m:.2f} m")
+            if result.bound_m is not None:
+                st.caption(f"Certified lower bound: {result.bound_m:.2f} m")
+    with t_dl:
+        downloads(prob, result, ev, key)
+    with t_prob:
+        problem_table(prob)
+
+
+def downloads(prob: Problem, result: Result, ev: dict[str, Any] | None, key: str) -> None:
+    """Z as CSV and NPZ, metrics and metadata as JSON (built only when clicked)."""
+    stem = f"mdpviz-{prob.city or 'points'}-K{prob.k}-{result.mechanism}"
+    c1, c2, c3 = st.columns(3)
+    c1.download_button("Z (CSV)", data=lambda: result_bytes(".csv", prob, result, ev), file_name=f"{stem}.csv",
+                       mime="text/csv", on_click="ignore", key=f"dl-csv-{key}", icon=":material/download:")
+    c2.download_button("Z + coordinates (NPZ)", data=lambda: result_bytes(".npz", prob, result, ev),
+                       file_name=f"{stem}.npz", mime="application/octet-stream", on_click="ignore",
+                       key=f"dl-npz-{key}", icon=":material/download:")
+    c3.download_button("Metrics (JSON)", data=lambda: result_bytes(".json", prob, result, ev),
+                       file_name=f"{stem}.json", mime="application/json", on_click="ignore",
+                       key=f"dl-json-{key}", icon=":material/download:")
+    st.caption("CSV: one row per secret (lat, lon, then Pr of each output). JSON: settings, metrics, timings, "
+               "diagnostics and Z.")
+
+
+def problem_table(prob: Problem) -> None:
+    s = prob.summary()
+    rows = [("city", s["city"]), ("K = |X| (secrets)", s["k"]), ("|Y| (outputs)", s["n_outputs"]),
+            ("mDP metric d", s["metric"]), ("prior", s["prior"]), ("cost model", s["cost"]),
+            ("task nodes", s["n_tasks"]), ("seed", s["seed"]),
+            ("d range (km)", f"{s['d_min_km']:.3f} – {s['d_max_km']:.3f}"),
+            ("mean cost (m)", f"{s['cost_mean_m']:.0f}"), ("build time (s)", s["build_s"]),
+            ("fingerprint", s["fingerprint"])]
+    st.dataframe(pd.DataFrame([{"setting": a, "value": str(b)} for a, b in rows]), hide_index=True, width="stretch")
+
+
+def loss_text(metres: float) -> str:
+    return format_m(metres)

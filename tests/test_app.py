@@ -1,0 +1,277 @@
+"""Dashboard pages through Streamlit's AppTest: default render, a parameter change, a small solve, bad URLs.
+
+Every test starts from ``app.py`` (the router) and switches page, as a user would. The problems are the
+default small ones (K = 200, |Y| = 50) or smaller, with the instant mechanisms, so the whole file stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from mdpviz.errors import ProblemError
+from mdpviz.mechanisms import mechanisms
+from mdpviz.ui import state
+from mdpviz.ui.maps import clicked_secret, colours
+from mdpviz.ui.views import split_diagnostics
+
+TIMEOUT = 60
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+
+
+def app(page: str | None = None, query: dict[str, str] | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    if query:
+        at.query_params.update(query)
+    if page:
+        at.switch_page(page)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def metric(at: AppTest, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def texts(elements) -> str:
+    return " ".join(str(e.value) for e in elements)
+
+
+def solve_button(at: AppTest, label: str = "Solve"):
+    return next(b for b in at.sidebar.button if b.label == label)
+
+
+# ---------------------------------------------------------------- Home
+
+
+def test_home_explains_eps_in_metres_and_opens_explore() -> None:
+    at = app()
+    assert "139 m" in texts(at.markdown)  # ln 2 / 5 km⁻¹
+    at.select_slider(key="home_eps").set_value(10.0).run()
+    assert "69 m" in texts(at.markdown) and "139 m" not in texts(at.markdown)
+    next(b for b in at.button if b.label.startswith("Open Explore")).click().run()
+    assert not at.exception
+    assert "Not solved yet" in texts(at.info)
+    assert at.session_state["mp.em.eps"] == 10.0 and at.session_state["k"] == state.DEFAULTS["k"]
+
+
+def test_home_invalid_query_shows_notice() -> None:
+    at = app(query={"city": "atlantis"})
+    assert "Unknown city `atlantis`" in texts(at.warning)
+
+
+# ---------------------------------------------------------------- Explore
+
+
+def test_explore_default_render_then_small_solve() -> None:
+    at = app("app_pages/explore.py")
+    assert "Not solved yet" in texts(at.info)
+    assert not at.metric
+    solve_button(at).click().run()
+    assert not at.exception
+    loss = float(metric(at, "Utility loss (m)"))
+    assert 0 < loss < 2000
+    assert metric(at, "mDP violation ratio (pairs)") == "0"  # EM with exp(−εd/2) is ε-mDP on every pair
+    assert "0 violated / 39,800 ordered pairs" in texts(at.caption)
+    assert float(metric(at, "Adversary error (m)")) > 0
+    assert at.query_params["mech"] == "em" and at.query_params["eps"] == "5"
+    # the result is cached: a fresh session with the same URL shows it without pressing Solve
+    again = app("app_pages/explore.py", query={"mech": "em", "eps": "5"})
+    assert metric(again, "Utility loss (m)") == metric(at, "Utility loss (m)")
+
+
+def test_explore_parameter_change_lowers_loss() -> None:
+    at = app("app_pages/explore.py")
+    solve_button(at).click().run()
+    loss5 = float(metric(at, "Utility loss (m)"))
+    at.select_slider(key="mp.em.eps").set_value(20.0)  # inside the form: sent with the Solve click
+    solve_button(at).click().run()
+    assert not at.exception
+    assert float(metric(at, "Utility loss (m)")) < loss5  # a larger ε allows a more accurate mechanism
+    assert at.query_params["eps"] == "20"
+
+
+def test_explore_invalid_query_values_fall_back_with_notices() -> None:
+    at = app("app_pages/explore.py", query={"k": "abc", "mech": "bogus", "metric": "manhattan", "eps": "-3"})
+    notices = texts(at.warning)
+    assert "`k=abc` is not a whole number" in notices
+    assert "Unknown mechanism `bogus`" in notices
+    assert "`metric=manhattan`" in notices
+    assert "`eps`" in notices
+    assert at.session_state["k"] == state.DEFAULTS["k"] and at.session_state["mech"] == "em"
+    assert at.session_state["mp.em.eps"] == 5.0
+
+
+def test_explore_view_controls_do_not_resolve_and_show_attacker_view() -> None:
+    at = app("app_pages/explore.py", query={"k": "60", "m": "20"})
+    solve_button(at).click().run()
+    at.number_input(key="secret").set_value(3).run()
+    assert "**x3**" in texts(at.markdown)
+    at.radio(key="colour_mode").set_value("attacker's posterior Pr[x | y]").run()
+    assert not at.exception
+    assert at.selectbox(key="attack_y").value is not None
+    at.radio(key="colour_mode").set_value("expected loss (m)").run()
+    assert not at.exception
+    assert metric(at, "Utility loss (m)")  # still shown: the view change kept the result
+
+
+def test_explore_library_error_is_a_message_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    import streamlit as st
+
+    from mdpviz.ui import cache
+
+    def broken(*args, **kwargs):
+        raise ProblemError("`k` = 7 is out of range: try another K.")
+
+    st.cache_resource.clear()
+    monkeypatch.setattr(cache, "build_problem", broken)
+    at = app("app_pages/explore.py", query={"k": "77"})
+    assert "out of range: try another K" in texts(at.error)
+    st.cache_resource.clear()
+
+
+def test_explore_warns_before_a_slow_solve() -> None:
+    at = app("app_pages/explore.py", query={"mech": "lp", "k": "300"})
+    assert "may take minutes" in texts(at.sidebar.warning)
+    assert "Not solved yet" in texts(at.info)  # nothing was solved on page load
+
+
+def test_every_registered_mechanism_gets_controls() -> None:
+    at = app("app_pages/explore.py")
+    for mech in mechanisms():
+        at.selectbox(key="mech").set_value(mech.name).run()
+        assert not at.exception, (mech.name, [e.value for e in at.exception])
+        keys = {w.key for w in [*at.sidebar.select_slider, *at.sidebar.slider, *at.sidebar.selectbox,
+                                *at.sidebar.checkbox, *at.sidebar.number_input]}
+        for p in mech.params:
+            assert state.param_key(mech.name, p.name) in keys, (mech.name, p.name)
+
+
+# ---------------------------------------------------------------- Compare
+
+
+def test_compare_solves_two_mechanisms_side_by_side() -> None:
+    at = app("app_pages/compare.py")
+    assert "Not solved yet" in texts(at.info)
+    solve_button(at, "Solve all").click().run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert list(table["mechanism"]) == ["em", "em-br"]
+    assert (table["utility loss (m)"] > 0).all()
+    # Bayesian remapping is post-processing that picks the cheapest output: never worse on the prior's loss
+    assert table["utility loss (m)"][1] <= table["utility loss (m)"][0] + 1e-6
+    assert at.query_params["compare"] == "em,em-br"
+
+
+def test_compare_parameter_change_and_bad_query() -> None:
+    at = app("app_pages/compare.py", query={"compare": "em,nope"})
+    assert "`compare=em,nope` names unknown mechanisms" in texts(at.warning)
+    assert at.session_state["compare"] == ["em"]
+    assert "at least two" in texts(at.info)
+    at.multiselect(key="compare").set_value(["em", "em-br"]).run()
+    at.select_slider(key="mp.em.eps").set_value(2.0)
+    solve_button(at, "Solve all").click().run()
+    assert not at.exception
+    assert len(at.dataframe[0].value) == 2
+
+
+# ---------------------------------------------------------------- Trade-off
+
+
+def test_tradeoff_sweep_keeps_points_and_offers_csv() -> None:
+    at = app("app_pages/tradeoff.py")
+    assert "press **Run sweep**" in texts(at.info)
+    at.slider(key="sweep_n").set_value(3)
+    solve_button(at, "Run sweep").click().run()
+    assert not at.exception
+    sweep = at.session_state["sweep"]
+    frame = sweep.frame()
+    assert len(frame) == 6 and not sweep.running
+    em = frame[frame.mechanism == "em"].sort_values("value")
+    assert em.utility_loss_m.is_monotonic_decreasing  # more budget, less loss
+    assert (frame.violation_ratio == 0).all()
+    assert "3 of 3" not in texts(at.caption) and "6 of 6 points" in texts(at.caption)
+
+
+def test_tradeoff_bad_query_and_parameter_choice() -> None:
+    at = app("app_pages/tradeoff.py", query={"sweep_mechs": "zzz"})
+    assert "`sweep_mechs=zzz` names unknown mechanisms" in texts(at.warning)
+    at.multiselect(key="sweep_mechs").set_value(["em"]).run()
+    assert at.selectbox(key="sweep_param").value == "eps"
+    assert not at.exception
+
+
+def test_tradeoff_stopped_sweep_can_resume() -> None:
+    at = app("app_pages/tradeoff.py")
+    at.slider(key="sweep_n").set_value(2)
+    solve_button(at, "Run sweep").click().run()
+    sweep = at.session_state["sweep"]
+    first = dict(sweep.rows)
+    # as if Stop had been pressed after one point: drop the others and mark the sweep stopped
+    keep = next(iter(first))
+    sweep.rows = {keep: first[keep]}
+    sweep.running = False
+    at.run()
+    resume = next(b for b in at.button if b.label.startswith("Resume sweep"))
+    assert "3 points left" in resume.label
+    resume.click().run()
+    assert not at.exception
+    assert at.session_state["sweep"].done == 4
+
+
+# ---------------------------------------------------------------- Learn
+
+
+def test_learn_live_examples() -> None:
+    at = app("app_pages/learn.py")
+    lines = [m.value for m in at.markdown if m.value.startswith(("EM: ", "LP: "))]
+    em_loss = float(lines[0].split("**")[1].split()[0])
+    lp_loss = float(lines[1].split("**")[1].split()[0])
+    assert lp_loss < em_loss  # the optimal LP beats EM under the same ε
+    at.select_slider(key="learn_eps2").set_value(12.0).run()
+    assert not at.exception
+    at.select_slider(key="learn_delta").set_value(0.01).run()
+    assert "24.5" in texts(at.markdown)  # 50·49·0.01 expected failing pairs
+
+
+def test_learn_bad_query_notice() -> None:
+    at = app("app_pages/learn.py", query={"seed": "-1"})
+    assert "`seed=-1` is outside" in texts(at.warning)
+    assert at.session_state["seed"] == 0
+
+
+# ---------------------------------------------------------------- pure helpers of the UI
+
+
+def test_parse_query_refuses_bad_values() -> None:
+    parsed = state.parse_query({"k": "5000000", "m": "20", "mech": "em", "eps": "7", "scale": "weird",
+                                "secret": "x"})
+    assert parsed.values["k"] == state.DEFAULTS["k"]
+    assert parsed.values["mp.em.eps"] == 7.0 and parsed.values["mp.em.scale"] == "half"
+    assert parsed.values["secret"] is None
+    assert len(parsed.notices) == 3
+
+
+def test_split_diagnostics_sorts_scalars_and_histograms() -> None:
+    scalars, arrays, other = split_diagnostics({
+        "anchors": np.array([1, 5, 9]), "eps_bar": np.array([0.1, 0.2, 0.4]),
+        "budget_split": {"phase1": 23.9, "margin": 9.1, "phase2": 67.0}, "status": "ok", "grid": np.eye(2)})
+    assert set(arrays) == {"eps_bar"}
+    assert scalars["budget_split.phase1"] == 23.9 and "3 integers" in scalars["anchors"]
+    assert other == {"grid": "array of shape (2, 2)"}
+
+
+def test_clicked_secret_reads_pydeck_selection() -> None:
+    assert clicked_secret(None) is None
+    sel = {"indices": {"dist": [0]}, "objects": {"dist": [{"i": 17, "k": 4, "lat": 0, "lon": 0}]}}
+    assert clicked_secret(sel) == ("dist", 17, 4)
+    assert clicked_secret({"objects": {"secrets": [{"i": 3}]}}) == ("secrets", 3, None)
+
+
+def test_colour_scale_ends() -> None:
+    c = colours(np.array([0.0, 1.0]), 0.0, 1.0, "loss")
+    assert c[0][:3] == [68, 1, 84] and c[1][:3] == [253, 231, 37]
