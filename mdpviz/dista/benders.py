@@ -1,0 +1,279 @@
+"""Step ③ of DISTA-LP on the server: the WEM+LP over all users, solved by Benders with one subproblem per user.
+
+Per user m (server index space, i.e. the user's permuted order) the variables are z[i, k] for i in N_m and k in
+Y_m, with the tightened distances d̄x, d̄y and cost c̃. The WEM split (spec §3.2, §3.4): an entry is *fixed*
+(in H_m) when d̄y[i, k] > ``radius`` and then z[i, k] = w_{g(k)}·exp(−a·d̄y[i, k]), where g(k) is the output's
+index in Y and a = ε_pt/2 (``exponent`` = 'half', Eq. 7, default) or a = ε_pt ('full', the H_m definition, §10.1).
+Each user keeps at least one column all free (the column with the smallest largest d̄y), which makes the LP feasible
+for small w. Constraints: z[i, k] ≤ e^{ε_pt·d̄x[i, j]} z[j, k] for every ordered pair of N_m and every k, and
+Σ_k z[i, k] = 1.
+
+Benders (spec §3.4): the master holds the WEM weights w (shared by all users, only outputs with a fixed entry) and
+one v_m per user; constraints that involve fixed entries only are linear in w and go to the master from the start,
+as does Σ_{k fixed} z[i, k] ≤ 1 for every row. Subproblem m, given ŵ, is an LP over user m's free entries; its
+row duals y give the optimality cut v_m ≥ φ_m(ŵ) − yᵀB_m(w − ŵ); an infeasible subproblem is replaced by its
+phase-1 (sum of slacks ψ_m) and gives the feasibility cut ψ_m(ŵ) − yᵀB_m(w − ŵ) ≤ 0. The loop stops when
+UB − LB ≤ ``gap_tol``·UB. ``solve_direct`` solves the same LP in one piece (a check on the decomposition).
+
+This is DISTA-LP's own adapter: the cut algebra is generic (``Cut``, ``benders_loop`` take any per-user
+subproblem of the form min cᵀz s.t. L − Bw ≤ Az ≤ U − Bw, z ≥ 0).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from ..errors import SolverError
+from ..lp.highs import INF, solve_lp
+from ..lp.mdp_lp import all_pairs, mdp_lp_matrix
+from ..progress import Progress, no_progress
+
+EXPONENTS = ("half", "full")
+
+
+@dataclass
+class UserLP:
+    """One user's block of the WEM+LP, split into free entries (subproblem) and WEM entries (master).
+
+    Attributes:
+        n, m: |N_m| and |Y_m|.
+        cols: index in Y of each of the m columns.
+        fixed: mask over the n·m entries (row-major) that follow WEM.
+        decay: exp(−a·d̄y) of each entry (used on fixed entries).
+        cost_free: c̃ of the free entries, km.
+        A_free: rows with at least one free entry × free entries.
+        B: those rows × master w (fixed part, z_H = G w).
+        lower, upper: bounds of those rows before the w shift.
+        static_B, static_upper: rows with fixed entries only (pair rows ``B w ≤ 0``).
+        mass_B: per row, the fixed mass Σ_k decay·w (the master's row-mass cut ≤ 1).
+        G: fixed entries × w, so z_H = G w.
+        alpha: cost of the fixed entries per unit of w (Σ c̃·decay per output), km.
+    """
+
+    n: int
+    m: int
+    cols: NDArray[np.int64]
+    fixed: NDArray[np.bool_]
+    decay: NDArray[np.float64]
+    cost_free: NDArray[np.float64]
+    A_free: sp.csr_matrix
+    B: sp.csr_matrix
+    lower: NDArray[np.float64]
+    upper: NDArray[np.float64]
+    static_B: sp.csr_matrix
+    mass_B: sp.csr_matrix
+    G: sp.csr_matrix
+    alpha: NDArray[np.float64]
+
+    @property
+    def n_free(self) -> int:
+        return int((~self.fixed).sum())
+
+    def assemble(self, z_free: NDArray[np.float64], w: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The block Ẑ (n, m) from the free entries and the WEM weights."""
+        z = np.zeros(self.n * self.m)
+        z[~self.fixed] = z_free
+        z[self.fixed] = self.G @ w
+        return z.reshape(self.n, self.m)
+
+
+def wem_mask(dy: NDArray[np.float64], radius: float) -> NDArray[np.bool_]:
+    """Entries with d̄y > ``radius`` (km) follow WEM, except one column kept all free (smallest max d̄y)."""
+    fixed = dy > radius
+    fixed[:, int(np.argmin(dy.max(axis=0)))] = False
+    return fixed
+
+
+def build_user_lp(dx: NDArray[np.float64], dy: NDArray[np.float64], cost: NDArray[np.float64],
+                  cols: NDArray[np.int64], w_index: NDArray[np.int64], n_w: int, eps_pt: float, radius: float,
+                  exponent: str) -> UserLP:
+    """Build user m's block (vectorised): the mDP rows from ``mdp_lp_matrix`` split by fixed/free columns.
+
+    ``w_index`` maps an index in Y to its master weight (−1 if the output has no fixed entry anywhere).
+    """
+    n, m = dy.shape
+    a = eps_pt / 2 if exponent == "half" else eps_pt
+    fixed = wem_mask(dy, radius).ravel()
+    decay = np.exp(-a * dy).ravel()
+    pi, pj = all_pairs(n)
+    A, lower, upper = mdp_lp_matrix(n, m, pi, pj, eps_pt * dx[pi, pj])
+    A = A.tocsc()
+    A_free, A_fix = A[:, ~fixed].tocsr(), A[:, fixed]
+    fixed_idx = np.flatnonzero(fixed)
+    widx = w_index[cols[fixed_idx % m]]
+    G = sp.csr_matrix((decay[fixed_idx], (np.arange(len(fixed_idx)), widx)), shape=(len(fixed_idx), n_w))
+    Bfull = (A_fix @ G).tocsr()
+    has_free = np.diff(A_free.indptr) > 0
+    n_pair_rows = len(pi) * m
+    static = ~has_free
+    static[n_pair_rows:] = False  # every row-sum row has a free entry (one column is all free)
+    mass = Bfull[n_pair_rows:]
+    c = cost.ravel()
+    alpha = np.asarray(G.T @ c[fixed_idx]).ravel()
+    return UserLP(n=n, m=m, cols=cols, fixed=fixed, decay=decay, cost_free=c[~fixed], A_free=A_free[has_free],
+                  B=Bfull[has_free], lower=lower[has_free], upper=upper[has_free], static_B=Bfull[static],
+                  mass_B=mass, G=G, alpha=alpha)
+
+
+@dataclass
+class Cut:
+    """A Benders cut ``coef·w + v_coef·v_m ≤ rhs`` (optimality cuts have v_coef = −1, feasibility cuts 0)."""
+
+    user: int
+    coef: NDArray[np.float64]
+    v_coef: float
+    rhs: float
+
+
+@dataclass
+class SubOutcome:
+    """A subproblem at ŵ: its value (φ, or ψ > 0 when infeasible), the cut gradient −Bᵀy, and the free entries."""
+
+    feasible: bool
+    value: float
+    grad: NDArray[np.float64]
+    z: NDArray[np.float64] | None
+
+
+def solve_sub(u: UserLP, w: NDArray[np.float64], method: str = "simplex") -> SubOutcome:
+    """Solve user ``u``'s subproblem at ``w``; on infeasibility solve its phase-1 and return that (feasible=False)."""
+    shift = u.B @ w
+    lo, hi = u.lower - shift, u.upper - shift
+    out = solve_lp(u.cost_free, u.A_free, lo, hi, method=method)
+    if out.status == "optimal":
+        assert out.row_duals is not None and out.x is not None and out.objective is not None
+        return SubOutcome(True, out.objective, -(u.B.T @ out.row_duals), out.x)
+    if out.status != "infeasible":
+        raise SolverError(f"A DISTA-LP subproblem ended with status `{out.status}` ({out.message}).")
+    # phase 1: minimise the total violation, one slack per side of every row
+    r = u.A_free.shape[0]
+    eye = sp.identity(r, format="csr")
+    A1 = sp.hstack([u.A_free, -eye, eye]).tocsr()
+    cost = np.concatenate([np.zeros(u.n_free), np.ones(2 * r)])
+    one = solve_lp(cost, A1, lo, hi, method=method)
+    if one.status != "optimal" or one.row_duals is None or one.objective is None:
+        raise SolverError(f"The phase-1 of a DISTA-LP subproblem ended with status `{one.status}`.")
+    return SubOutcome(False, one.objective, -(u.B.T @ one.row_duals), None)
+
+
+@dataclass
+class BendersOutcome:
+    """The result of the decomposition: best w and free entries, bounds and history."""
+
+    status: str
+    w: NDArray[np.float64]
+    z_free: list[NDArray[np.float64]]
+    upper: float
+    lower: float
+    history: list[dict[str, float]] = field(default_factory=list)
+    cuts: int = 0
+    master_size: dict[str, int] = field(default_factory=dict)
+
+
+def master_static(users: list[UserLP], n_w: int) -> tuple[sp.csr_matrix, NDArray[np.float64], NDArray[np.float64]]:
+    """Constraints on w known before any cut: fixed-only mDP rows (≤ 0) and row masses of fixed entries (≤ 1)."""
+    blocks = [u.static_B for u in users] + [u.mass_B for u in users]
+    A = sp.vstack(blocks).tocsr() if blocks else sp.csr_matrix((0, n_w))
+    upper = np.concatenate([np.zeros(u.static_B.shape[0]) for u in users] + [np.ones(u.mass_B.shape[0]) for u in users])
+    return A, np.full(A.shape[0], -INF), upper
+
+
+def w_upper(users: list[UserLP], n_w: int) -> NDArray[np.float64]:
+    """w_k ≤ 1 / max decay of its fixed entries (a fixed entry is a probability ≤ 1)."""
+    top = np.zeros(n_w)
+    for u in users:
+        if u.G.nnz:
+            np.maximum(top, u.G.max(axis=0).toarray().ravel(), out=top)
+    return np.where(top > 0, 1.0 / np.where(top > 0, top, 1.0), 0.0)
+
+
+def benders_loop(users: list[UserLP], n_w: int, *, gap_tol: float = 1e-6, max_iter: int = 100,
+                 time_limit: float | None = None, progress: Progress = no_progress,
+                 sub: Callable[[UserLP, NDArray[np.float64]], SubOutcome] = solve_sub) -> BendersOutcome:
+    """Benders decomposition with one subproblem per user (see the module doc). Bounds are in the cost's unit."""
+    t0 = time.perf_counter()
+    n_u = len(users)
+    alpha = sum((u.alpha for u in users), np.zeros(n_w))
+    S, s_lo, s_hi = master_static(users, n_w)
+    col_hi = np.concatenate([w_upper(users, n_w), np.full(n_u, INF)])
+    cost = np.concatenate([alpha, np.ones(n_u)])
+    cut_rows: list[NDArray[np.float64]] = []
+    cut_rhs: list[float] = []
+    best_ub, best = np.inf, None
+    history: list[dict[str, float]] = []
+    status, lb = "iteration limit", -np.inf
+    for it in range(1, max_iter + 1):
+        static = sp.hstack([S, sp.csr_matrix((S.shape[0], n_u))]).tocsr()
+        if cut_rows:
+            A = sp.vstack([static, sp.csr_matrix(np.array(cut_rows))]).tocsr()
+            lo, hi = np.concatenate([s_lo, np.full(len(cut_rhs), -INF)]), np.concatenate([s_hi, cut_rhs])
+        else:
+            A, lo, hi = static, s_lo, s_hi
+        mp = solve_lp(cost, A, lo, hi, np.zeros(n_w + n_u), col_hi, method="simplex")
+        if mp.status != "optimal" or mp.x is None or mp.objective is None:
+            raise SolverError(f"The DISTA-LP Benders master ended with status `{mp.status}` ({mp.message}).")
+        w, v = mp.x[:n_w], mp.x[n_w:]
+        lb = max(lb, mp.objective)
+        outs = [sub(u, w) for u in users]
+        new = 0
+        for m, o in enumerate(outs):
+            # cut: value(w) ≥ value(ŵ) + grad·(w − ŵ)  →  grad·w − [v_m] ≤ grad·ŵ − value(ŵ)
+            row = np.zeros(n_w + n_u)
+            row[:n_w] = o.grad
+            if o.feasible:
+                if o.value <= v[m] + gap_tol * max(1.0, abs(o.value)):
+                    continue
+                row[n_w + m] = -1.0
+            cut_rows.append(row)
+            cut_rhs.append(float(o.grad @ w - o.value))
+            new += 1
+        feasible = all(o.feasible for o in outs)
+        ub = float(alpha @ w + sum(o.value for o in outs)) if feasible else np.inf
+        if ub < best_ub:
+            best_ub, best = ub, (w.copy(), [o.z for o in outs])
+        history.append({"iteration": it, "lower": lb, "upper": best_ub, "cuts": len(cut_rows),
+                        "infeasible_users": sum(not o.feasible for o in outs), "time_s": time.perf_counter() - t0})
+        progress("Benders", min(it / max_iter, 1.0))
+        if best is not None and best_ub - lb <= gap_tol * max(abs(best_ub), 1e-12):
+            status = "optimal"
+            break
+        if new == 0:  # no cut can be added: the master is exact at ŵ
+            status = "optimal" if best is not None else "infeasible"
+            break
+        if time_limit is not None and time.perf_counter() - t0 > time_limit:
+            status = "time limit"
+            break
+    if best is None:
+        raise SolverError("Benders found no feasible WEM weights within its iteration budget; raise `benders_iters` "
+                          "or the WEM radius (`wem_radius`).")
+    size = {"master_variables": n_w + n_u, "master_static_rows": int(S.shape[0]), "cuts": len(cut_rows)}
+    return BendersOutcome(status, best[0], [z for z in best[1] if z is not None], best_ub, lb, history,
+                          len(cut_rows), size)
+
+
+def solve_direct(users: list[UserLP], n_w: int, method: str = "ipm") -> tuple[NDArray[np.float64], list[NDArray[np.float64]], float]:
+    """The same WEM+LP in one piece: variables [z_free of every user, w]. Returns (w, z_free per user, objective)."""
+    n_u = len(users)
+    S, s_lo, s_hi = master_static(users, n_w)
+    rows = [[None] * n_u + [u.B] for u in users]
+    for m, u in enumerate(users):
+        rows[m][m] = u.A_free
+    z_width = [u.n_free for u in users]
+    rows.append([sp.csr_matrix((S.shape[0], k)) for k in z_width] + [S])
+    A = sp.bmat(rows, format="csr")
+    lo = np.concatenate([u.lower for u in users] + [s_lo])
+    hi = np.concatenate([u.upper for u in users] + [s_hi])
+    alpha = sum((u.alpha for u in users), np.zeros(n_w))
+    cost = np.concatenate([u.cost_free for u in users] + [alpha])
+    col_hi = np.concatenate([np.full(sum(z_width), INF), w_upper(users, n_w)])
+    out = solve_lp(cost, A, lo, hi, np.zeros(len(cost)), col_hi, method=method)
+    if out.status != "optimal" or out.x is None or out.objective is None:
+        raise SolverError(f"The direct DISTA-LP solve ended with status `{out.status}` ({out.message}).")
+    splits = np.cumsum([0] + z_width)
+    return out.x[splits[-1]:], [out.x[splits[m]:splits[m + 1]] for m in range(n_u)], out.objective

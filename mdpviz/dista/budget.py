@@ -1,0 +1,81 @@
+"""DISTA-LP budget accounting: ε_dx + ε_dy + ε_cy + ε_pt ≤ ε (Eq. 20) and the PmDP δ (Prop. 1, Prop. 2)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..errors import ParameterError
+
+UPLOADS = ("dx", "dy", "cy")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The split of the end-to-end budget, km⁻¹.
+
+    Attributes:
+        eps: the overall ε.
+        eps_t: audited loss of each upload (dx, dy, cy).
+        delta_t: audited violation probability of each upload (share of audit samples whose loss exceeds ε_t).
+    """
+
+    eps: float
+    eps_t: dict[str, float]
+    delta_t: dict[str, float]
+
+    @property
+    def eps_upload(self) -> float:
+        return float(sum(self.eps_t.values()))
+
+    @property
+    def eps_pt(self) -> float:
+        """ε_pt = ε − (ε_dx + ε_dy + ε_cy): what the final perturbation may spend (Eq. 20, not the §V typo)."""
+        return self.eps - self.eps_upload
+
+    @property
+    def delta_total(self) -> float:
+        """δ of the composition (Prop. 1): Σ_t δ_t; the final perturbation is exact (δ_pt = 0)."""
+        return float(sum(self.delta_t.values()))
+
+    def as_dict(self) -> dict[str, float]:
+        out = {"eps": self.eps, **{f"eps_{t}": v for t, v in self.eps_t.items()}, "eps_pt": self.eps_pt,
+               **{f"delta_{t}": v for t, v in self.delta_t.items()}, "delta_total": self.delta_total}
+        return {k: float(v) for k, v in out.items()}
+
+
+def account(eps: float, eps_t: dict[str, float], delta_t: dict[str, float], min_eps_pt: float = 1e-3) -> Budget:
+    """Compose the uploads' audited losses; raise ParameterError when nothing is left for the final report.
+
+    Raises:
+        ParameterError: when ε − Σ ε_t < ``min_eps_pt`` (km⁻¹), naming each ε_t and what to change.
+    """
+    budget = Budget(eps, dict(eps_t), dict(delta_t))
+    if not math.isfinite(budget.eps_upload) or budget.eps_pt < min_eps_pt:
+        parts = " + ".join(f"ε_{t} {v:.3g}" for t, v in budget.eps_t.items())
+        msg = (f"The audited uploads spend {parts} = {budget.eps_upload:.3g} km⁻¹ of ε = {eps:.3g} km⁻¹, leaving "
+               f"ε_pt = {budget.eps_pt:.3g} km⁻¹ for the final report (needs ≥ {min_eps_pt:g}). Raise ε, raise the "
+               "upload noise (`noise_mult`), or let the auditor fit the noise to a share of ε "
+               "(`budget_mode` = 'target' with `upload_share` < 1).")
+        raise ParameterError(msg)
+    return budget
+
+
+def prop2_confidence(samples: int, delta: float, xi: float = 0.0) -> float:
+    """Prop. 2's confidence 1 − 2·exp(−2·S·(1−ξ)²·δ²) that the true violation probability is ≤ δ.
+
+    Negative values mean the bound says nothing (the paper's S = 100, δ = 10⁻⁴ gives ≈ −1).
+
+    >>> round(prop2_confidence(100, 1e-4), 3)
+    -1.0
+    """
+    return 1.0 - 2.0 * math.exp(-2.0 * samples * (1.0 - xi) ** 2 * delta ** 2)
+
+
+def prop2_samples_needed(delta: float, xi: float = 0.0, beta: float = 0.05) -> int:
+    """Samples S for Prop. 2 to certify p ≤ δ at confidence 1 − β: ln(2/β) / (2(1−ξ)²δ²).
+
+    >>> prop2_samples_needed(1e-4)
+    184443973
+    """
+    return math.ceil(math.log(2.0 / beta) / (2.0 * (1.0 - xi) ** 2 * delta ** 2))

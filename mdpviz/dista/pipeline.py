@@ -1,0 +1,256 @@
+"""DISTA-LP end to end: users → step ① (permute + fit) → auditor and budget → step ② (noise) → server (reconstruct,
+tighten, WEM+LP by Benders) → each user un-permutes its block and samples its report."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import ParameterError
+from ..lp.mdp_lp import repair_columns
+from ..metrics import ABS_SLACK, TOLERANCE
+from ..problem import Problem
+from ..progress import Progress, no_progress
+from . import noise as nz
+from .audit import AuditReport, run_audit
+from .benders import BendersOutcome, UserLP, benders_loop, build_user_lp, solve_direct
+from .budget import Budget, account
+from .surrogates import BLOCKS, Fit, fit_user, overestimated_share, permute, relative_error
+from .tighten import overestimate, tighten
+from .users import BYTES_PER_NUMBER, User, draw_users, raw_upload_bytes
+
+TAU_RULES = ("0.5/eps", "c*eps")
+BUDGET_MODES = ("target", "fixed-b")
+GAMMA_MODES = ("audit", "fixed")
+SOLVERS = ("benders", "direct")
+
+
+@dataclass(frozen=True)
+class DistaConfig:
+    """Every DISTA-LP setting (units: ε km⁻¹; radii, γ, b in km). See ``mechanisms.dista`` for the schema."""
+
+    eps: float = 5.0
+    users: int = 6
+    hood: int = 20
+    candidates: int = 20
+    family: str = "svd"
+    rank: int = 5
+    perm_iters: int = 5
+    noise: str = "one-sided"
+    cost_noise: str = "down"
+    tau_rule: str = "0.5/eps"
+    tau_c: float = 0.5
+    budget_mode: str = "target"
+    upload_share: float = 0.5
+    noise_mult: float = 1.0
+    audit_samples: int = 100
+    gamma_mode: str = "audit"
+    gamma: float = 0.0
+    wem_radius: float = 0.3
+    wem_exponent: str = "half"
+    solver: str = "benders"
+    benders_iters: int = 60
+    gap_tol: float = 1e-6
+    repair: bool = True
+    seed: int = 0
+
+    @property
+    def tau(self) -> float:
+        """Deterministic shrink τ (km): 0.5/ε (artifact, default) or c·ε (paper §C; grows with ε)."""
+        return 0.5 / self.eps if self.tau_rule == "0.5/eps" else self.tau_c * self.eps
+
+
+@dataclass
+class UserOutcome:
+    """One user's trip through the pipeline (arrays in the user's own order unless named ``server``)."""
+
+    user: User
+    fit: Fit
+    theta: dict[str, NDArray[np.float64]]
+    server_blocks: dict[str, NDArray[np.float64]]
+    Z: NDArray[np.float64] | None = None
+    report: int = -1
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class DistaRun:
+    """Everything a DISTA-LP run produced."""
+
+    config: DistaConfig
+    users: list[UserOutcome]
+    audit: AuditReport
+    budget: Budget
+    gamma: float
+    benders: BendersOutcome | None
+    objective_km: float
+    lp_size: dict[str, int]
+    timings: dict[str, float]
+    violations_true: dict[str, int]
+    violations_enforced: dict[str, int]
+
+
+def _triples(Z: NDArray[np.float64], D: NDArray[np.float64], eps: float) -> tuple[int, int]:
+    """(violated, checked) triples (i ≠ j, k) of z_ik ≤ (1+τ)e^{ε·D_ij} z_jk + 1e-12 inside one block."""
+    n, m = Z.shape
+    with np.errstate(over="ignore"):
+        bound = (1 + TOLERANCE) * np.exp(eps * D)[:, :, None] * Z[None, :, :] + ABS_SLACK
+    over = Z[:, None, :] > bound
+    over[np.arange(n), np.arange(n), :] = False
+    return int(over.sum()), n * (n - 1) * m
+
+
+def _noise_models(cfg: DistaConfig, audit: AuditReport) -> dict[str, nz.NoiseModel]:
+    return {t: nz.NoiseModel(cfg.noise, audit.blocks[t].b, cfg.tau) for t in BLOCKS}
+
+
+def _flip_cost(fit: Fit, cfg: DistaConfig) -> None:
+    """``cost_noise`` = 'up' (§IV-B: c̃ = c + |η|) turns the cost block's lowering directions into raising ones."""
+    if cfg.cost_noise == "up":
+        fit.surrogates["cy"].direction = -fit.surrogates["cy"].direction
+
+
+def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
+        time_limit: float | None = None) -> DistaRun:
+    """Run DISTA-LP on ``problem``.
+
+    Raises:
+        ParameterError: settings that do not fit the problem, or an upload budget that leaves no ε_pt.
+        SolverError: an LP that ends without a solution.
+    """
+    timings: dict[str, float] = {}
+    r_users, r_fit, r_audit, r_noise, r_report = (np.random.default_rng(s)
+                                                  for s in np.random.SeedSequence(cfg.seed).spawn(5))
+    t0 = time.perf_counter()
+    users = draw_users(problem, cfg.users, cfg.hood, cfg.candidates, r_users)
+    if cfg.hood < 2:
+        raise ParameterError("Parameter `hood` must be at least 2: a neighbourhood needs a pair of secrets.")
+
+    # auditor (public data only) and budget, before anything is released
+    progress("audit", None)
+    t1 = time.perf_counter()
+    targets = {t: cfg.upload_share * cfg.eps / 3 for t in BLOCKS} if cfg.budget_mode == "target" else None
+    b_fixed = cfg.noise_mult / cfg.eps if cfg.budget_mode == "fixed-b" else None
+    audit = run_audit(problem, hood=cfg.hood, n_cand=cfg.candidates, family=cfg.family, rank=cfg.rank,
+                      kind=cfg.noise, tau=cfg.tau, samples=cfg.audit_samples, rng=r_audit, b_fixed=b_fixed,
+                      targets=targets, progress=progress, cost_up=cfg.cost_noise == "up")
+    timings["audit_s"] = time.perf_counter() - t1
+    budget = account(cfg.eps, {t: a.eps_t for t, a in audit.blocks.items()},
+                     {t: a.delta_t for t, a in audit.blocks.items()})
+    eps_pt = budget.eps_pt
+    gamma = audit.gamma if cfg.gamma_mode == "audit" else cfg.gamma
+
+    # step ① and ② on every user's device
+    progress("users: fit and perturb", None)
+    t1 = time.perf_counter()
+    models = _noise_models(cfg, audit)
+    outcomes: list[UserOutcome] = []
+    for u in users:  # one device per user
+        fit = fit_user(u.blocks.as_dict(), cfg.family, cfg.rank, r_fit, cfg.perm_iters)
+        _flip_cost(fit, cfg)
+        theta = {t: nz.perturb(s.theta, s.direction, s.floor, models[t], r_noise) for t, s in fit.surrogates.items()}
+        up = sum(s.upload_numbers(theta[t]) for t, s in fit.surrogates.items()) * BYTES_PER_NUMBER
+        n, m = u.blocks.dy.shape
+        stats = {"bytes_raw": raw_upload_bytes(n, m), "bytes_surrogate": up, "bytes_download": n * m * 8,
+                 "bytes_report": BYTES_PER_NUMBER, "fit_loss_km": fit.loss_history[-1], "swaps": fit.swaps}
+        outcomes.append(UserOutcome(u, fit, theta, {}, stats=stats))
+    timings["users_s"] = time.perf_counter() - t1
+
+    # server: reconstruct and tighten (post-processing)
+    progress("server: reconstruct and tighten", None)
+    t1 = time.perf_counter()
+    for o in outcomes:
+        true_p = permute(o.user.blocks.as_dict(), o.fit.perm)  # for the diagnostics only; the server never sees it
+        recon = {t: o.fit.surrogates[t].reconstruct(o.theta[t]) for t in BLOCKS}
+        o.server_blocks = tighten(recon, gamma)
+        for t in BLOCKS:
+            o.stats[f"relerr_{t}_raw"] = relative_error(true_p[t], recon[t])
+            o.stats[f"relerr_{t}"] = relative_error(true_p[t], o.server_blocks[t])
+        for t in ("dx", "dy"):
+            o.stats[f"over_{t}_raw"] = overestimated_share(true_p[t], recon[t])
+            o.stats[f"over_{t}"] = overestimated_share(true_p[t], o.server_blocks[t])
+            o.stats[f"delta_plus_{t}_km"] = overestimate(true_p[t], o.server_blocks[t])
+    timings["tighten_s"] = time.perf_counter() - t1
+
+    # server: the WEM+LP
+    progress("server: WEM+LP", None)
+    t1 = time.perf_counter()
+    used = np.unique(np.concatenate([o.user.cand for o in outcomes]))
+    w_index = np.full(problem.m, -1, dtype=np.int64)
+    w_index[used] = np.arange(len(used))
+    lps: list[UserLP] = [build_user_lp(o.server_blocks["dx"], o.server_blocks["dy"], o.server_blocks["cy"],
+                                       o.user.cand, w_index, len(used), eps_pt, cfg.wem_radius, cfg.wem_exponent)
+                         for o in outcomes]
+    timings["lp_build_s"] = time.perf_counter() - t1
+    t1 = time.perf_counter()
+    bd: BendersOutcome | None = None
+    if cfg.solver == "benders":
+        bd = benders_loop(lps, len(used), gap_tol=cfg.gap_tol, max_iter=cfg.benders_iters, time_limit=time_limit,
+                          progress=progress)
+        w, z_free, objective = bd.w, bd.z_free, bd.upper
+    else:
+        w, z_free, objective = solve_direct(lps, len(used))
+    timings["lp_solve_s"] = time.perf_counter() - t1
+    lp_size = {"variables": sum(u.n_free for u in lps) + len(used),
+               "constraints": sum(u.A_free.shape[0] + u.static_B.shape[0] for u in lps),
+               "nonzeros": sum(u.A_free.nnz + u.B.nnz + u.static_B.nnz for u in lps),
+               "wem_entries": int(sum(u.fixed.sum() for u in lps))}
+
+    # download, local un-permutation, report; measured checks
+    viol_true = {"violated": 0, "checked": 0}
+    viol_enf = {"violated": 0, "checked": 0}
+    for o, lp, zf in zip(outcomes, lps, z_free):
+        Zs = lp.assemble(zf, w)
+        Zs = np.clip(Zs, 0.0, None)
+        Zs /= Zs.sum(axis=1, keepdims=True)
+        if cfg.repair:  # solver tolerances: lift entries into the cone of the enforced distances, renormalise
+            Zs, added = repair_columns(Zs, eps_pt * o.server_blocks["dx"])
+            o.stats["repair_mass_added"] = added
+        bad, checked = _triples(Zs, o.server_blocks["dx"], eps_pt)
+        viol_enf["violated"] += bad
+        viol_enf["checked"] += checked
+        Z = np.empty_like(Zs)
+        Z[o.fit.perm] = Zs  # Z_m = E_mᵀ Ẑ_m: permuted row r is the user's row perm[r] (Eq. 36, corrected)
+        o.Z = Z
+        bad, checked = _triples(Z, o.user.blocks.dx, eps_pt)
+        viol_true["violated"] += bad
+        viol_true["checked"] += checked
+        o.report = int(o.user.cand[r_report.choice(len(o.user.cand), p=Z[0])])
+        o.stats["loss_m"] = float(problem.c[o.user.record, o.user.cand] @ Z[0])
+        o.stats["report_cost_m"] = float(problem.c[o.user.record, o.report])
+    timings["total_s"] = time.perf_counter() - t0
+    return DistaRun(cfg, outcomes, audit, budget, gamma, bd, float(objective), lp_size, timings, viol_true, viol_enf)
+
+
+def embed(problem: Problem, run_: DistaRun) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """A K×|Y| row-stochastic Z for the generic views, and each row's source.
+
+    Rows of secrets inside some user's neighbourhood come from that user's block (the user whose true record is
+    nearest when neighbourhoods overlap), with zeros outside its Y_m. Other rows are EM at ε_pt (exp(−ε_pt·d/2))
+    over all of Y, a filler that is not part of DISTA-LP. ``source[x]`` is the user index, or −1 for filler.
+    """
+    eps_pt = run_.budget.eps_pt
+    logw = -0.5 * eps_pt * problem.d_xy
+    Z = np.exp(logw - logw.max(axis=1, keepdims=True))
+    Z /= Z.sum(axis=1, keepdims=True)
+    source = np.full(problem.k, -1, dtype=np.int64)
+    best = np.full(problem.k, np.inf)
+    for m, o in enumerate(run_.users):  # one block per user
+        dist = problem.d[o.user.hood, o.user.record]
+        take = dist < best[o.user.hood]
+        rows = o.user.hood[take]
+        best[rows] = dist[take]
+        source[rows] = m
+        Z[rows] = 0.0
+        Z[np.ix_(rows, o.user.cand)] = o.Z[take]  # type: ignore[index]
+    return Z, source
+
+
+def summary(run_: DistaRun) -> dict[str, Any]:
+    """Per-user statistics averaged over users (JSON-friendly)."""
+    keys = run_.users[0].stats.keys()
+    return {k: float(np.mean([o.stats[k] for o in run_.users])) for k in keys}
