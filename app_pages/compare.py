@@ -37,7 +37,7 @@ with views.guard():
         ev = cache.evaluation(prob, result, cache.result_key(prob, result)) if result and result.ok else None
         items.append((mech, result))
         rows.append(compare.metrics_row(mech, result, ev))
-st.caption(f"{prob.city} · K = {prob.k} secrets · |Y| = {prob.m} outputs · metric {prob.metric}")
+st.caption(f"{controls.city_label(prob.city)} · K = {prob.k} secrets · |Y| = {prob.m} outputs · metric {prob.metric}")
 if all(r is None for _, r in items):
     st.info("Not solved yet for these settings. Press **Solve all** in the sidebar.", icon="▶️")
 compare.maps_view(prob, items)

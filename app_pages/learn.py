@@ -5,7 +5,7 @@ import streamlit as st
 from mdpviz.explain import lp_size, two_point_keep
 from mdpviz.ui import charts, learn, state, views
 
-st.title("Learn: mDP in four steps")
+st.markdown("#### Learn: mDP in four steps")
 state.show_notices()
 s1, s2, s3, s4 = st.tabs(["1 · mDP vs local DP", "2 · What the LP optimises", "3 · Why PAnDA uses anchors",
                           "4 · What δ buys"])

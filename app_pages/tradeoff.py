@@ -51,7 +51,7 @@ if sw.skipped:
 if sw.problem_key != state.settings_json():
     st.warning("These results were computed on different problem settings; press **Run sweep** to redo them.")
 df = sw.frame()
-st.caption(f"{sw.done} of {len(sw.points)} points · {prob.city} · K = {prob.k} · |Y| = {prob.m}")
+st.caption(f"{sw.done} of {len(sw.points)} points · {controls.city_label(prob.city)} · K = {prob.k} · |Y| = {prob.m}")
 if not sw.running and sw.done < len(sw.points):
     if st.button(f"Resume sweep ({len(sw.points) - sw.done} points left)", icon=":material/play_arrow:"):
         sw.running = True

@@ -143,10 +143,14 @@ def log_grid(low: float, high: float, extra: tuple[float, ...] = ()) -> list[flo
 
 
 def sweep_values(low: float, high: float, n: int, log: bool) -> NDArray[np.float64]:
-    """``n`` sweep points from ``low`` to ``high``, log-spaced when ``log``, rounded to 4 significant digits.
+    """``n`` sweep points from ``low`` to ``high``, log-spaced when ``log``, rounded to readable values.
+
+    Log sweeps keep 2 significant digits (1, 1.5, 2.4 ...), linear ones 4; duplicates after rounding are dropped.
 
     >>> sweep_values(1, 100, 3, log=True).tolist()
     [1.0, 10.0, 100.0]
+    >>> sweep_values(1, 20, 8, log=True).tolist()
+    [1.0, 1.5, 2.4, 3.6, 5.5, 8.5, 13.0, 20.0]
     >>> sweep_values(0.25, 0.95, 3, log=False).tolist()
     [0.25, 0.6, 0.95]
     """
@@ -155,7 +159,8 @@ def sweep_values(low: float, high: float, n: int, log: bool) -> NDArray[np.float
     if n == 1:
         return np.array([float(low)])
     raw = np.geomspace(low, high, n) if log else np.linspace(low, high, n)
-    return np.array([float(f"{v:.4g}") for v in raw])
+    digits = 2 if log else 4
+    return np.unique([float(f"{v:.{digits}g}") for v in raw])
 
 
 def format_m(metres: float) -> str:

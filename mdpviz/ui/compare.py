@@ -45,8 +45,8 @@ def _on_click(map_key: str) -> None:
 def maps_view(prob: Problem, items: list[tuple[Mechanism, Result | None]]) -> None:
     """The same selected secret under every mechanism, one small map each (≤ 4 maps: well under 8 WebGL charts)."""
     clamp_secret(prob)
-    st.number_input("Selected secret x (index)", min_value=0, max_value=prob.k - 1, step=1, key="secret",
-                    help="Or click a point on any map.")
+    st.columns([1, 3])[0].number_input("Selected secret x (index)", min_value=0, max_value=prob.k - 1, step=1,
+                                       key="secret", help="Or click a point on any map.")
     i = int(st.session_state["secret"])
     cols = st.columns(len(items))
     roads = cache.road_segments(prob.city) if prob.city else pd.DataFrame({"s": [], "t": []})
@@ -78,7 +78,7 @@ def maps_view(prob: Problem, items: list[tuple[Mechanism, Result | None]]) -> No
 def table_and_bars(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """The metrics table and the bar charts; returns the table."""
     df = pd.DataFrame(rows)
-    shown = df.rename(columns={"utility_loss_m": "utility loss (m)", "violation_ratio": "violation ratio",
+    shown = df.drop(columns=["label"]).rename(columns={"utility_loss_m": "utility loss (m)", "violation_ratio": "violation ratio",
                                "adversary_error_m": "adversary error (m)", "solve_s": "solve time (s)"})
     st.dataframe(shown, hide_index=True, width="stretch",
                  column_config={"utility loss (m)": st.column_config.NumberColumn(format="%.1f"),

@@ -20,6 +20,13 @@ COST_LABELS = {"travel": "travel cost to task nodes (m)", "distance": "distance 
 PRIOR_LABELS = {"uniform": "uniform", "street_count": "street count (busier junctions likelier)"}
 
 
+def city_label(slug: str | None) -> str:
+    """A city's human label (its slug when unknown; "your points" without a city)."""
+    if slug is None:
+        return "your points"
+    return next((c.label for c in list_cities() if c.slug == slug), slug)
+
+
 def mechanism_label(name: str) -> str:
     from mdpviz.mechanisms import get_mechanism
 

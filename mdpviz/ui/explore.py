@@ -15,6 +15,7 @@ from mdpviz.problem import Problem
 
 from . import cache, maps, state
 
+VIOLATION_LINES = 150  # more lines hide the map
 COLOUR_MODES = ("plain", "expected loss (m)", "attacker's posterior Pr[x | y]")
 
 
@@ -64,15 +65,16 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
              help="Expected loss: Σ_y c(x,y)·Z[x,y] in metres. Posterior: what an attacker who sees report y "
                   "believes about the true location.")
     with c2:
-        t1, t2, t3 = st.columns(3)
+        t1, t2, t3 = st.columns([1.1, 1, 1])
         ss.setdefault("show_dist", True)
         ss.setdefault("show_outputs", True)
         ss.setdefault("show_viol", True)
-        t1.checkbox("Z[x,·] of x", key="show_dist", disabled=not has_z,
-                    help="The selected secret's distribution over outputs (size and colour: probability).")
+        t1.checkbox("show Z[x,·]", key="show_dist", disabled=not has_z,
+                    help="The selected secret's report distribution over the outputs (size and colour: "
+                         "probability). Hidden in the attacker's view.")
         t2.checkbox("outputs Y", key="show_outputs", help="Rings: every reportable location.")
-        t3.checkbox("violation lines", key="show_viol", disabled=not has_z,
-                    help="Red lines between pairs of secrets that break ε-mDP (the worst 300).")
+        t3.checkbox("violations", key="show_viol", disabled=not has_z,
+                    help=f"Red lines between pairs of secrets that break ε-mDP (the worst {VIOLATION_LINES}).")
     i = int(ss["secret"])
     layers = maps.MapLayers(secret=i, show_outputs=bool(ss["show_outputs"]))
     legends: list[str] = []
@@ -87,11 +89,11 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
         loss, expected = cache.per_secret(prob, result, key)
         layers.expected = (float(expected[i, 0]), float(expected[i, 1]))
         symbols.append(("expected report", maps.EXPECTED, "dot"))
-        if ss["show_dist"]:
+        mode = ss["colour_mode"]
+        if ss["show_dist"] and mode != COLOUR_MODES[2]:
             layers.Z_row = Z[i]
             legends.append(maps.legend_html(f"Pr[report y | true x{i}] (probability; size and colour)", "prob",
                                             "0", f"{Z[i].max():.3g}"))
-        mode = ss["colour_mode"]
         if mode == COLOUR_MODES[1]:
             layers.secret_values, layers.secret_scale = loss, "loss"
             layers.secret_value_label = "expected loss"
@@ -102,7 +104,7 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
             if not 0 <= int(ss.get("attack_y", default_y)) < prob.m:
                 ss["attack_y"] = default_y
             ss.setdefault("attack_y", default_y)
-            st.selectbox("Observed report y (index into Y)", list(range(prob.m)), key="attack_y",
+            c1.selectbox("Observed report y (index)", list(range(prob.m)), key="attack_y",
                          format_func=lambda k: f"y{k} (= x{prob.y_index[k]})",
                          help="The attacker sees this report; secrets are coloured by Pr[x | y]. Or click an output.")
             post = posterior(prob, Z, int(ss["attack_y"]))
@@ -114,13 +116,19 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
                                             "0", f"{post.max():.3g}"))
         n_viol = 0
         if ss["show_viol"] and ev is not None and ev["violations"]["violated_pairs"] > 0:
-            vi, vj, vf, n_viol = cache.violating_pairs(prob, result, key)
+            vi, vj, vf, n_viol = cache.violating_pairs(prob, result, key, limit=VIOLATION_LINES)
             layers.violations = (vi, vj, vf)
             symbols.append((f"mDP violation ({min(len(vi), n_viol):,} of {n_viol:,} pairs drawn)", maps.VIOLATION,
                             "line"))
         d_exp = float(haversine_km(prob.x_lat[i], prob.x_lon[i], *layers.expected)) * 1000
         caption = (f"**x{i}**: expected loss {format_m(float(loss[i]))}; expected report {format_m(d_exp)} from the "
                    f"truth; most likely report y{int(np.argmax(Z[i]))} with Pr = {Z[i].max():.3g}.")
+        if mode == COLOUR_MODES[2]:
+            k = int(ss["attack_y"])
+            post = posterior(prob, Z, k)
+            guess = int(np.argmax(post))
+            caption += (f" An attacker who sees **y{k}** finds x{guess} most likely (Pr = {post[guess]:.3g}); "
+                        f"the selected x{i} has Pr = {post[i]:.3g}.")
     deck = maps.deck(prob, cache.road_segments(prob.city) if prob.city else _no_roads(), layers)
     st.pydeck_chart(deck, on_select=lambda: _on_click("explore_map"), selection_mode="single-object",
                     key="explore_map", height=470, alt="Map of the road network, secrets, outputs and the "

@@ -23,14 +23,14 @@ from mdpviz.problem import Problem
 SCALES: dict[str, list[tuple[int, int, int]]] = {
     "prob": [(254, 240, 217), (253, 204, 138), (252, 141, 89), (227, 74, 51), (179, 0, 0)],        # OrRd
     "loss": [(68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37)],          # viridis
-    "post": [(252, 251, 253), (218, 218, 235), (158, 154, 200), (117, 107, 177), (63, 0, 125)],    # Purples
+    "post": [(218, 218, 235), (188, 189, 220), (158, 154, 200), (117, 107, 177), (63, 0, 125)],    # Purples
 }
 ROAD = [150, 150, 150, 110]
 SECRET = [37, 99, 235, 170]
-OUTPUT_RING = [20, 20, 20, 200]
+OUTPUT_RING = [120, 130, 150, 255]  # slate: visible on light and dark backgrounds
 TRUE = [16, 185, 129, 255]
 EXPECTED = [236, 72, 153, 255]
-VIOLATION = [220, 38, 38, 200]
+VIOLATION = [220, 38, 38, 150]
 
 
 class CompactDeck(pdk.Deck):
@@ -141,7 +141,7 @@ def deck(prob: Problem, roads: pd.DataFrame, layers: MapLayers, *, height_px: in
                             "tip": [f"x{a} → x{b}: ratio uses {f:.3g}× the allowed ε·d" for a, b, f in
                                     zip(vi, vj, vf, strict=True)]})
         out.append(pdk.Layer("LineLayer", id="violations", data=vdf, get_source_position="s",
-                             get_target_position="t", get_color=VIOLATION, get_width=2, width_min_pixels=2,
+                             get_target_position="t", get_color=VIOLATION, get_width=1.5, width_min_pixels=1.5,
                              pickable=True))
     if layers.Z_row is not None:
         z = layers.Z_row
@@ -161,7 +161,7 @@ def deck(prob: Problem, roads: pd.DataFrame, layers: MapLayers, *, height_px: in
         odf = pd.DataFrame({"lon": prob.y_lon, "lat": prob.y_lat, "i": prob.y_index, "k": np.arange(prob.m)})
         odf["tip"] = [f"output y{k} (= secret x{i})" for k, i in zip(odf.k, odf.i, strict=True)]
         out.append(pdk.Layer("ScatterplotLayer", id="outputs", data=odf, get_position=["lon", "lat"],
-                             filled=False, stroked=True, get_line_color=OUTPUT_RING, line_width_min_pixels=1,
+                             filled=False, stroked=True, get_line_color=OUTPUT_RING, line_width_min_pixels=1.5,
                              get_radius=1, radius_units="'pixels'", radius_min_pixels=radius_px + 3,
                              radius_max_pixels=radius_px + 3, pickable=True))
     if layers.attack_y is not None:
