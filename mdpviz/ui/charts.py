@@ -68,6 +68,19 @@ def histogram(values: NDArray[np.float64], title: str, height: int = 220) -> go.
     return fig
 
 
+def columns_chart(arr: NDArray[np.float64], title: str, height: int = 220) -> go.Figure:
+    """Each column of a small 2-D array against the row number (e.g. an iteration history), side by side."""
+    n = arr.shape[1]
+    fig = make_subplots(rows=1, cols=n, subplot_titles=[f"column {j}" for j in range(n)], horizontal_spacing=0.06)
+    for j in range(n):
+        fig.add_trace(go.Scatter(x=np.arange(len(arr)), y=arr[:, j], mode="lines", showlegend=False,
+                                 line={"color": "#2563eb"}), row=1, col=j + 1)
+    fig.update_layout(title={"text": title, "font": {"size": 13}}, height=height, margin={**MARGIN, "t": 60})
+    fig.update_xaxes(title_text="row (iteration)")
+    fig.update_annotations(font_size=11)
+    return fig
+
+
 def timing_bar(timings: dict[str, float], height: int = 200) -> go.Figure:
     """Horizontal bar of seconds per phase (the ``total_s`` entry is left out)."""
     items = [(k.removesuffix("_s"), v) for k, v in timings.items() if k != "total_s"]

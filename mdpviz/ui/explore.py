@@ -13,7 +13,7 @@ from mdpviz.mechanisms import Result
 from mdpviz.metrics import posterior
 from mdpviz.problem import Problem
 
-from . import cache, maps, state
+from . import cache, maps, state, views
 
 VIOLATION_LINES = 150  # more lines hide the map
 COLOUR_MODES = ("plain", "expected loss (m)", "attacker's posterior Pr[x | y]")
@@ -114,6 +114,13 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
             symbols.append((f"observed report y{ss['attack_y']}", [124, 58, 237, 255], "ring"))
             legends.append(maps.legend_html(f"Attacker's posterior Pr[x | y{ss['attack_y']}] (probability)", "post",
                                             "0", f"{post.max():.3g}"))
+        pts = views.diagnostic_points(result.diagnostics or {}, prob)
+        if pts is not None:
+            ss.setdefault("show_extra", True)
+            if st.checkbox(f"show {pts[0]} ({len(pts[1]):,} points)", key="show_extra",
+                           help="Points named in the mechanism's diagnostics, e.g. anchors."):
+                layers.extra_points = pts
+                symbols.append((pts[0], maps.ANCHOR, "ring"))
         n_viol = 0
         if ss["show_viol"] and ev is not None and ev["violations"]["violated_pairs"] > 0:
             vi, vj, vf, n_viol = cache.violating_pairs(prob, result, key, limit=VIOLATION_LINES)

@@ -31,6 +31,7 @@ OUTPUT_RING = [120, 130, 150, 255]  # slate: visible on light and dark backgroun
 TRUE = [16, 185, 129, 255]
 EXPECTED = [236, 72, 153, 255]
 VIOLATION = [220, 38, 38, 150]
+ANCHOR = [234, 179, 8, 255]  # amber squares-ish rings: anchors and other diagnostic points
 
 
 class CompactDeck(pdk.Deck):
@@ -109,6 +110,7 @@ class MapLayers:
     secret_value_label: str = ""
     violations: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]] | None = None
     attack_y: int | None = None                       # output whose posterior is shown (index into Y)
+    extra_points: tuple[str, NDArray[np.float64], NDArray[np.float64]] | None = None  # (name, lat, lon): anchors
 
 
 def deck(prob: Problem, roads: pd.DataFrame, layers: MapLayers, *, height_px: int = 520,
@@ -143,6 +145,13 @@ def deck(prob: Problem, roads: pd.DataFrame, layers: MapLayers, *, height_px: in
         out.append(pdk.Layer("LineLayer", id="violations", data=vdf, get_source_position="s",
                              get_target_position="t", get_color=VIOLATION, get_width=1.5, width_min_pixels=1.5,
                              pickable=True))
+    if layers.extra_points is not None:
+        name, elat, elon = layers.extra_points
+        edf = pd.DataFrame({"lon": np.round(elon, 6), "lat": np.round(elat, 6),
+                            "tip": [f"{name} #{n}" for n in range(len(elat))]})
+        out.append(pdk.Layer("ScatterplotLayer", id="extra", data=edf, get_position=["lon", "lat"], filled=False,
+                             stroked=True, get_line_color=ANCHOR, line_width_min_pixels=2, get_radius=1,
+                             radius_units="'pixels'", radius_min_pixels=5, radius_max_pixels=5, pickable=True))
     if layers.Z_row is not None:
         z = layers.Z_row
         zmax = float(z.max()) if z.max() > 0 else 1.0

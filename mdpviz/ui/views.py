@@ -143,6 +143,36 @@ def split_diagnostics(diag: dict[str, Any]) -> tuple[dict[str, Any], dict[str, n
     return scalars, arrays, other
 
 
+def table_arrays(diag: dict[str, Any]) -> dict[str, np.ndarray]:
+    """2-D numeric diagnostics with 2 to 6 columns (per-iteration histories), except coordinate lists."""
+    found: dict[str, np.ndarray] = {}
+    for k, v in diag.items():
+        if isinstance(v, (str, bytes, dict)) or "latlon" in str(k).lower():
+            continue
+        try:
+            arr = np.asarray(v, dtype=float)
+        except (TypeError, ValueError):
+            continue
+        if arr.ndim == 2 and 2 <= arr.shape[1] <= 6 and arr.shape[0] >= 2:
+            found[str(k)] = arr
+    return found
+
+
+def diagnostic_points(diag: dict[str, Any], prob: Problem) -> tuple[str, np.ndarray, np.ndarray] | None:
+    """Points worth drawing from the diagnostics: an (n, 2) ``*latlon*`` array, or anchor indices into X."""
+    for k, v in diag.items():
+        name = str(k).lower()
+        try:
+            arr = np.asarray(v)
+        except Exception:  # noqa: BLE001 - diagnostics are free-form
+            continue
+        if "latlon" in name and arr.ndim == 2 and arr.shape[1] == 2 and arr.dtype.kind in "fi":
+            return str(k), arr[:, 0].astype(float), arr[:, 1].astype(float)
+        if "anchor" in name and arr.ndim == 1 and arr.dtype.kind in "iu" and len(arr) and arr.max() < prob.k:
+            return str(k), prob.x_lat[arr], prob.x_lon[arr]
+    return None
+
+
 def diagnostics_panel(result: Result) -> None:
     """Generic view of ``result.diagnostics`` plus a specific PAnDA panel when its keys are present."""
     diag = result.diagnostics or {}
@@ -154,6 +184,9 @@ def diagnostics_panel(result: Result) -> None:
     if scalars or other:
         rows = [{"diagnostic": k, "value": _cell(v)} for k, v in {**scalars, **other}.items()]
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    for k, arr in table_arrays(diag).items():
+        st.plotly_chart(charts.columns_chart(arr, f"{k} (per row: {arr.shape[1]} columns)"), key=f"cols-{k}",
+                        config={"displayModeBar": False})
     cols = st.columns(2)
     for n, (k, arr) in enumerate(arrays.items()):
         finite = arr[np.isfinite(arr)]
