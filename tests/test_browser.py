@@ -63,6 +63,9 @@ def test_explore_map_draws_after_solve(tmp_path: Path) -> None:
             drawn, red = canvas_drawn_fraction(png), _reddish_share(png)
             assert drawn > 0.02, f"map canvas looks empty: {drawn:.4f} of pixels differ from the background"
             assert red > 0.0005, f"no distribution points drawn on the map ({red:.5f} reddish pixels)"
+            # show the top of the sidebar (mechanism and ε) in the screenshot, not the Solve button it scrolled to
+            page.evaluate("() => document.querySelector('[data-testid=\"stSidebarContent\"]')?.scrollTo(0, 0)")
+            page.wait_for_timeout(300)
             shot.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(shot))
             assert shot.stat().st_size > 10_000
