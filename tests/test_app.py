@@ -275,3 +275,52 @@ def test_clicked_secret_reads_pydeck_selection() -> None:
 def test_colour_scale_ends() -> None:
     c = colours(np.array([0.0, 1.0]), 0.0, 1.0, "loss")
     assert c[0][:3] == [68, 1, 84] and c[1][:3] == [253, 231, 37]
+
+
+def test_anchor_and_budget_helpers() -> None:
+    from mdpviz.ui.views import anchor_count, budget_parts
+
+    assert anchor_count({"anchors": np.array([2, 7, 9])}) == ("anchors", 3)
+    assert anchor_count({"anchors": 63}) == ("anchors", 63)
+    assert anchor_count({"cells": 4}) is None
+    assert budget_parts({"budget_split": {"phase1": 23.9, "margin": 9.1, "phase2": 67.0}}) == [
+        ("phase1", 23.9), ("margin", 9.1), ("phase2", 67.0)]
+
+
+def test_diagnostics_render_generically_for_a_new_mechanism() -> None:
+    """A mechanism registered with anchors, a budget split, a float array and a history shows up with no page
+    change: controls from its schema, a histogram, a split bar and anchor points on the map."""
+    from mdpviz.mechanisms import Mechanism, Param, Result, register
+    from mdpviz.mechanisms.em import em_matrix
+    from mdpviz.mechanisms.registry import _REGISTRY
+
+    def solve(problem, params, progress, time_limit):
+        progress("anchor sampling", 0.5)
+        Z = em_matrix(problem, params["eps"])
+        diag = {"anchors": np.arange(0, problem.k, 4), "budget_split": {"phase I": 24.0, "margin": 9.0,
+                                                                         "phase II": 67.0},
+                "eps_bar": np.linspace(0.1, 2.0, 50), "history": np.column_stack([np.arange(5.0), np.ones(5)]),
+                "gamma_km": 0.05}
+        return Result("test-anchored", params, Z, "closed form", params["eps"], diagnostics=diag,
+                      timings={"anchor sampling_s": 0.01, "lp_s": 0.02})
+
+    register(Mechanism(name="test-anchored", label="Test anchored mechanism", paper="(test)", info="test only",
+                       params=(Param("eps", float, 5.0, "budget", low=0.1, high=50.0, log=True, unit="km⁻¹",
+                                     label="ε"),
+                               Param("delta", float, 1e-7, "failure probability", low=1e-7, high=0.15, log=True,
+                                     label="δ"),
+                               Param("alpha", float, 0.95, "scale", low=0.25, high=1.0, open_high=True,
+                                     label="α")),
+                       solve=solve, family="test", exact=False))
+    try:
+        at = app("app_pages/explore.py", query={"mech": "test-anchored", "k": "40", "m": "15", "delta": "0.01"})
+        assert at.session_state["mp.test-anchored.delta"] == 0.01
+        solve_button(at).click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        captions = texts(at.caption)
+        assert "**10** anchors (25.0% of K = 40)" in captions
+        assert at.checkbox(key="show_extra").value  # anchors drawn on the map
+        table = at.dataframe[0].value
+        assert "gamma_km" in set(table["diagnostic"])
+    finally:
+        _REGISTRY.pop("test-anchored", None)

@@ -173,13 +173,13 @@ def diagnostic_points(diag: dict[str, Any], prob: Problem) -> tuple[str, np.ndar
     return None
 
 
-def diagnostics_panel(result: Result) -> None:
+def diagnostics_panel(result: Result, k: int | None = None) -> None:
     """Generic view of ``result.diagnostics`` plus a specific PAnDA panel when its keys are present."""
     diag = result.diagnostics or {}
     if not diag:
         st.caption("This mechanism reports no diagnostics.")
         return
-    panda_panel(diag, result.eps)
+    panda_panel(diag, result.eps, k)
     scalars, arrays, other = split_diagnostics(diag)
     if scalars or other:
         rows = [{"diagnostic": k, "value": _cell(v)} for k, v in {**scalars, **other}.items()]
@@ -208,32 +208,54 @@ def _find(diag: dict[str, Any], *needles: str) -> tuple[str, Any] | None:
     return None
 
 
-def panda_panel(diag: dict[str, Any], eps: float) -> None:
-    """PAnDA's internals when present: anchor counts, budget split (Phase I / safety margin / Phase II)."""
-    anchors = _find(diag, "anchor")
-    split = _find(diag, "budget", "split")
-    if anchors is None and split is None:
+def anchor_count(diag: dict[str, Any]) -> tuple[str, int] | None:
+    """(name, count) of the anchors in the diagnostics: an index array or a plain count named like ``anchor``."""
+    found = _find(diag, "anchor")
+    if found is None:
+        return None
+    k, v = found
+    arr = np.asarray(v)
+    if arr.ndim == 1 and arr.dtype.kind in "iu":
+        return k, len(arr)
+    if arr.ndim == 0 and arr.dtype.kind in "iu":
+        return k, int(arr)
+    if arr.ndim == 2:
+        return k, len(arr)
+    return None
+
+
+def budget_parts(diag: dict[str, Any]) -> list[tuple[str, float]]:
+    """The parts of a budget split (a dict named like ``budget``/``split`` of numbers), in order."""
+    split = _find(diag, "budget_split", "split")
+    if split is None or not isinstance(split[1], dict):
+        return []
+    return [(str(n), float(x)) for n, x in split[1].items() if isinstance(x, (int, float, np.integer, np.floating))]
+
+
+def panda_panel(diag: dict[str, Any], eps: float, k: int | None = None) -> None:
+    """Anchor-based mechanisms (PAnDA, AIPO): anchor count and share of K, and the budget split when given."""
+    anchors = anchor_count(diag)
+    parts = budget_parts(diag)
+    if anchors is None and not parts:
         return
-    st.markdown("**PAnDA internals**")
+    st.markdown("**Anchors and privacy budget**")
     if anchors is not None:
-        k, v = anchors
-        arr = np.asarray(v)
-        if arr.ndim == 1 and arr.dtype.kind in "iu":
-            st.caption(f"{k}: {len(arr):,} anchors")
-    if split is not None and isinstance(split[1], dict):
-        parts = [(str(n), float(x)) for n, x in split[1].items() if isinstance(x, (int, float, np.floating))]
-        if parts:
-            total = sum(x for _, x in parts)
-            unit = "% of ε" if 95 <= total <= 105 else ("fraction of ε" if 0.95 <= total <= 1.05 else "km⁻¹")
-            st.plotly_chart(charts.stacked_split(parts, f"Budget split at ε = {eps:g} km⁻¹", unit),
-                            key="panda-split", config={"displayModeBar": False})
+        name, n = anchors
+        share = f" ({n / k:.1%} of K = {k:,})" if k else ""
+        st.caption(f"{name}: **{n:,}** anchors{share}. The LP is solved over anchors only; PAnDA reports ≈ 15 % "
+                   "of K in the paper.")
+    if parts:
+        total = sum(x for _, x in parts)
+        unit = "% of ε" if 95 <= total <= 105 else ("fraction of ε" if 0.95 <= total <= 1.05 else "km⁻¹")
+        st.plotly_chart(charts.stacked_split(parts, f"Budget split at ε = {eps:g} km⁻¹", unit),
+                        key="panda-split", config={"displayModeBar": False})
 
 
 def details_tabs(prob: Problem, result: Result, ev: dict[str, Any] | None, key: str) -> None:
     """Tabs below the map: diagnostics, time and LP size, downloads, the problem."""
     t_diag, t_time, t_dl, t_prob = st.tabs(["Diagnostics", "Time & LP size", "Downloads", "Problem"])
     with t_diag:
-        diagnostics_panel(result)
+        diagnostics_panel(result, prob.k)
     with t_time:
         c1, c2 = st.columns([3, 2])
         with c1:
