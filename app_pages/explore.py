@@ -32,6 +32,8 @@ if result is not None and result.ok:
     key = cache.result_key(prob, result)
     ev = cache.evaluation(prob, result, key)
 with side_col:
+    if hint and result is None:
+        st.warning(hint, icon="⏳")
     if result is None:
         st.info("Not solved yet for these settings. Press **Solve** in the sidebar.", icon="▶️")
     else:
