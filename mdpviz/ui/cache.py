@@ -35,7 +35,7 @@ def road_segments(slug: str) -> pd.DataFrame:
                          "t": np.column_stack([net.lon[net.v], net.lat[net.v]]).round(6).tolist()})
 
 
-@st.cache_resource(max_entries=16, show_spinner="Building the problem (secrets, outputs, distances, costs)…")
+@st.cache_resource(max_entries=6, show_spinner="Building the problem (secrets, outputs, distances, costs)…")
 def problem(city: str, k: int, m: int, metric: str, prior: str, cost: str, tasks: int, seed: int) -> Problem:
     """The mDP problem for these settings (raises MdpvizError on bad settings; errors are not cached)."""
     return build_problem(city, k, n_outputs=m, metric=metric, prior=prior, cost=cost, n_tasks=tasks, seed=seed)
