@@ -1,0 +1,211 @@
+"""C-mDP (seed 002): generator, CSV loading, blanket discovery, augmented LP invariants (spec §8.4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mdpviz.cities import load_city
+from mdpviz.cmdp.augmented import augmented_distance, build_secrets, full_context_distance, neighbour_pairs
+from mdpviz.cmdp.blanket import algorithm1
+from mdpviz.cmdp.pipeline import (DataSettings, context_free_problem, prepare, solve_context,
+                                  true_loss_context_free)
+from mdpviz.cmdp.solver import check
+from mdpviz.errors import MdpvizError, ProblemError
+from mdpviz.mechanisms import get_mechanism
+from mdpviz.mechanisms.cmdp import solve_cmdp
+from mdpviz.problem import build_problem
+from mdpviz.solve import solve
+from mdpviz.trajectories import generate_trajectories, read_trajectories, station_graph, to_slots
+
+CITY = "helsinki"
+SMALL = {"vehicles": 250, "steps": 40, "max_secrets": 80}
+SETTINGS = DataSettings(n_vehicles=250, n_steps=40)
+
+
+@pytest.fixture(scope="module")
+def pb():
+    return build_problem(CITY, 12, all_outputs=True, seed=3)
+
+
+@pytest.fixture(scope="module")
+def data(pb):
+    return prepare(pb, SETTINGS)
+
+
+def _sizes(data, context):
+    return data.sizes(context)[0]
+
+
+def test_mechanism_rows_are_distributions_and_enforced_domain_is_clean(pb) -> None:
+    r = solve(pb, "cmdp", {"eps": 5.0, **SMALL}, use_cache=False)
+    assert r.ok and r.status == "optimal"
+    Q = r.diagnostics["Q"]
+    for M in (r.Z, Q):
+        assert M.shape[1] == pb.m
+        assert np.allclose(M.sum(axis=1), 1.0, atol=1e-9)
+        assert M.min() >= 0.0 and M.max() <= 1.0
+    assert r.Z.shape == (pb.k, pb.m)
+    v = r.diagnostics["violations_enforced"]
+    assert v["checked"] > 0 and v["violated"] == 0 and v["worst_log_ratio"] <= 1 + 1e-6
+    assert r.diagnostics["violations_location"]["checked"] == pb.k * (pb.k - 1) * pb.m
+    # independent re-check of Eq. 24 from the returned secrets, not from the solver's own bookkeeping
+    d = pb.d
+    lags = r.diagnostics["secret_lags"]
+    dist = d[np.ix_(r.diagnostics["secret_station"], r.diagnostics["secret_station"])].copy()
+    for tau in range(lags.shape[1]):
+        both = (lags[:, tau, None] >= 0) & (lags[None, :, tau] >= 0)
+        dist += np.where(both, 0.5 ** (tau + 1) * d[np.ix_(np.maximum(lags[:, tau], 0), np.maximum(lags[:, tau], 0))], 0)
+    i, j = np.nonzero((dist <= 5.0) & ~np.eye(len(dist), dtype=bool))
+    assert np.all(Q[i] <= np.exp(5.0 * dist[i, j])[:, None] * Q[j] * (1 + 1e-6) + 1e-9)
+    # the page's data is there
+    ex = r.diagnostics["examples"]
+    assert ex and {"polyline_lat", "context", "next_station", "task", "row"} <= set(ex[0])
+    assert sum(r.diagnostics["blanket_hist"].values()) == r.diagnostics["corpus"]["complete_slots"]
+    assert "marginal" in r.claim
+
+
+def test_empty_blanket_is_the_plain_lp(pb, data) -> None:
+    eps = 4.0
+    sol = solve_context(data, _sizes(data, "none"), eps, eta=100.0)
+    assert sol.secrets.n == pb.k
+    cf = context_free_problem(data, "context-averaged")
+    lp = solve(cf, "lp", {"eps": eps}, use_cache=False)
+    assert lp.ok
+    assert sol.loss_m == pytest.approx(true_loss_context_free(data, lp.Z), rel=1e-5)
+    # zero decay weights collapse every context at a location onto one row: the plain LP again
+    sol0 = solve_context(data, _sizes(data, "first-order"), eps, eta=100.0, decay=0.0)
+    assert sol0.secrets.n > pb.k
+    assert sol0.loss_m == pytest.approx(sol.loss_m, rel=1e-5)
+
+
+@pytest.mark.parametrize("context", ["first-order", "predicted", "oracle"])
+def test_replicated_context_free_mechanism_is_feasible_and_never_better(pb, data, context) -> None:
+    eps = 4.0
+    sol = solve_context(data, _sizes(data, context), eps, max_secrets=80)
+    cf = context_free_problem(data, "context-averaged")
+    lp = solve(cf, "lp", {"eps": eps}, use_cache=False)
+    replicated = lp.Z[sol.secrets.station]
+    assert check(replicated, sol.d_aug, sol.near, eps, "replicated").violated == 0
+    invariant_loss = true_loss_context_free(data, lp.Z)
+    assert sol.loss_m <= invariant_loss * (1 + 1e-6)
+    # the replicated rows have the same loss under the augmented cost model
+    cost = sol.secrets.next_prob @ pb.c
+    assert float(np.sum(sol.secrets.prior[:, None] * cost * replicated)) == pytest.approx(invariant_loss, rel=1e-9)
+    if context != "first-order":
+        return
+    # with real momentum in the corpus, the context must actually help (a strict gain, not a tie)
+    assert sol.loss_m < invariant_loss * 0.99
+
+
+def test_loss_non_increasing_in_eps(data) -> None:
+    sizes = _sizes(data, "predicted")
+    losses = [solve_context(data, sizes, eps, max_secrets=80).loss_m for eps in (1.0, 3.0, 9.0)]
+    assert all(b <= a * (1 + 1e-6) for a, b in zip(losses, losses[1:])), losses
+    assert losses[-1] < losses[0]
+
+
+def test_reduced_distance_bounds_full_distance(pb, data) -> None:
+    ok = data.complete
+    sizes = _sizes(data, "predicted")
+    sec = build_secrets(data.slots.station[ok], data.slots.lags[ok], data.slots.next_station[ok], sizes, pb.k)
+    d_red = augmented_distance(sec, pb.d, 0.5)
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, ok.sum(), 2000), rng.integers(0, ok.sum(), 2000)
+    lags = data.slots.lags[ok]
+    full = full_context_distance(lags[a], lags[b], data.slots.station[ok][a], data.slots.station[ok][b], pb.d, 0.5)
+    red = d_red[sec.slot_secret[a], sec.slot_secret[b]]
+    assert np.all(red <= full + 1e-12)
+    assert (red < full - 1e-9).any()  # the bound is not vacuous
+
+
+@pytest.mark.parametrize(("memory", "expected"), [("1", 1), ("2", 2)])
+def test_discovery_recovers_planted_order(pb, memory, expected) -> None:
+    net = load_city(CITY)
+    g = station_graph(net, pb.x_node)
+    tr = generate_trajectories(net, pb.x_node, n_vehicles=600, n_steps=50, dependence=4.0, dest_weight=0.0,
+                               memory=memory, seed=1, graph=g)
+    sl = to_slots(tr, g.cell, 3)
+    ok = sl.complete
+    size, pvals = algorithm1(sl.station[ok], sl.lags[ok], g.k)
+    assert size == expected, pvals
+    assert (sl.oracle_order[ok] == expected).mean() > 0.95
+
+
+def test_classifier_and_lookup_report_metrics(data) -> None:
+    assert data.discovery.groups["tested"].any()
+    assert data.classifier is not None
+    m = data.classifier.metrics["train"]
+    assert 0.0 <= m["accuracy"] <= 1.0 and m["n"] > 0
+    look, note = data.sizes("predicted", predictor="lookup")
+    assert "lookup" in note and look.min() >= 1 and look.max() <= SETTINGS.max_lag
+
+
+def test_generated_csv_round_trip_and_user_data(pb, tmp_path: Path) -> None:
+    net = load_city(CITY)
+    tr = generate_trajectories(net, pb.x_node, n_vehicles=40, n_steps=30, seed=2)
+    path = tmp_path / "traces.csv"
+    tr.to_frame().to_csv(path, index=False)
+    back = read_trajectories(path, net)
+    assert back.n_trajectories == 40
+    order = np.lexsort((tr.time_s, tr.ids[tr.traj]))
+    assert np.array_equal(back.node, tr.node[order])
+    assert np.allclose(back.time_s, np.floor(tr.time_s[order]))
+    data = prepare(pb, DataSettings(min_group=20), trajectories=back)
+    params = {**get_mechanism("cmdp-truemb").defaults(), "eps": 5.0}
+    r = solve_cmdp(pb, params, "oracle", lambda *_: None, None, "cmdp-truemb", data=data)
+    assert r.ok and "no generator record" in r.diagnostics["blankets"]
+    assert r.diagnostics["corpus"]["source"] == "csv"
+
+
+GOOD = "trajectory_id,timestamp,lat,lon\n"
+
+
+def _lines(*rows: str) -> str:
+    return GOOD + "\n".join(rows) + "\n"
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    ("id,lat,lon\na,60.17,24.94\na,60.171,24.941\n", "timestamp"),
+    ("trajectory_id,timestamp,lat\na,2024-01-01T08:00:00Z,60.17\n", "`lon`"),
+    (_lines("a,2024-01-01T08:00:00Z,60.17,24.94", "a,yesterday noon,60.171,24.941"), "unparsable timestamp"),
+    (_lines("a,2024-01-01T08:00:00Z,60.17,24.94", "a,2024-01-01T08:00:05Z,north,24.941"), "non-numeric"),
+    (_lines("a,2024-01-01T08:00:00Z,60.17,24.94", "a,2024-01-01T08:00:05Z,48.85,2.35"), "from the road network"),
+    (_lines("a,2024-01-01T08:00:00Z,60.17,24.94", "a,2024-01-01T08:00:05Z,60.171,24.941",
+            "b,2024-01-01T08:00:00Z,60.17,24.94"), "single fix"),
+    ("", "could not be read"),
+    (GOOD, "no rows"),
+])
+def test_malformed_trajectory_csv(tmp_path: Path, text: str, match: str) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    with pytest.raises(ProblemError, match=match) as info:
+        read_trajectories(path, load_city(CITY))
+    assert isinstance(info.value, MdpvizError)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing written on failure
+
+
+def test_problem_without_network_or_too_large_is_refused() -> None:
+    big = build_problem(CITY, 120, n_outputs=10)
+    with pytest.raises(ProblemError, match="k ≤"):
+        solve(big, "cmdp", {"eps": 5.0}, use_cache=False)
+    pts = pd.DataFrame({"lat": [60.17, 60.171, 60.172], "lon": [24.94, 24.941, 24.943]})
+    from mdpviz.problem import problem_from_points
+    free = problem_from_points(pts)
+    with pytest.raises(ProblemError, match="road network"):
+        solve(free, "cmdp-markov", {"eps": 5.0}, use_cache=False)
+
+
+def test_neighbour_rules_differ_only_in_pairs(pb, data) -> None:
+    sizes = _sizes(data, "first-order")
+    aug = solve_context(data, sizes, 4.0, eta=0.6, neighbours="augmented")
+    base = solve_context(data, sizes, 4.0, eta=0.6, neighbours="base")
+    d_base = pb.d[np.ix_(aug.secrets.station, aug.secrets.station)]
+    assert np.array_equal(base.near, neighbour_pairs(aug.d_aug, d_base, 0.6, "base"))
+    assert base.near.sum() > aug.near.sum()  # the appendix rule constrains more pairs
+    assert base.loss_m >= aug.loss_m * (1 - 1e-6)
+    assert base.enforced.violated == 0 and aug.enforced.violated == 0
