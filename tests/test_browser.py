@@ -8,6 +8,7 @@ goes to ``docs/screenshot.png`` when ``MDPVIZ_SCREENSHOT=1``, to the test's temp
 from __future__ import annotations
 
 import io
+import itertools
 import os
 from pathlib import Path
 
@@ -63,6 +64,22 @@ def test_explore_map_draws_after_solve(tmp_path: Path) -> None:
             drawn, red = canvas_drawn_fraction(png), _reddish_share(png)
             assert drawn > 0.02, f"map canvas looks empty: {drawn:.4f} of pixels differ from the background"
             assert red > 0.0005, f"no distribution points drawn on the map ({red:.5f} reddish pixels)"
+            # a click on a point of the map selects that secret (pydeck on_select), and the URL follows
+            box = page.locator(MAP).first.bounding_box()
+            field = page.get_by_label("Selected secret x (index)", exact=True).and_(page.locator("input"))
+            before = field.input_value()
+            changed = None
+            for fx, fy in itertools.product((0.45, 0.3, 0.6, 0.75), (0.45, 0.3, 0.6, 0.75)):
+                page.mouse.click(box["x"] + fx * box["width"], box["y"] + fy * box["height"])
+                page.wait_for_timeout(400)
+                page.wait_for_function(
+                    "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
+                if field.input_value() != before:
+                    changed = field.input_value()
+                    break
+            assert changed is not None, "no click on the map selected a secret"
+            page.wait_for_function(f"() => window.location.search.includes('secret={changed}')", timeout=10_000)
+            page.mouse.move(5, 5)  # no tooltip in the screenshot
             # show the top of the sidebar (mechanism and ε) in the screenshot, not the Solve button it scrolled to
             page.evaluate("() => document.querySelector('[data-testid=\"stSidebarContent\"]')?.scrollTo(0, 0)")
             page.wait_for_timeout(300)

@@ -39,6 +39,7 @@ def _on_click(map_key: str) -> None:
     hit = maps.clicked_secret(event.get("selection") if event else None)
     if hit is not None:
         st.session_state["secret"] = hit[1]
+        st.session_state["map_generation"] = st.session_state.get("map_generation", 0) + 1
 
 
 @st.fragment
@@ -63,7 +64,7 @@ def maps_view(prob: Problem, items: list[tuple[Mechanism, Result | None]]) -> No
                 note = (f"x{i}: expected loss {format_m(float(loss[i]))}, top report Pr = {result.Z[i].max():.3g}")
             else:
                 note = "no mechanism (not solved or no feasible result)"
-            map_key = f"compare_map_{mech.name}"
+            map_key = f"compare_map_{mech.name}_{st.session_state.get('map_generation', 0)}"
             st.pydeck_chart(maps.deck(prob, roads, layers, height_px=300, width_px=300, small=True),
                             on_select=lambda k=map_key: _on_click(k), selection_mode="single-object", key=map_key,
                             height=300, alt=f"{mech.label}: distribution of secret x{i}")

@@ -31,6 +31,8 @@ def _on_click(map_key: str) -> None:
         st.session_state["attack_y"] = k
     else:
         st.session_state["secret"] = i
+    # a fresh chart key drops pydeck's selection, which would otherwise dim every other point on the map
+    st.session_state["map_generation"] = st.session_state.get("map_generation", 0) + 1
 
 
 def clamp_secret(prob: Problem) -> int:
@@ -137,8 +139,9 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
             caption += (f" An attacker who sees **y{k}** finds x{guess} most likely (Pr = {post[guess]:.3g}); "
                         f"the selected x{i} has Pr = {post[i]:.3g}.")
     deck = maps.deck(prob, cache.road_segments(prob.city) if prob.city else _no_roads(), layers)
-    st.pydeck_chart(deck, on_select=lambda: _on_click("explore_map"), selection_mode="single-object",
-                    key="explore_map", height=470, alt="Map of the road network, secrets, outputs and the "
+    map_key = f"explore_map_{ss.get('map_generation', 0)}"
+    st.pydeck_chart(deck, on_select=lambda: _on_click(map_key), selection_mode="single-object",
+                    key=map_key, height=470, alt="Map of the road network, secrets, outputs and the "
                                                         "selected secret's report distribution")
     st.html(maps.symbol_legend_html(symbols) + "".join(legends))
     st.markdown(caption)
