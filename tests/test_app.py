@@ -324,3 +324,31 @@ def test_diagnostics_render_generically_for_a_new_mechanism() -> None:
         assert "gamma_km" in set(table["diagnostic"])
     finally:
         _REGISTRY.pop("test-anchored", None)
+
+
+def test_time_limit_without_mechanism_is_explained() -> None:
+    """A solve that ends without a mechanism (status 'time limit', Z None) is a warning, not a crash."""
+    from mdpviz.mechanisms import Mechanism, Result, register
+    from mdpviz.mechanisms.base import epsilon_param
+    from mdpviz.mechanisms.registry import _REGISTRY
+
+    def solve(problem, params, progress, time_limit):
+        return Result("test-slow", params, None, "time limit", params["eps"], message="stopped after 1 s.",
+                      timings={"solve_s": 1.0})
+
+    register(Mechanism(name="test-slow", label="Test slow mechanism", paper="(test)", info="test only",
+                       params=(epsilon_param(),), solve=solve, family="lp"))
+    try:
+        at = app("app_pages/explore.py", query={"mech": "test-slow", "k": "40", "m": "10"})
+        solve_button(at).click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert "Status **time limit**" in texts(at.warning) and "stopped after 1 s." in texts(at.warning)
+        assert not at.metric
+        at.switch_page("app_pages/compare.py").run()
+        at.multiselect(key="compare").set_value(["em", "test-slow"]).run()
+        solve_button(at, "Solve all").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        table = at.dataframe[0].value
+        assert list(table["status"]) == ["closed form", "time limit"]
+    finally:
+        _REGISTRY.pop("test-slow", None)
