@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import numpy as np
@@ -54,7 +55,8 @@ def maps_view(prob: Problem, items: list[tuple[Mechanism, Result | None]]) -> No
     zmax = max((float(r.Z[i].max()) for _, r in items if r is not None and r.Z is not None), default=1.0)
     for col, (mech, result) in zip(cols, items, strict=True):
         with col:
-            st.markdown(f"**{mech.label}**")
+            # a fixed-height title keeps the maps aligned when labels wrap differently
+            st.html(f'<div style="min-height:2.8em;font-weight:600;line-height:1.3">{html.escape(mech.label)}</div>')
             layers = maps.MapLayers(secret=i, show_outputs=False)
             if result is not None and result.Z is not None:
                 key = cache.result_key(prob, result)
@@ -65,7 +67,8 @@ def maps_view(prob: Problem, items: list[tuple[Mechanism, Result | None]]) -> No
             else:
                 note = "no mechanism (not solved or no feasible result)"
             map_key = f"compare_map_{mech.name}_{st.session_state.get('map_generation', 0)}"
-            st.pydeck_chart(maps.deck(prob, roads, layers, height_px=300, width_px=300, small=True),
+            width_px = int(820 / len(items))  # main column at 1280×800, shared by the maps
+            st.pydeck_chart(maps.deck(prob, roads, layers, height_px=300, width_px=width_px, small=True),
                             on_select=lambda k=map_key: _on_click(k), selection_mode="single-object", key=map_key,
                             height=300, alt=f"{mech.label}: distribution of secret x{i}")
             st.caption(note)
