@@ -54,7 +54,8 @@ def test_mechanism_rows_are_distributions_and_enforced_domain_is_clean(pb) -> No
     assert r.diagnostics["violations_location"]["checked"] == pb.k * (pb.k - 1) * pb.m
     # independent re-check of Eq. 24 from the returned secrets, not from the solver's own bookkeeping
     d = pb.d
-    lags = r.diagnostics["secret_lags"]
+    ctx = [[int(v) for v in c.split(">")] if c else [] for c in r.diagnostics["secret_context"]]
+    lags = np.array([c + [-1] * (3 - len(c)) for c in ctx])
     dist = d[np.ix_(r.diagnostics["secret_station"], r.diagnostics["secret_station"])].copy()
     for tau in range(lags.shape[1]):
         both = (lags[:, tau, None] >= 0) & (lags[None, :, tau] >= 0)
@@ -209,3 +210,16 @@ def test_neighbour_rules_differ_only_in_pairs(pb, data) -> None:
     assert base.near.sum() > aug.near.sum()  # the appendix rule constrains more pairs
     assert base.loss_m >= aug.loss_m * (1 - 1e-6)
     assert base.enforced.violated == 0 and aug.enforced.violated == 0
+
+
+def test_trajectories_page_renders_maps_and_both_violation_views() -> None:
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app_pages" / "trajectories.py"),
+                           default_timeout=120)
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["Violations, enforced domain"].startswith("0/")
+    assert int(shown["Violations, location only"].split("/")[1]) > 0
+    assert len(at.get("deck_gl_json_chart")) == 3  # trajectory, C-mDP row, context-free LP row

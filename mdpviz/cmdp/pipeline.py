@@ -316,6 +316,11 @@ def examples(data: CmdpData, sol: CmdpSolution, n: int = 12, seed: int = 0) -> l
     return out
 
 
+def context_labels(sec: AugmentedSecrets) -> list[str]:
+    """Each secret's blanket as text, newest lag first: ``"5>3"`` is x_{t−1} = station 5, x_{t−2} = station 3."""
+    return [">".join(str(int(v)) for v in row[:n]) for row, n in zip(sec.lags, sec.size)]
+
+
 def diagnostics(data: CmdpData, sol: CmdpSolution, context: str) -> dict[str, Any]:
     """JSON-friendly diagnostics of a solved variant (arrays where large), for the dashboard and the bench."""
     sec = sol.secrets
@@ -325,7 +330,8 @@ def diagnostics(data: CmdpData, sol: CmdpSolution, context: str) -> dict[str, An
         "rows": "Z[x, y] = Σ_b p(b|x) q_(x,b),y: the location marginal (population average over contexts); "
                 "the mechanism itself is Q (one row per augmented secret, see secret_*)",
         "caveat": CAVEAT,
-        "secret_station": sec.station, "secret_size": sec.size, "secret_lags": sec.lags, "secret_prior": sec.prior,
+        "secret_station": sec.station, "secret_size": sec.size, "secret_prior": sec.prior,
+        "secret_context": context_labels(sec),
         "Q": sol.Q, "n_secrets": sec.n, "loss_m": sol.loss_m,
         "blanket_hist_predicted": blanket_histogram(sol.raw_sizes, data.settings.max_lag),
         "blanket_hist": blanket_histogram(sec.slot_size, data.settings.max_lag),

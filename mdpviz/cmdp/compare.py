@@ -1,0 +1,91 @@
+"""The six methods of the paper's Fig. 10 on one corpus, at one or several ε, under the same true loss model.
+
+LP+C-mDP (``cmdp``), LP+Markov (``cmdp-markov``), LP+TrueMB (``cmdp-truemb``) and the context-free ``lp``,
+ConstOPT (``lp-em``, when registered) and ``em``, the last three on ``context_free_problem`` of the same corpus, plus
+``lp`` on the context-averaged cost (the best context-invariant mechanism) as a reference. ``loss_m`` is the
+in-sample expected next-location loss (Eq. 34, metres) of every method under the same model.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from .. import metrics
+from ..mechanisms import get_mechanism
+from ..mechanisms.registry import mechanisms
+from ..problem import Problem
+from ..solve import solve
+from .pipeline import CmdpData, context_free_problem, true_loss_context_free
+
+CONTEXT_AWARE = (("cmdp", "LP+C-mDP"), ("cmdp-markov", "LP+Markov"), ("cmdp-truemb", "LP+TrueMB"))
+
+
+def _context_aware(pb: Problem, name: str, params: dict[str, Any], time_limit: float | None,
+                   use_cache: bool) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    r = solve(pb, name, params, time_limit=time_limit, use_cache=use_cache)
+    wall = time.perf_counter() - t0
+    if r.Z is None:
+        return {"status": r.status, "wall_s": wall}
+    ve, vl = r.diagnostics["violations_enforced"], r.diagnostics["violations_location"]
+    return {"status": r.status, "loss_m": r.objective_m, "objective_m": r.objective_m, "wall_s": wall,
+            "lp_solve_s": r.timings.get("solve_s"), "secrets": r.diagnostics["n_secrets"],
+            "lp_vars": r.lp_size.get("variables"), "lp_rows": r.lp_size.get("constraints"),
+            "enforced_viol": f"{ve['violated']}/{ve['checked']}", "location_viol": f"{vl['violated']}/{vl['checked']}",
+            "blankets": r.diagnostics["blanket_hist"]}
+
+
+def _context_free(data: CmdpData, cf: Problem, name: str, params: dict[str, Any], time_limit: float | None,
+                  use_cache: bool) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    r = solve(cf, name, params, time_limit=time_limit, use_cache=use_cache)
+    wall = time.perf_counter() - t0
+    if r.Z is None:
+        return {"status": r.status, "wall_s": wall}
+    v = metrics.violations(cf, r.Z, r.eps, metric=r.check_metric)
+    text = f"{v.violated_triples}/{v.checked_triples}"
+    return {"status": r.status, "loss_m": true_loss_context_free(data, r.Z),
+            "objective_m": metrics.utility_loss_m(cf, r.Z), "wall_s": wall, "lp_solve_s": r.timings.get("solve_s"),
+            "secrets": cf.k, "lp_vars": r.lp_size.get("variables"), "lp_rows": r.lp_size.get("constraints"),
+            "enforced_viol": text, "location_viol": text, "blankets": None}
+
+
+def compare(data: CmdpData, params: dict[str, Any], eps_values: Sequence[float], *,
+            baseline_cost: str = "no-motion", time_limit: float | None = None, use_cache: bool = False,
+            progress: Any = None) -> list[dict[str, Any]]:
+    """Rows (one per method and ε): loss_m, objective_m, wall_s, LP size, violations both ways, vs_lp_pct.
+
+    ``params`` are ``cmdp`` parameters (ε is overridden; the corpus must be the one ``data`` was prepared from).
+    ``baseline_cost`` is the cost the context-free ``lp``/``lp-em`` optimise (spec §3.4 default: ``no-motion``).
+    """
+    pb = data.problem
+    cf = context_free_problem(data, baseline_cost)
+    cf_avg = context_free_problem(data, "context-averaged")
+    have = {m.name for m in mechanisms()}
+    rows: list[dict[str, Any]] = []
+    for n, eps in enumerate(eps_values):
+        if progress is not None:
+            progress(f"ε = {eps:g} km⁻¹", n / len(eps_values))
+        block: list[dict[str, Any]] = []
+        for name, label in CONTEXT_AWARE:
+            own = {k: v for k, v in params.items() if k in get_mechanism(name).defaults()}
+            block.append({"eps": eps, "method": name, "label": label,
+                          **_context_aware(pb, name, {**own, "eps": eps}, time_limit, use_cache)})
+        baselines: list[tuple[str, str, Problem, dict[str, Any]]] = [
+            ("lp", f"LP ({baseline_cost} cost)", cf, {"eps": eps})]
+        if "lp-em" in have:
+            baselines.append(("lp-em", f"ConstOPT/LP+EM ({baseline_cost} cost)", cf,
+                              {"eps": eps, "candidates": max(1, pb.m // 2), "neighbours": min(38, pb.k)}))
+        baselines += [("em", "ExpMech", cf, {"eps": eps}),
+                      ("lp", "LP (context-averaged cost; best context-invariant)", cf_avg, {"eps": eps})]
+        for name, label, problem, p in baselines:
+            block.append({"eps": eps, "method": name, "label": label,
+                          **_context_free(data, problem, name, p, time_limit, use_cache)})
+        lp_loss = block[len(CONTEXT_AWARE)].get("loss_m")
+        for row in block:
+            if row.get("loss_m") is not None and lp_loss:
+                row["vs_lp_pct"] = 100.0 * (row["loss_m"] / lp_loss - 1.0)
+        rows.extend(block)
+    return rows
