@@ -9,7 +9,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..geo import project_km
-from ..lp.mdp_lp import PAIR_SETS, all_pairs, greedy_spanner, implied_free_pairs, repair_columns, solve_mdp_lp
+from ..lp.colgen import lipschitz_repair, make_row_stochastic, solve_structured
+from ..lp.mdp_lp import PAIR_SETS, all_pairs, greedy_spanner, implied_free_pairs, solve_mdp_lp
 from ..problem import Problem
 from .base import Mechanism, Param, Progress, Result, epsilon_param
 from .registry import register
@@ -22,8 +23,16 @@ _PAIRS = Param("pairs", str, "exact",
                choices=PAIR_SETS, label="constraint pairs")
 _SPANNER_T = Param("spanner_t", float, 1.5, "stretch t of the spanner (only with pairs = spanner)", low=1.01,
                    high=5.0, label="spanner stretch t")
-_REPAIR = Param("repair", bool, True, "raise entries that solver tolerances left too small, so every pair meets "
-                "ε-mDP, then renormalise rows", label="repair columns")
+SOLVERS = ("structured", "monolithic")
+_SOLVER = Param("solver", str, "structured",
+                "'structured': exact column generation over the shared mDP cone (certified bound, private by "
+                "construction); 'monolithic': one HiGHS LP over all pairs' rows (slow beyond K ≈ 100)",
+                choices=SOLVERS, label="LP engine")
+_GAP = Param("gap_tol", float, 1e-8, "structured engine: stop when (objective − certified bound)/objective is "
+             "below this", low=1e-12, high=0.1, log=True, label="relative gap")
+_REPAIR = Param("repair", bool, True, "monolithic engine: raise entries that solver tolerances left too small "
+                "(Lipschitz repair), then fix row sums inside the mDP cone, so every pair meets ε-mDP",
+                label="repair columns")
 
 
 def _pair_set(d: NDArray[np.float64], eps: float, how: str, t: float) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
@@ -40,9 +49,33 @@ def _pair_set(d: NDArray[np.float64], eps: float, how: str, t: float) -> tuple[N
 
 def solve_lp_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArray[np.float64],
                   params: dict[str, Any], progress: Progress, time_limit: float | None,
-                  timings: dict[str, float]) -> tuple[NDArray[np.float64] | None, dict[str, Any]]:
-    """Solve the mDP LP over rows with metric d (km); returns Z (or None) and solver facts."""
+                  timings: dict[str, float], out_rows: NDArray[np.int64] | None = None,
+                  ) -> tuple[NDArray[np.float64] | None, dict[str, Any]]:
+    """Solve the mDP LP over rows with metric d (km) and costs c (metres); returns Z (or None) and solver facts.
+
+    ``params`` carries eps and the engine choice (``solver``: structured / monolithic, with their options).
+    The facts hold status, objective (m, of the returned Z), bound (m, certified, structured only), LP sizes,
+    a message and diagnostics.
+    """
     eps = params["eps"]
+    W = weights[:, None] * c
+    if params.get("solver", "structured") == "structured":
+        out = solve_structured(W, eps * d, closed=True, tol=params.get("gap_tol", 1e-8), time_limit=time_limit,
+                               progress=progress, out_rows=out_rows)
+        for k in ("closure_s", "init_s", "pricing_setup_s", "master_s", "pricing_s", "repair_s", "assemble_s"):
+            timings[k] = out.timings[k]
+        diag = {k: v for k, v in out.diagnostics.items()}
+        msg = out.message
+        Z = out.Z
+        if out.status != "optimal" and Z is not None:
+            # never hand back a non-optimal point as the mechanism: keep it, labelled, in the diagnostics
+            diag["feasible_Z"] = Z
+            diag["feasible_objective_m"] = out.objective
+            msg = (msg + "; " if msg else "") + ("diagnostics['feasible_Z'] holds a feasible, exactly private "
+                                                 "point (not the optimum)")
+            Z = None
+        return Z, {"status": out.status, "objective": out.objective if Z is not None else None,
+                   "bound": out.bound, "size": out.size, "message": msg, "diagnostics": diag}
     progress("constraint pairs", None)
     t0 = time.perf_counter()
     pi, pj, expo = _pair_set(d, eps, params["pairs"], params["spanner_t"])
@@ -51,23 +84,34 @@ def solve_lp_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArr
                           progress=progress)
     timings["build_s"] = time.perf_counter() - t0 - out.solve_s
     timings["solve_s"] = out.solve_s
-    facts: dict[str, Any] = {"status": out.status, "objective": out.objective, "size": out.size,
-                             "pairs": len(pi), "message": out.message}
+    diag: dict[str, Any] = {"pairs": len(pi)}
+    objective = out.objective
     if Z is not None and params["repair"]:
         progress("repair", None)
         t0 = time.perf_counter()
-        Z, added = repair_columns(Z, eps * d)
+        Es = eps * d
+        with np.errstate(divide="ignore"):
+            logz = np.log(Z)
+        top = logz.max(axis=0, keepdims=True)
+        top = np.where(np.isfinite(top), top, 0.0)  # an all-zero column stays zero
+        u, _ = lipschitz_repair(logz - top, Es)
+        Zr = np.exp(u + top)
+        diag["repair_mass_added"] = float((Zr - Z).sum(axis=1).max())
+        Z, fix = make_row_stochastic(Zr, Es, W)
+        diag.update(fix)
         timings["repair_s"] = time.perf_counter() - t0
-        facts["repair_mass_added"] = added
-    return Z, facts
+        objective = float(np.sum(W * Z))
+    return Z, {"status": out.status, "objective": objective, "bound": None, "size": out.size,
+               "message": out.message, "diagnostics": diag}
 
 
 def _solve_lp(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:
     timings: dict[str, float] = {}
-    Z, f = solve_lp_rows(problem.d, problem.p, problem.c, params, progress, time_limit, timings)
+    Z, f = solve_lp_rows(problem.d, problem.p, problem.c, params, progress, time_limit, timings,
+                         out_rows=problem.y_index)
     return Result("lp", params, Z, f["status"], params["eps"], timings=timings, lp_size=f["size"],
-                  objective_m=f["objective"], message=f["message"],
-                  diagnostics={k: v for k, v in f.items() if k in ("pairs", "repair_mass_added")})
+                  objective_m=f["objective"], bound_m=f["bound"], message=f["message"],
+                  diagnostics=f["diagnostics"])
 
 
 def grid_cells(problem: Problem, g: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -101,13 +145,14 @@ def _solve_lp_ca(problem: Problem, params: dict[str, Any], progress: Progress, t
     # the cell's prior-weighted mean cost: the LP then minimises the coarse mechanism's true expected loss
     c_cell = (member @ problem.c) / np.where(weights > 0, weights, 1.0)[:, None]
     timings["grid_s"] = time.perf_counter() - t0
-    lp_params = {**params, "pairs": "all", "spanner_t": 1.5, "repair": True}
+    lp_params = {**params, "pairs": "all", "spanner_t": 1.5, "repair": True, "gap_tol": 1e-8}
     Zr, f = solve_lp_rows(problem.d[np.ix_(reps, reps)], weights, c_cell, lp_params, progress, time_limit, timings)
     Z = None if Zr is None else Zr[cell_of]
     return Result("lp-ca", params, Z, f["status"], params["eps"],
                   claim="representatives only: secrets share their cell's row, so pairs of real secrets may violate",
-                  timings=timings, lp_size=f["size"], objective_m=f["objective"], message=f["message"],
-                  diagnostics={"cells": n_cells, "representatives": reps, "cell_of": cell_of})
+                  timings=timings, lp_size=f["size"], objective_m=f["objective"], bound_m=f["bound"],
+                  message=f["message"],
+                  diagnostics={"cells": n_cells, "representatives": reps, "cell_of": cell_of, **f["diagnostics"]})
 
 
 LP = register(Mechanism(
@@ -115,8 +160,9 @@ LP = register(Mechanism(
     paper="Bordenabe, Chatzikokolakis, Palamidessi: Optimal geo-indistinguishable mechanisms for location "
           "privacy (CCS 2014)",
     info="Minimises expected cost subject to z[x,y] ≤ e^{ε·d(x,x')} z[x',y] for all pairs: the best ε-mDP "
-         "mechanism over Y. Size grows like K²·|Y| constraints.",
-    params=(epsilon_param(), _PAIRS, _SPANNER_T, _METHOD, _REPAIR), solve=_solve_lp, max_k=150))
+         "mechanism over Y. Default engine: exact column generation over the shared mDP cone (certified lower "
+         "bound, private by construction); the monolithic LP has K²·|Y| constraints.",
+    params=(epsilon_param(), _SOLVER, _GAP, _PAIRS, _SPANNER_T, _METHOD, _REPAIR), solve=_solve_lp, max_k=150))
 
 LP_CA = register(Mechanism(
     name="lp-ca", label="LP + coarse approximation (LP+CA)", family="lp", exact=False,
@@ -124,4 +170,4 @@ LP_CA = register(Mechanism(
     info="Grid of G×G cells over the region; one representative secret per non-empty cell; the optimal LP over "
          "representatives; each secret uses its cell's row. Fast, but real pairs may violate ε-mDP.",
     params=(epsilon_param(), Param("grid", int, 8, "cells per side of the grid", low=2, high=20, label="grid G"),
-            _METHOD), solve=_solve_lp_ca))
+            _SOLVER, _METHOD), solve=_solve_lp_ca))

@@ -1,0 +1,530 @@
+"""Exact structured solver for the optimal-mDP LP: stabilised conic Dantzig–Wolfe column generation.
+
+The LP (Bordenabe et al. 2014, with a general exponent matrix) is
+
+    minimise   Σ_{x,y} W[x, y] · Z[x, y]                       (W = p_x · c_xy, e.g. metres)
+    subject to Σ_y Z[x, y] = 1                                  for every row x
+               Z[i, y] ≤ e^{E[i, j]} · Z[j, y]                  for every ordered pair (i, j) and output y
+               Z ≥ 0.
+
+Every column Z[:, y] lies in the same cone C = {v ≥ 0 : v_i ≤ e^{E_ij} v_j}; only the row sums couple the
+columns. C does not change when E is replaced by its min-plus (shortest-path) closure E*, which satisfies the
+triangle inequality, so the *Lipschitz repair* ``u'_j = min(0, max_i (log v_i − E*_ij))`` maps any vector into
+C ∩ [0, 1]^n exactly (up to floating-point rounding). The solver is built on that fact:
+
+* **Master** (n rows): Z[:, y] = Σ_k λ_yk · a_k with atoms a_k ∈ C ∩ [0, 1]^n and λ ≥ 0 (no convexity rows: C
+  is a cone). Row duals μ give the certified Lagrangian bound
+  ``LB(μ) = Σ_x μ_x + Σ_y min(0, min_{v ∈ C ∩ [0,1]^n} (W[:, y] − μ)·v)`` — valid for any μ because the row
+  sums force Z ≤ 1.
+* **Pricing** per output y: an exact LP over a *relaxation* P_y ⊇ C ∩ [0,1]^n that keeps only a sparse pair
+  set S_y (k nearest neighbours to start, plus pairs added lazily whenever the pricing vertex breaks an
+  unconstrained pair). A relaxation only lowers the pricing value, so the bound stays valid; each output keeps
+  its own warm-started HiGHS model. The pricing vertex is repaired before it enters the master, so every atom
+  is exactly in C.
+* **Stabilisation**: Wentges smoothing toward the best-bound dual and a dual box 0 ≤ μ ≤ U (artificial
+  columns; dropped automatically if still used at convergence).
+* **Exact output**: Z = Σ λ a has every column exactly in C; its row sums are 1 up to solver tolerance.
+  ``make_row_stochastic`` then fixes the rows *inside* the cone (a uniform shrink plus a cone-feasible top-up),
+  so the returned Z is ε-mDP for every pair whatever the solver tolerances.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import highspy
+import numpy as np
+from numpy.typing import NDArray
+from scipy.sparse.csgraph import shortest_path
+
+from ..errors import ParameterError, SolverError
+from ..progress import Progress, no_progress
+from .highs import INF, new_highs
+
+LOG_COEF_CAP = np.log(1e9)  # pricing pairs with a larger exponent are left out (a relaxation, never a tightening)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# cone helpers (exact, vectorised)
+# ----------------------------------------------------------------------------------------------------------
+
+def exponent_closure(E: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Min-plus (shortest-path) closure E* of a nonnegative exponent matrix (n × n, diagonal 0).
+
+    ``Z[i, y] ≤ e^{E_ij} Z[j, y]`` for all pairs is equivalent to the same constraints with E*, and E* obeys
+    the triangle inequality. Raises ParameterError on a negative or NaN exponent.
+    """
+    E = np.asarray(E, dtype=np.float64)
+    if E.ndim != 2 or E.shape[0] != E.shape[1]:
+        raise ParameterError(f"The exponent matrix must be square (n × n); got shape {E.shape}.")
+    if not np.all(np.isfinite(E) | (E == np.inf)) or np.any(E < 0):
+        raise ParameterError("Exponents must be ≥ 0 (a negative exponent forces two rows to zero: infeasible); "
+                             "clip them at 0 first.")
+    n = len(E)
+    G = E.copy()
+    np.fill_diagonal(G, 0.0)
+    off = ~np.eye(n, dtype=bool)
+    G[off & (G == 0)] = 1e-300  # csgraph reads a dense 0 as "no edge"; keep zero-exponent pairs as edges
+    Es = shortest_path(G, method="D" if n > 300 else "FW", directed=True)
+    Es[Es < 1e-200] = 0.0
+    np.fill_diagonal(Es, 0.0)
+    return Es
+
+
+def is_triangle_closed(E: NDArray[np.float64], rtol: float = 1e-12, sample: int | None = None) -> bool:
+    """True when E_ij ≤ E_ik + E_kj for all i, j, k (checked on ``sample`` random middles k if given)."""
+    n = len(E)
+    ks = range(n) if sample is None else np.random.default_rng(0).choice(n, size=min(sample, n), replace=False)
+    for k in ks:
+        if np.any(E > (E[:, k, None] + E[None, k, :]) * (1 + rtol) + 1e-12):
+            return False
+    return True
+
+
+def lipschitz_repair(logv: NDArray[np.float64], Es: NDArray[np.float64],
+                     chunk: int = 64) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Smallest log-vectors above ``logv`` that lie in the cone (w.r.t. the closed exponents Es), capped at 0.
+
+    Args:
+        logv: (n, b) log-values of b vectors (−inf allowed).
+        Es: (n, n) closed exponents: v_i ≤ e^{Es_ij} v_j.
+    Returns:
+        (u, arg): u[j, b] = min(0, max_i logv[i, b] − Es[i, j]) and arg[j, b] the maximising i.
+    """
+    n, b = logv.shape
+    u = np.empty((n, b))
+    arg = np.empty((n, b), dtype=np.int64)
+    step = max(1, int(chunk * 64 // max(b, 1)))
+    for s in range(0, n, step):
+        blk = logv[:, None, :] - Es[:, s:s + step, None]  # (i, j, b)
+        arg[s:s + step] = np.argmax(blk, axis=0)
+        u[s:s + step] = np.take_along_axis(blk, arg[None, s:s + step], axis=0)[0]
+    return np.minimum(u, 0.0), arg
+
+
+def cone_violation(Z: NDArray[np.float64], Es: NDArray[np.float64]) -> float:
+    """Largest breach max_{i,j,y} (log Z_iy − log Z_jy − Es_ij) over entries with Z > 0 (≤ 0: in the cone).
+
+    A zero entry below a positive one counts as +inf.
+    """
+    with np.errstate(divide="ignore"):
+        logz = np.log(Z)
+    top = logz.max(axis=0, keepdims=True)
+    base = logz - np.where(np.isfinite(top), top, 0.0)  # an all-zero column stays −inf (no breach)
+    u, _ = lipschitz_repair(base, Es)
+    with np.errstate(invalid="ignore"):
+        diff = np.where(np.isneginf(base), np.where(np.isneginf(u), 0.0, np.inf), u - base)
+    return float(diff.max())
+
+
+def make_row_stochastic(Z: NDArray[np.float64], Es: NDArray[np.float64],
+                        W: NDArray[np.float64]) -> tuple[NDArray[np.float64], dict[str, float]]:
+    """Turn Z (columns exactly in the cone, row sums ≈ 1) into a row-stochastic matrix with columns in the cone.
+
+    Dividing each row by its own sum would break the cone by the ratio of two row sums. Instead every entry is
+    shrunk by one factor s = 1/(R(1 + t)) (R = largest row sum) and each row's deficit δ_x = 1 − s·r_x is put
+    on the single output y* that costs least; the deficit vector δ is in the cone once t is large enough
+    (found by bisection), so the new column y* (a sum of two cone vectors) stays in the cone.
+    Returns Z' and facts (shrink factor, largest deficit, t).
+    """
+    r = Z.sum(axis=1)
+    if np.any(r <= 0):
+        raise SolverError("A row of the mechanism has no mass; the master solution is unusable.")
+    R = float(r.max())
+    one_minus_a = (R - r) / R  # 1 − r_x/R without cancellation
+
+    def deficit(t: float) -> NDArray[np.float64]:
+        return (t + one_minus_a) / (1.0 + t)
+
+    def ok(t: float) -> bool:
+        ld = np.log(deficit(t))
+        return bool(np.all(ld[:, None] - ld[None, :] <= Es * (1 - 1e-12) + 1e-15))
+
+    spread = float(one_minus_a.max())
+    if spread == 0.0:
+        t = 0.0
+    else:
+        lo, hi = 0.0, max(spread, 1e-14)
+        while not ok(hi):
+            hi *= 4.0
+            if hi > 1e6:
+                raise SolverError("The row sums cannot be fixed inside the cone (a zero-exponent pair has unequal "
+                                  "rows).")
+        for _ in range(40):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+        t = hi
+    s = 1.0 / (R * (1.0 + t))
+    delta = 1.0 - s * r
+    delta = np.maximum(delta, 0.0)
+    out = Z * s
+    if spread > 0.0:
+        ystar = int(np.argmin(delta @ W))
+        out[:, ystar] += delta
+    return out, {"row_sum_max_before": R, "row_sum_min_before": float(r.min()), "shrink_t": t,
+                 "deficit_max": float(delta.max())}
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the solver
+# ----------------------------------------------------------------------------------------------------------
+
+@dataclass
+class StructuredOutcome:
+    """Result of :func:`solve_structured`.
+
+    Attributes:
+        Z: (n, m) row-stochastic, every column exactly in the cone; None only if no feasible point exists.
+        status: ``optimal`` (certified gap ≤ tol), ``time limit`` or ``iteration limit`` (Z is then a
+            feasible, labelled non-optimal point).
+        objective: Σ W·Z of the returned Z (W's unit, e.g. metres).
+        bound: certified Lagrangian lower bound on the optimum (same unit).
+        history: per iteration (seconds since start, master objective, best bound, atoms).
+    """
+
+    Z: NDArray[np.float64] | None
+    status: str
+    objective: float | None
+    bound: float | None
+    timings: dict[str, float] = field(default_factory=dict)
+    size: dict[str, int] = field(default_factory=dict)
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
+
+
+def _csc_dense(V: NDArray[np.float64]) -> tuple[NDArray[np.int32], NDArray[np.int32], NDArray[np.float64]]:
+    """Column starts, row indices and values of a dense (n, b) block, dropping exact zeros."""
+    nz = V != 0.0
+    counts = nz.sum(axis=0)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int32)
+    rows, cols = np.nonzero(nz.T)  # column-major order
+    return starts, cols.astype(np.int32), V.T[nz.T].astype(np.float64)
+
+
+class _Pricer:
+    """One warm-started HiGHS model per output: min g·v over [0,1]^n with a lazily grown pair set."""
+
+    def __init__(self, Es: NDArray[np.float64], m: int, knn: int) -> None:
+        n = len(Es)
+        self.n, self.m, self.Es = n, m, Es
+        sym = np.minimum(Es, Es.T).copy()
+        np.fill_diagonal(sym, np.inf)
+        k = min(knn, n - 1)
+        nb = np.argpartition(sym, k - 1, axis=1)[:, :k] if k > 0 else np.zeros((n, 0), dtype=np.int64)
+        pi = np.repeat(np.arange(n), k)
+        pj = nb.ravel()
+        key = np.unique(np.concatenate([pi * n + pj, pj * n + pi]))
+        self.base = key
+        self.pairs: list[set[int]] = [set() for _ in range(m)]
+        self.models: list[highspy.Highs] = []
+        self.n_rows = np.zeros(m, dtype=np.int64)
+        for y in range(m):
+            h = new_highs()
+            h.setOptionValue("primal_feasibility_tolerance", 1e-9)
+            h.setOptionValue("dual_feasibility_tolerance", 1e-9)
+            h.setOptionValue("simplex_strategy", 4)  # only the cost changes between calls: primal simplex
+            h.setOptionValue("presolve", "off")
+            h.addVars(n, np.zeros(n), np.ones(n))
+            self.models.append(h)
+            self._add(y, key)
+            self.pairs[y].update(key.tolist())
+
+    def _add(self, y: int, key: NDArray[np.int64]) -> None:
+        i, j = key // self.n, key % self.n
+        e = self.Es[i, j]
+        keep = e <= LOG_COEF_CAP
+        i, j, e = i[keep], j[keep], e[keep]
+        r = len(i)
+        if r == 0:
+            return
+        idx = np.column_stack([i, j]).ravel().astype(np.int32)
+        val = np.column_stack([np.ones(r), -np.exp(e)]).ravel()
+        self.models[y].addRows(r, np.full(r, -INF), np.zeros(r), 2 * r, (2 * np.arange(r)).astype(np.int32),
+                               idx, val)
+        self.n_rows[y] += r
+
+    def add_pairs(self, y: int, i: NDArray[np.int64], j: NDArray[np.int64]) -> int:
+        key = np.unique(i * self.n + j)
+        new = np.array([k for k in key.tolist() if k not in self.pairs[y]], dtype=np.int64)
+        if len(new):
+            self.pairs[y].update(new.tolist())
+            self._add(y, new)
+        return len(new)
+
+    def price(self, y: int, g: NDArray[np.float64], time_limit: float | None) -> tuple[NDArray[np.float64], float, str]:
+        h = self.models[y]
+        h.changeColsCost(self.n, np.arange(self.n, dtype=np.int32), g)
+        if time_limit is not None:
+            h.setOptionValue("time_limit", float(max(time_limit, 0.01)))
+        h.run()
+        st = h.getModelStatus()
+        if st != highspy.HighsModelStatus.kOptimal:
+            return np.zeros(self.n), 0.0, h.modelStatusToString(st)
+        v = np.clip(np.array(h.getSolution().col_value), 0.0, 1.0)
+        return v, float(h.getInfo().objective_function_value), "optimal"
+
+
+def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: bool = False,
+                     tol: float = 1e-8, time_limit: float | None = None, progress: Progress = no_progress,
+                     knn: int = 8, alpha: float = 0.5, max_iter: int = 5000,
+                     max_atoms_factor: float = 6.0, debug: bool = False, share: int = 3, lower_box: bool = True,
+                     out_rows: NDArray[np.int64] | None = None) -> StructuredOutcome:
+    """Solve min Σ W∘Z over row-stochastic Z whose columns satisfy Z[i,y] ≤ e^{E[i,j]} Z[j,y] for all i, j.
+
+    Args:
+        W: (n, m) weighted costs, W[x, y] = p_x · c_xy (any unit; objective and bound come back in it).
+        E: (n, n) nonnegative exponents; E[i, j] bounds ln(Z[i, y] / Z[j, y]). For ε-mDP, E = ε·d with d in km
+            and ε in km⁻¹. A general (e.g. pair-specific, asymmetric) E is allowed: its min-plus closure is
+            used, which defines the same feasible set.
+        closed: promise that E already satisfies the triangle inequality (true for ε times a metric); skips the
+            O(n³) closure.
+        tol: stop when (UB − LB) ≤ tol·|UB| with LB the certified Lagrangian bound.
+        time_limit: seconds; on expiry the status is ``time limit`` and Z is the current feasible (private,
+            not optimal) master point.
+        progress: ``progress(phase, fraction)``.
+        knn: nearest neighbours per row in the initial pricing pair set.
+        alpha: Wentges smoothing weight toward the best-bound dual (0 disables).
+        max_iter: iteration cap (status ``iteration limit``).
+        max_atoms_factor: purge unused atoms when there are more than this many times n.
+        lower_box: also impose μ ≥ 0 through surplus columns (dropped automatically if still used at the end).
+        share: each output receives up to this many of the iteration's new atoms (priced for any output).
+        out_rows: (m,) row index of each output's own location (Y ⊂ X), used to shape the starting columns;
+            default: the row where the output is cheapest.
+
+    Returns:
+        StructuredOutcome with Z (n, m), status, objective, certified bound, timings, sizes and history.
+    """
+    t_start = time.perf_counter()
+    deadline = None if time_limit is None else t_start + float(time_limit)
+    W = np.asarray(W, dtype=np.float64)
+    n, m = W.shape
+    if E.shape != (n, n):
+        raise ParameterError(f"E must be {n} × {n} to match W's {n} rows; got {E.shape}.")
+    timings: dict[str, float] = {}
+    progress("closure", None)
+    t0 = time.perf_counter()
+    Es = np.asarray(E, dtype=np.float64) if closed else exponent_closure(E)
+    if closed and np.any(Es < 0):
+        raise ParameterError("Exponents must be ≥ 0.")
+    timings["closure_s"] = time.perf_counter() - t0
+    scale = float(np.abs(W).max()) or 1.0
+    Wn = W / scale  # work in a unit where costs are ≤ 1
+
+    # ---- initial atoms: constant (feasible start), EM(E/2)-shaped columns, and bumps exp(−E*[y, ·]) ----
+    t0 = time.perf_counter()
+    progress("initial columns", None)
+    best_y = int(np.argmin(Wn.sum(axis=0)))
+    sym = 0.5 * (Es + Es.T)
+    ymin_row = np.argmin(Wn, axis=0) if out_rows is None else np.asarray(out_rows, dtype=np.int64)
+    em = np.exp(-0.5 * sym[:, ymin_row])  # (n, m)
+    em /= em.sum(axis=1, keepdims=True)
+    em_cols, _ = lipschitz_repair(np.log(em), Es)  # no-op for a metric exponent
+    em_cols = np.exp(em_cols - em_cols.max(axis=0, keepdims=True))
+    bumps = np.exp(-Es[ymin_row, :].T)  # (n, m): column y = exp(−Es[loc_y, ·]), in the cone
+    atoms = [np.ones((n, 1)), em_cols, bumps]
+    owners = [np.array([best_y]), np.arange(m), np.arange(m)]
+    A0 = np.concatenate(atoms, axis=1)
+    own0 = np.concatenate(owners)
+
+    # ---- master ----
+    master = new_highs()
+    master.setOptionValue("solver", "simplex")
+    master.setOptionValue("simplex_strategy", 4)  # primal simplex: columns are added, the basis stays feasible
+    master.setOptionValue("small_matrix_value", 1e-12)
+    master.setOptionValue("primal_feasibility_tolerance", 1e-10)
+    master.setOptionValue("dual_feasibility_tolerance", 1e-10)
+    master.addRows(n, np.ones(n), np.ones(n), 0, np.zeros(n, dtype=np.int32), np.zeros(0, dtype=np.int32),
+                   np.zeros(0))
+    # dual box 0 ≤ μ ≤ U: +e_x at cost U_x, −e_x at cost 0 (both must be 0 at the end)
+    U = np.min(Wn.T @ np.exp(-Es.T), axis=0) if n * m <= 4e7 else np.full(n, Wn.max())
+    U = np.maximum(U, 1e-12)
+    eye_idx = np.arange(n, dtype=np.int32)
+    master.addCols(n, U, np.zeros(n), np.full(n, INF), n, eye_idx, eye_idx, np.ones(n))
+    # a tiny cost on the surplus columns breaks ties away from rows that sum above 1 (the box becomes μ ≥ −1e-7)
+    master.addCols(n, np.full(n, 1e-7), np.zeros(n), np.full(n, INF), n, eye_idx, eye_idx, -np.ones(n))
+    n_art = 2 * n
+    atom_store = np.empty((n, 0))
+    atom_owner = np.empty(0, dtype=np.int64)
+
+    def add_atoms(V: NDArray[np.float64], own: NDArray[np.int64]) -> None:
+        nonlocal atom_store, atom_owner
+        cost = np.einsum("ij,ij->j", Wn[:, own], V)
+        starts, idx, vals = _csc_dense(V)
+        master.addCols(V.shape[1], cost, np.zeros(V.shape[1]), np.full(V.shape[1], INF), len(vals), starts, idx,
+                       vals)
+        atom_store = np.concatenate([atom_store, V], axis=1)
+        atom_owner = np.concatenate([atom_owner, own])
+
+    add_atoms(A0, own0)
+    timings["init_s"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    pricer = _Pricer(Es, m, knn)
+    timings["pricing_setup_s"] = time.perf_counter() - t0
+
+    box_on = True
+    lower_box_on = lower_box
+    if not lower_box:
+        master.changeColsBounds(n, np.arange(n, 2 * n, dtype=np.int32), np.zeros(n), np.zeros(n))
+    mu_best = np.zeros(n)
+    lb_best = -np.inf
+    history: list[tuple[float, float, float, int]] = []
+    t_master = t_price = t_repair = 0.0
+    n_price = 0
+    status = "iteration limit"
+    message = ""
+    ub = np.inf
+    it = 0
+    lam = np.zeros(0)
+    gap0 = None
+    for it in range(1, max_iter + 1):
+        if deadline is not None and time.perf_counter() > deadline:
+            status = "time limit"
+            message = f"time limit after {it - 1} iterations"
+            break
+        t0 = time.perf_counter()
+        if deadline is not None:
+            master.setOptionValue("time_limit", float(max(deadline - time.perf_counter(), 0.01)))
+        master.run()
+        t_master += time.perf_counter() - t0
+        if master.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            if master.getModelStatus() == highspy.HighsModelStatus.kTimeLimit:
+                status = "time limit"
+                message = f"time limit in the master at iteration {it}"
+                break
+            raise SolverError(f"The restricted master failed: {master.modelStatusToString(master.getModelStatus())}.")
+        sol = master.getSolution()
+        x = np.array(sol.col_value)
+        mu = np.array(sol.row_dual)
+        obj = float(master.getInfo().objective_function_value)
+        art = x[:n_art]
+        lam = x[n_art:]
+        art_used = bool(np.any(art > 1e-11))
+        if art_used and debug:
+            print("art", it, int((art[:n] > 1e-11).sum()), int((art[n:] > 1e-11).sum()), float(art.sum()))
+        if not art_used:
+            ub = min(ub, obj)
+
+        improved = False
+        for attempt in (0, 1):
+            # attempt 0: smoothed dual; attempt 1 (mis-pricing): the master's own dual
+            a = alpha if (attempt == 0 and np.isfinite(lb_best)) else 0.0
+            mu_s = a * mu_best + (1 - a) * mu
+            G = Wn - mu_s[:, None]
+            t0 = time.perf_counter()
+            V = np.empty((n, m))
+            vals = np.empty(m)
+            for y in range(m):
+                rem = None if deadline is None else deadline - time.perf_counter()
+                v, val, st = pricer.price(y, G[:, y], rem)
+                if st != "optimal":
+                    if rem is not None and rem <= 0.05:
+                        status, message = "time limit", f"time limit while pricing at iteration {it}"
+                        break
+                    raise SolverError(f"A pricing LP failed ({st}).")
+                V[:, y], vals[y] = v, val
+                n_price += 1
+            else:
+                st = "optimal"
+            t_price += time.perf_counter() - t0
+            if status == "time limit":
+                break
+            lb = float(mu_s.sum() + np.minimum(vals, 0.0).sum())
+            if lb > lb_best:
+                lb_best, mu_best = lb, mu_s.copy()
+            # repair pricing vertices into the cone; remember the pairs they broke
+            t0 = time.perf_counter()
+            with np.errstate(divide="ignore"):
+                logv = np.log(V)
+            u, arg = lipschitz_repair(logv, Es)
+            Vr = np.exp(u)
+            broke = u > np.where(np.isfinite(logv), logv, -np.inf) + 1e-9
+            pairs_added = 0
+            for y in np.flatnonzero(broke.any(axis=0)):
+                js = np.flatnonzero(broke[:, y])
+                pairs_added += pricer.add_pairs(int(y), arg[js, y], js)
+            t_repair += time.perf_counter() - t0
+            # every repaired vertex is an atom of the shared cone: offer it to every output whose reduced cost
+            # it improves (the best `share` atoms per output), not only to the output that priced it
+            RC = (Wn - mu[:, None]).T @ Vr  # (m outputs, m new atoms)
+            RC[:, np.max(Vr, axis=0) <= 0] = np.inf
+            k_share = min(share, m)
+            best = np.argpartition(RC, k_share - 1, axis=1)[:, :k_share] if k_share < m else \
+                np.tile(np.arange(m), (m, 1))
+            yy = np.repeat(np.arange(m), best.shape[1])
+            kk = best.ravel()
+            good = RC[yy, kk] < -1e-10
+            if np.any(good):
+                add_atoms(Vr[:, kk[good]], yy[good].astype(np.int64))
+                improved = True
+                break
+            if a == 0.0:
+                break
+        if status == "time limit":
+            break
+        gap = (ub - lb_best) / max(abs(ub), 1e-300) if np.isfinite(ub) else np.inf
+        history.append((time.perf_counter() - t_start, obj * scale, lb_best * scale, int(len(atom_owner))))
+        if np.isfinite(gap):
+            gap0 = gap0 or max(gap, tol * 10)
+            frac = float(np.clip(np.log(gap0 / max(gap, tol)) / np.log(gap0 / tol), 0.0, 1.0))
+            progress("column generation", frac)
+        if not art_used and gap <= tol:
+            status = "optimal"
+            break
+        if not improved:
+            if art_used:
+                if np.any(art[n:] > 1e-11) and lower_box_on:
+                    # surplus rows (μ ≥ 0) in use at convergence: drop the lower box
+                    master.changeColsBounds(n, np.arange(n, 2 * n, dtype=np.int32), np.zeros(n), np.zeros(n))
+                    lower_box_on = False
+                if np.any(art[:n] > 1e-11):
+                    U = U * 10.0  # the upper box binds: widen it
+                    master.changeColsCost(n, eye_idx, U)
+                    box_on = bool(U.min() < 1e6)
+                continue
+            if pairs_added == 0:
+                status = "optimal" if gap <= 1e-6 else "stalled"
+                message = f"no improving column and exact pricing; certified gap {gap:.2e}"
+                break
+        # purge unused atoms
+        if len(atom_owner) > max_atoms_factor * n:
+            n_old = len(lam)
+            dj = np.einsum("ij,ij->j", Wn[:, atom_owner[:n_old]] - mu[:, None], atom_store[:, :n_old])
+            drop = np.flatnonzero((lam <= 1e-14) & (dj > np.quantile(dj, 0.5)))
+            if len(drop):
+                master.deleteCols(len(drop), (drop + n_art).astype(np.int32))
+                keep = np.ones(len(atom_owner), dtype=bool)
+                keep[drop] = False
+                atom_store, atom_owner = atom_store[:, keep], atom_owner[keep]
+
+    # ---- assemble an exactly private Z from the master's last solution ----
+    t0 = time.perf_counter()
+    if status != "optimal" or len(lam) != len(atom_owner):
+        # make sure the last master solution is current and uses no artificial mass
+        master.changeColsCost(n, eye_idx, np.full(n, 1e6))
+        master.changeColsBounds(n, np.arange(n, 2 * n, dtype=np.int32), np.zeros(n), np.zeros(n))
+        master.setOptionValue("time_limit", 60.0)
+        master.run()
+        x = np.array(master.getSolution().col_value)
+        lam = x[n_art:]
+    lam = np.maximum(lam[: len(atom_owner)], 0.0)
+    Z = np.zeros((n, m))
+    use = np.flatnonzero(lam > 0)
+    np.add.at(Z.T, atom_owner[use], (atom_store[:, use] * lam[use]).T)
+    Z, fix = make_row_stochastic(Z, Es, Wn)
+    timings["assemble_s"] = time.perf_counter() - t0
+    objective = float(np.sum(W * Z))
+    bound = lb_best * scale if np.isfinite(lb_best) else None
+    if status == "optimal" and bound is not None and objective - bound > 10 * tol * abs(objective) + 1e-12:
+        message = (f"certified gap after assembly {(objective - bound) / objective:.2e} (row-sum fix-up); "
+                   "objective still within tolerance of the master")
+    timings.update(master_s=t_master, pricing_s=t_price, repair_s=t_repair,
+                   total_s=time.perf_counter() - t_start)
+    size = {"master_rows": n, "atoms": int(len(atom_owner)), "atoms_used": int(len(use)),
+            "pricing_lps": int(n_price), "pricing_rows_max": int(pricer.n_rows.max()),
+            "pricing_rows_mean": int(pricer.n_rows.mean()), "variables": n * m}
+    diagnostics = {"iterations": it, "history": history, "outputs_used": int(len(np.unique(atom_owner[use]))),
+                   "box_dropped": not box_on, **fix}
+    return StructuredOutcome(Z, status, objective, bound, timings, size, diagnostics, message)

@@ -1,0 +1,150 @@
+"""LP engines: the structured exact solver, Benders (lp-bd) and ConstOPT (lp-em) against monolithic HiGHS."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mdpviz.errors import ParameterError
+from mdpviz.lp.colgen import (cone_violation, exponent_closure, lipschitz_repair, make_row_stochastic,
+                              solve_structured)
+from mdpviz.lp.mdp_lp import all_pairs, solve_mdp_lp
+from mdpviz.mechanisms import get_mechanism
+from mdpviz.metrics import violations
+from mdpviz.problem import build_problem
+from mdpviz.solve import solve
+
+QUIET = lambda phase, frac: None  # noqa: E731
+
+CASES = [  # (city, K, |Y|, metric, ε km⁻¹, seed)
+    ("helsinki", 30, 10, "haversine", 5.0, 0),
+    ("kotka", 25, 12, "road", 2.0, 1),
+    ("west-oakland", 20, 8, "haversine", 10.0, 2),
+    ("helsinki", 24, 24, "road", 1.0, 3),
+]
+
+
+def _mono(problem, eps):
+    pi, pj = all_pairs(problem.k)
+    Z, out = solve_mdp_lp(problem.p, problem.c, pi, pj, eps * problem.d[pi, pj], method="ipm")
+    assert out.status == "optimal"
+    return out.objective
+
+
+@pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}-{c[1]}-{c[3]}-eps{c[4]:g}")
+def case(request):
+    city, k, m, metric, eps, seed = request.param
+    problem = build_problem(city, k, n_outputs=m, metric=metric, seed=seed)
+    return problem, eps, _mono(problem, eps)
+
+
+def test_structured_matches_monolithic(case):
+    problem, eps, ref = case
+    res = solve(problem, "lp", {"eps": eps}, use_cache=False)
+    assert res.status == "optimal"
+    assert abs(res.objective_m - ref) <= 1e-6 * ref
+    assert res.bound_m is not None and res.bound_m <= ref * (1 + 1e-9) and res.bound_m >= ref * (1 - 1e-6)
+    v = violations(problem, res.Z, eps)
+    assert v.violated_pairs == 0
+    assert np.allclose(res.Z.sum(axis=1), 1.0, atol=1e-12) and res.Z.min() >= 0.0
+    assert res.lp_size["variables"] == problem.k * problem.m
+    assert {"master_s", "pricing_s"} <= set(res.timings)
+
+
+def test_monolithic_engine_is_repaired_and_private(case):
+    problem, eps, ref = case
+    res = solve(problem, "lp", {"eps": eps, "solver": "monolithic", "pairs": "all"}, use_cache=False)
+    assert res.status == "optimal"
+    assert abs(res.objective_m - ref) <= 1e-6 * ref
+    assert violations(problem, res.Z, eps).violated_pairs == 0
+
+
+def test_benders_matches_monolithic(case):
+    problem, eps, ref = case
+    res = solve(problem, "lp-bd", {"eps": eps, "gap": 1e-9, "subsets": 3, "max_iter": 500}, use_cache=False)
+    assert res.status == "gap reached", res.message
+    assert abs(res.objective_m - ref) <= 1e-6 * ref
+    assert res.bound_m <= ref * (1 + 1e-7)
+    assert violations(problem, res.Z, eps).violated_pairs == 0
+    hist = res.diagnostics["history"]
+    lows = [h["lower"] for h in hist]
+    assert all(b >= a - 1e-9 * abs(a) for a, b in zip(lows, lows[1:]))  # LB never decreases
+    assert sum(res.diagnostics["subset_sizes"]) == problem.k
+
+
+@pytest.mark.parametrize("partitioner", ["kmeans-rec", "kmeans-adj", "spectral"])
+def test_benders_partitioners(partitioner):
+    problem = build_problem("kotka", 24, n_outputs=6, metric="road", seed=4)
+    ref = _mono(problem, 3.0)
+    res = solve(problem, "lp-bd", {"eps": 3.0, "gap": 1e-9, "subsets": 4, "partitioner": partitioner},
+                use_cache=False)
+    assert abs(res.objective_m - ref) <= 1e-6 * ref
+
+
+def test_lp_em_rows_are_private_distributions():
+    problem = build_problem("helsinki", 40, n_outputs=15, seed=5)
+    res = solve(problem, "lp-em", {"eps": 4.0, "candidates": 5, "neighbours": 10}, use_cache=False)
+    assert res.ok and res.status == "optimal"
+    assert np.allclose(res.Z.sum(axis=1), 1.0, atol=1e-12) and res.Z.min() >= 0.0
+    assert violations(problem, res.Z, 4.0).violated_pairs == 0
+    em = solve(problem, "em", {"eps": 4.0}, use_cache=False)
+    # the LP part can only lower the expected loss below EM's (up to what the repair costs back)
+    assert res.objective_m < float(problem.p @ (problem.c * em.Z).sum(axis=1))
+
+
+def test_time_limit_status():
+    problem = build_problem("helsinki", 40, n_outputs=30, seed=6)
+    res = get_mechanism("lp").solve(problem, get_mechanism("lp").validate({"eps": 5.0}), QUIET, 1e-4)
+    assert res.status == "time limit" and res.Z is None
+    feasible = res.diagnostics.get("feasible_Z")
+    if feasible is not None:  # a labelled feasible point: private, not claimed optimal
+        assert violations(problem, feasible, 5.0).violated_pairs == 0
+        assert "not the optimum" in res.message
+    mono = get_mechanism("lp").validate({"eps": 5.0, "solver": "monolithic", "pairs": "all"})
+    res = get_mechanism("lp").solve(problem, mono, QUIET, 1e-3)
+    assert res.status == "time limit" and res.Z is None
+
+
+@pytest.mark.parametrize("eps_d", [0.1, 1.0, 3.0])
+def test_two_point_closed_form(eps_d):
+    """Two secrets D apart, each its own output, cost 1 for the wrong one: optimum e^{εD}/(1+e^{εD}) truthful."""
+    W = 0.5 * (1.0 - np.eye(2))
+    E = np.array([[0.0, eps_d], [eps_d, 0.0]])
+    out = solve_structured(W, E)
+    truth = np.exp(eps_d) / (1 + np.exp(eps_d))
+    assert out.status == "optimal"
+    assert np.allclose(np.diag(out.Z), truth, atol=1e-12)
+    assert abs(out.objective - (1 - truth)) <= 1e-12 and abs(out.bound - (1 - truth)) <= 1e-9
+
+
+def test_general_exponents_use_the_closure():
+    """An asymmetric exponent matrix that breaks the triangle inequality: the solver works on its closure."""
+    rng = np.random.default_rng(7)
+    n, m = 12, 4
+    E = rng.uniform(0.2, 3.0, size=(n, n))
+    np.fill_diagonal(E, 0.0)
+    Es = exponent_closure(E)
+    assert np.all(Es <= E + 1e-15) and np.any(Es < E - 1e-9)
+    W = rng.uniform(0, 1, size=(n, m))
+    out = solve_structured(W, E)
+    pi, pj = all_pairs(n)
+    Zm, ref = solve_mdp_lp(np.ones(n), W, pi, pj, E[pi, pj])
+    assert abs(out.objective - ref.objective) <= 1e-6 * ref.objective
+    assert cone_violation(out.Z, E) <= 1e-12  # every pair of the original E holds
+    with pytest.raises(ParameterError):
+        exponent_closure(-E)
+
+
+def test_repair_and_row_fix_are_exact():
+    rng = np.random.default_rng(8)
+    n, m = 30, 5
+    pts = rng.uniform(0, 2, size=(n, 2))
+    Es = 3.0 * np.linalg.norm(pts[:, None] - pts[None], axis=2)
+    Z = rng.dirichlet(np.ones(m), size=n)
+    assert cone_violation(Z, Es) > 0.1
+    u, _ = lipschitz_repair(np.log(Z), Es)
+    Zr = np.exp(u)
+    assert np.all(Zr >= np.minimum(Z, 1.0) - 1e-15) and cone_violation(Zr, Es) <= 1e-12
+    Zf, facts = make_row_stochastic(Zr, Es, rng.uniform(size=(n, m)))
+    assert np.allclose(Zf.sum(axis=1), 1.0, atol=1e-13) and cone_violation(Zf, Es) <= 1e-12
+    assert facts["row_sum_max_before"] > 1.0
