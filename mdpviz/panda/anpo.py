@@ -1,0 +1,240 @@
+"""The AnPO linear program over PAnDA's anchors (paper Eqs. 31–36), reduced exactly and solved with HiGHS.
+
+Constraints are ``z_i,y ≤ e^{E_ij} z_j,y`` for ordered anchor pairs, with E_ij = max(0, (ε − ε̄_ij)·d_ij − ξ̂_ij)
+(tightened AnPO; negative exponents clipped to 0, paper §3.2 patch) or E_ij = ε·d_ij (relaxed AnPO, the lower bound
+of Prop. 10). Two exact reductions come before the solver:
+
+1. **Equal rows merge.** E_ij = 0 both ways forces z_i = z_j, so the connected components of the zero-exponent
+   graph become single rows (weight = summed prior, cost = prior-weighted mean), and the exponent between two
+   components is the smallest exponent between their members.
+2. **Implied pairs drop.** A pair (i, j) with E_ik + E_kj ≤ E_ij for some k is implied by chaining through k
+   (exponents between distinct components are positive, so the chain argument terminates).
+
+Solvers (``how``): ``cuts`` (default) starts from each row's nearest pairs, solves, adds every violated pair, and
+repeats until none is violated, which is then the exact optimum of the full LP; ``monolithic`` hands every
+non-implied pair to HiGHS at once (``mdpviz.lp.mdp_lp.solve_mdp_lp``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
+
+from ..errors import ParameterError
+from ..lp.mdp_lp import implied_free_pairs, solve_mdp_lp
+from ..metrics import ABS_SLACK, TOLERANCE
+from ..progress import Progress, no_progress
+
+SOLVERS = ("cuts", "monolithic")
+
+
+@dataclass
+class AnpoOutcome:
+    """A solved AnPO: anchor rows, status, objective and what the solve cost.
+
+    Attributes:
+        Z: (n_anchors, M) rows, or None when the LP did not finish.
+        status: HiGHS status of the last solve (``optimal``, ``time limit``...) or ``cut limit``.
+        objective_m: Σ_x weight_x Σ_y c_xy z_xy at the optimum, metres (weights as given).
+        rows: LP rows after merging equal rows; pairs: constrained pairs in the last LP.
+        size: variables, constraints, nonzeros of the last LP. rounds: cutting-plane rounds.
+        build_s, solve_s: seconds building matrices / inside HiGHS (summed over rounds).
+        repair_mass: largest row-sum excess added by the final repair (solver round-off).
+        enforced: violations of the LP's own constraints on the returned rows (should be 0 of n).
+    """
+
+    Z: NDArray[np.float64] | None
+    status: str
+    objective_m: float | None
+    rows: int
+    pairs: int = 0
+    size: dict[str, int] = field(default_factory=dict)
+    rounds: int = 0
+    build_s: float = 0.0
+    solve_s: float = 0.0
+    repair_mass: float = 0.0
+    enforced: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
+
+
+def anpo_exponents(d_a: NDArray[np.float64], cost_a: NDArray[np.float64], xi_a: NDArray[np.float64],
+                   eps: float) -> tuple[NDArray[np.float64], int]:
+    """Tightened exponents E = max(0, (ε − ε̄)·d − ξ̂) over anchors (nats) and how many off-diagonal were clipped.
+
+    ``xi_a`` may be NaN where ε̄ ≥ ε (no room: the exponent is 0 whatever ξ̂ is).
+    """
+    raw = eps * d_a - cost_a - np.nan_to_num(xi_a, nan=0.0)
+    off = ~np.eye(len(d_a), dtype=bool)
+    clipped = int(((raw < 0) | ((eps * d_a - cost_a) <= 0))[off].sum())
+    E = np.maximum(raw, 0.0)
+    E[(eps * d_a - cost_a) <= 0] = 0.0
+    np.fill_diagonal(E, 0.0)
+    return E, clipped
+
+
+def merge_equal_rows(E: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Components of the zero-exponent graph and the exponent matrix between components (min over members)."""
+    n = len(E)
+    zero = (E <= 0) & ~np.eye(n, dtype=bool)
+    n_comp, label = connected_components(csr_matrix(zero | zero.T), directed=False)
+    Fc = np.full((n_comp, n_comp), np.inf)
+    np.minimum.at(Fc, (label[:, None], label[None, :]), E)
+    np.fill_diagonal(Fc, 0.0)
+    return label.astype(np.int64), Fc
+
+
+def violated_pairs(Z: NDArray[np.float64], E: NDArray[np.float64], tolerance: float = TOLERANCE,
+                   chunk: int = 64) -> tuple[NDArray[np.int64], NDArray[np.int64], int]:
+    """Ordered pairs (i, j) with some y: Z[i,y] > (1 + τ)·e^{E_ij}·Z[j,y] + 1e-12, and the number of triples."""
+    n = len(Z)
+    bi, bj, triples = [], [], 0
+    bound_base = (1 + tolerance) * np.exp(np.minimum(E, 700.0))
+    for s in range(0, n, chunk):
+        e = slice(s, min(s + chunk, n))
+        over = Z[e, None, :] > bound_base[e][:, :, None] * Z[None, :, :] + ABS_SLACK
+        triples += int(over.sum())
+        i, j = np.nonzero(over.any(axis=2))
+        bi.append(i + s)
+        bj.append(j)
+    return np.concatenate(bi).astype(np.int64), np.concatenate(bj).astype(np.int64), triples
+
+
+def repair_rows(Z: NDArray[np.float64], E: NDArray[np.float64], rounds: int = 20,
+                chunk: int = 64) -> tuple[NDArray[np.float64], float]:
+    """Raise entries to the envelope max_k z_k·e^{−E_ik} until the cone holds (exponents need not be a metric),
+    then renormalise rows. Removes the solver's round-off; returns Z and the largest row-sum excess."""
+    n = len(Z)
+    out = Z.copy()
+    with np.errstate(divide="ignore"):
+        for _ in range(rounds):
+            logz = np.log(out)
+            new = np.empty_like(out)
+            for s in range(0, n, chunk):
+                new[s:s + chunk] = np.exp(np.max(-E[s:s + chunk, :, None] + logz[None, :, :], axis=1))
+            new = np.maximum(new, out)
+            done = np.array_equal(new, out)
+            out = new
+            if done:
+                break
+    sums = out.sum(axis=1)
+    return out / sums[:, None], float(np.max(sums) - 1.0)
+
+
+def _nearest_pairs(F: NDArray[np.float64], k: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Both directions of each row's k smallest-exponent partners (the start of the cutting-plane loop)."""
+    n = len(F)
+    if n < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    k = min(k, n - 1)
+    G = F + np.diag(np.full(n, np.inf))
+    nb = np.argpartition(G, k - 1, axis=1)[:, :k]
+    i = np.repeat(np.arange(n), k)
+    j = nb.ravel()
+    keys = np.unique(np.concatenate([i * n + j, j * n + i]))
+    return (keys // n).astype(np.int64), (keys % n).astype(np.int64)
+
+
+def _worst_violations(Z: NDArray[np.float64], E: NDArray[np.float64], per_row: int,
+                      chunk: int = 64) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Up to ``per_row`` most violated partners j of each row i (largest max_y ln(z_iy/z_jy) − E_ij, if violated)."""
+    n = len(Z)
+    bi, bj = [], []
+    bound = (1 + TOLERANCE) * np.exp(np.minimum(E, 700.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logz = np.log(Z)
+        for s in range(0, n, chunk):
+            e = slice(s, min(s + chunk, n))
+            over = (Z[e, None, :] > bound[e][:, :, None] * Z[None, :, :] + ABS_SLACK).any(axis=2)
+            lr = logz[e, None, :] - logz[None, :, :]
+            lr = np.where(np.isnan(lr), -np.inf, lr).max(axis=2) - E[e]
+            score = np.where(over, lr, -np.inf)
+            k = min(per_row, n)
+            top = np.argpartition(-score, k - 1, axis=1)[:, :k]
+            keep = np.isfinite(np.take_along_axis(score, top, axis=1)) | \
+                (np.take_along_axis(score, top, axis=1) == np.inf)
+            keep &= np.take_along_axis(over, top, axis=1)
+            i, col = np.nonzero(keep)
+            bi.append(i + s)
+            bj.append(top[i, col])
+    return np.concatenate(bi).astype(np.int64), np.concatenate(bj).astype(np.int64)
+
+
+def solve_anpo(E: NDArray[np.float64], weights: NDArray[np.float64], c: NDArray[np.float64], *,
+               how: str = "cuts", method: str = "ipm", time_limit: float | None = None,
+               progress: Progress = no_progress, start_k: int = 8, max_rounds: int = 40, cut_per_row: int = 4,
+               phase: str = "AnPO", max_rows: int | None = None) -> AnpoOutcome:
+    """Minimise Σ_x weights_x Σ_y c_xy z_xy subject to z_i,y ≤ e^{E_ij} z_j,y (all ordered pairs) and rows summing to 1.
+
+    Args:
+        E: (n, n) exponents, nats, ≥ 0, symmetric or not; the diagonal is ignored.
+        weights: objective weight per row (e.g. the prior of each anchor). c: (n, M) cost, metres.
+        how: ``cuts`` or ``monolithic`` (module docstring). method: HiGHS ``ipm`` or ``simplex``.
+        time_limit: seconds for all solves together; on expiry Z is None.
+        max_rows: refuse (ParameterError) when more rows than this remain after merging equal rows.
+    """
+    if how not in SOLVERS:
+        raise ParameterError(f"`anpo_solver` = {how!r} is not one of {', '.join(SOLVERS)}.")
+    t0 = time.perf_counter()
+    label, Fc = merge_equal_rows(E)
+    n_c = len(Fc)
+    if max_rows is not None and n_c > max_rows:
+        raise ParameterError(
+            f"{phase} would have {n_c} LP rows after merging equal rows ({len(E)} anchors), above the limit of "
+            f"{max_rows} (`max_lp_rows`). Lower N or α, raise λ, use floor = w_min, or raise max_lp_rows "
+            "together with a time limit.")
+    onehot = np.zeros((n_c, len(E)))
+    onehot[label, np.arange(len(E))] = weights
+    wc = onehot.sum(axis=1)
+    cc = (onehot @ c) / np.where(wc > 0, wc, 1.0)[:, None]
+    if how == "monolithic":
+        pi, pj = implied_free_pairs(Fc)
+    else:
+        pi, pj = _nearest_pairs(Fc, start_k)
+    build_s = time.perf_counter() - t0
+    solve_s, rounds = 0.0, 0
+    out = None
+    Zc = None
+    while True:
+        rounds += 1
+        left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+        if left is not None and left <= 0:
+            return AnpoOutcome(None, "time limit", None, n_c, len(pi), rounds=rounds, build_s=build_s,
+                               solve_s=solve_s, message="time limit reached between cutting-plane rounds")
+        progress(f"{phase}: LP round {rounds} ({len(pi):,} pairs)", None)
+        Zc, out = solve_mdp_lp(wc, cc, pi, pj, Fc[pi, pj], method=method, time_limit=left, progress=progress)
+        solve_s += out.solve_s
+        if Zc is None:
+            return AnpoOutcome(None, out.status, None, n_c, len(pi), out.size, rounds, build_s, solve_s,
+                               message=out.message)
+        if how == "monolithic":
+            break
+        tb = time.perf_counter()
+        vi, vj = _worst_violations(Zc, Fc, cut_per_row)
+        build_s += time.perf_counter() - tb
+        if len(vi) == 0:
+            break
+        if rounds >= max_rounds:
+            return AnpoOutcome(None, "cut limit", None, n_c, len(pi), out.size, rounds, build_s, solve_s,
+                               message=f"{len(vi)} pairs still violated after {rounds} cutting-plane rounds")
+        old = pi * n_c + pj
+        keys = np.unique(np.concatenate([old, vi * n_c + vj, vj * n_c + vi]))
+        if len(keys) == len(old):  # every violated pair is already enforced: solver round-off, left to the repair
+            break
+        pi, pj = (keys // n_c).astype(np.int64), (keys % n_c).astype(np.int64)
+    tb = time.perf_counter()
+    Zc, added = repair_rows(Zc, Fc)
+    Z = Zc[label]
+    vi, _, triples = violated_pairs(Z, E)
+    build_s += time.perf_counter() - tb
+    n = len(E)
+    enforced = {"violated_pairs": int(len(vi)), "checked_pairs": n * (n - 1), "violated_triples": triples,
+                "checked_triples": n * (n - 1) * c.shape[1], "tolerance": TOLERANCE}
+    objective = float(weights @ np.einsum("ij,ij->i", c, Z))
+    assert out is not None
+    return AnpoOutcome(Z, out.status, objective, n_c, len(pi), out.size, rounds, build_s, solve_s, added, enforced)

@@ -1,0 +1,124 @@
+"""The Phase I privacy cost of PAnDA in closed form: ε̄_{u,v}·d_{u,v} for every pair of secrets (paper §2.5).
+
+With a_x = ln(w_{u,x}/w_{v,x}) and b_x = ln((1 − w_{u,x})/(1 − w_{v,x})), the worst anchor set gives
+(Prop. 3, Lemma 4)
+
+    ε̄_{u,v}·d_{u,v} = max(Σ_x max(a_x, b_x), −Σ_x min(a_x, b_x))          (nats, dimensionless)
+
+Because w depends only on distance and is the floor f beyond γ, only records inside the two γ-balls count. Writing
+g = logit(w) − logit(f) ≥ 0 and l = ln(w/f) + ln((1 − w)/(1 − f)), per record a + b = l_u − l_v and
+|a − b| = |g_u − g_v|, so
+
+    ε̄·d = (G_u + G_v + |s_u − s_v|)/2 − M_{u,v},   G_u = Σ_x g_{u,x},  s_u = Σ_x l_{u,x},
+    M_{u,v} = Σ_x min(g_{u,x}, g_{v,x})  (zero unless the balls overlap, i.e. d_{u,v} < 2γ).
+
+This costs O(K²) plus O(pairs closer than 2γ × ball size), with no Python loop over pairs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .selection import Selection
+
+
+def _logit(w: NDArray[np.float64] | float) -> NDArray[np.float64]:
+    w = np.asarray(w, dtype=np.float64)
+    return np.log(w) - np.log1p(-w)
+
+
+def phase1_cost_direct(w_u: NDArray[np.float64], w_v: NDArray[np.float64]) -> NDArray[np.float64]:
+    """ε̄·d from two selection-probability vectors (last axis = records), by the spec's formula; broadcasts.
+
+    >>> float(phase1_cost_direct(np.array([0.5, 0.1]), np.array([0.5, 0.1]))) == 0.0
+    True
+    >>> round(float(phase1_cost_direct(np.array([0.9, 0.1]), np.array([0.1, 0.9]))), 4)  # ln(0.81/0.01)
+    4.3944
+    """
+    a = np.log(w_u) - np.log(w_v)
+    b = np.log1p(-w_u) - np.log1p(-w_v)
+    return np.maximum(np.maximum(a, b).sum(axis=-1), -np.minimum(a, b).sum(axis=-1))
+
+
+def ball_lists(d: NDArray[np.float64], radius_km: float) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+    """Padded lists of the records within ``radius_km`` (strictly) of each secret, nearest first (ties by index).
+
+    Returns (K, B) indices (padding repeats the row's own index) and the (K, B) mask of real entries.
+    """
+    k = len(d)
+    rows, cols = np.nonzero(d < radius_km)  # row-major, so already grouped by row
+    order = np.lexsort((cols, d[rows, cols], rows))  # by row, then distance, then index
+    rows, cols = rows[order], cols[order]
+    count = np.bincount(rows, minlength=k)
+    width = int(count.max()) if k else 0
+    start = np.concatenate([[0], np.cumsum(count)[:-1]])
+    pos = np.arange(len(rows)) - start[rows]
+    idx = np.repeat(np.arange(k), width).reshape(k, width)
+    idx[rows, pos] = cols
+    mask = np.arange(width)[None, :] < count[:, None]
+    return idx.astype(np.int64), mask
+
+
+def phase1_cost(d: NDArray[np.float64], sel: Selection, chunk: int = 200_000) -> NDArray[np.float64]:
+    """ε̄·d (nats) for every ordered pair of secrets, shape (K, K): symmetric, ≥ 0, zero on the diagonal.
+
+    Args:
+        d: mDP metric between secrets, km (a metric: the overlap test d < 2γ relies on the triangle inequality).
+        sel: the selection rule (variant, α, λ, γ, floor).
+        chunk: pairs per vectorised block of the overlap correction (memory bound only).
+    """
+    k = len(d)
+    f = sel.floor_value
+    rows, cols = np.nonzero(d < sel.gamma_km)
+    w = sel.weights(d[rows, cols])
+    g = _logit(w) - _logit(f)
+    l = (np.log(w) - np.log(f)) + (np.log1p(-w) - np.log1p(-f))
+    G = np.bincount(rows, weights=g, minlength=k)
+    s = np.bincount(rows, weights=l, minlength=k)
+    cost = G[:, None] + G[None, :]
+    spread = s[:, None] - s[None, :]
+    np.abs(spread, out=spread)
+    cost += spread
+    del spread
+    cost *= 0.5
+
+    # M_{u,v} = Σ_x min(g_{u,x}, g_{v,x}) over records x in both balls: enumerate, for every x, the pairs of
+    # its own ball B(x) (x ∈ B(u) ⇔ u ∈ B(x)), grouping records by ball size so no padding is needed
+    nbr, mask = ball_lists(d, sel.gamma_km)
+    count = mask.sum(axis=1)
+    gball = np.where(mask, sel.weights(np.take_along_axis(d, nbr, axis=1)), f)
+    gball = _logit(gball) - _logit(f)
+    keys, vals = [], []
+    for c in np.unique(count[count > 1]):  # loop over distinct ball sizes only
+        xs = np.flatnonzero(count == c)
+        i, j = np.triu_indices(int(c), 1)
+        for s0 in range(0, len(xs), max(1, chunk // len(i))):
+            xb = xs[s0:s0 + max(1, chunk // len(i))]
+            u, v = nbr[xb][:, i], nbr[xb][:, j]
+            m = np.minimum(gball[xb][:, i], gball[xb][:, j])
+            keys.append(np.minimum(u, v).ravel() * k + np.maximum(u, v).ravel())
+            vals.append(m.ravel())
+    if keys:
+        key, inv = np.unique(np.concatenate(keys), return_inverse=True)
+        total = np.bincount(inv, weights=np.concatenate(vals))
+        lo, hi = key // k, key % k
+        cost[lo, hi] -= total  # the same value both ways keeps the matrix exactly symmetric
+        cost[hi, lo] -= total
+    np.fill_diagonal(cost, 0.0)
+    np.maximum(cost, 0.0, out=cost)  # round-off only
+    return cost
+
+
+def empty_probability(d: NDArray[np.float64], sel: Selection) -> NDArray[np.float64]:
+    """P∅(x) = Π_records (1 − w_{x,record}): the chance that a user at x selects no anchor, shape (K,)."""
+    inside = d < sel.gamma_km
+    log_keep = np.where(inside, np.log1p(-sel.weights(d)), 0.0).sum(axis=1)
+    log_keep += (~inside).sum(axis=1) * np.log1p(-sel.floor_value)
+    return np.exp(log_keep)
+
+
+def eps_bar(cost: NDArray[np.float64], d: NDArray[np.float64]) -> NDArray[np.float64]:
+    """ε̄ = (ε̄·d)/d in km⁻¹ (0 on the diagonal and wherever d = 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(d > 0, cost / np.where(d > 0, d, 1.0), 0.0)

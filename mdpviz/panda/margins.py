@@ -1,0 +1,236 @@
+"""PAnDA's safety margins ξ̂ for anchor pairs (paper §4.4, Eqs. 23–30, Algorithms 1–2), vectorised.
+
+For a true pair (q, r) and its users' surrogates (a, b), the LP's budget on (a, b) is F_ab = (ε − ε̄_ab)·d_ab and
+the pair needs F_ab − ξ ≤ F_qr, i.e. Δ_ab = F_ab − F_qr ≤ ξ. Surrogate a of a user at q has probability
+v_{q,a} = w_{q,a}·Π_{closer x}(1 − w_{q,x}) (Prop. 7; ties broken by index). The margin for (q, r) is
+
+    ξ(q, r) = the smallest Δ with h_{q,r}(Δ) = Σ_{a∈B(q), b∈B(r), Δ_ab ≤ Δ} v_{q,a} v_{r,b} ≥ 1 − δ'
+
+(the linear search of Algorithm 2, done here as one sort and a cumulative sum per pair). B(q) is q's γ-ball: only
+surrogates inside it qualify (Eq. 23–26). The server's estimate for an anchor pair is the worst case over the Γ
+nearest records of each anchor (Eq. 29): ξ̂(x, x') = max(0, max_{q∈S_x, r∈S_x'} ξ(q, r)).
+
+Patches for cases the paper leaves undefined, each counted by ``MarginReport``:
+
+- **unreachable target**: when Σ v·v over the two balls is below 1 − δ' no Δ qualifies; ξ falls back to the
+  largest Δ over the balls (the authors' code returns the end of its list), a worst case over surrogates in γ.
+- **Eq. 30**: with ``ps_rule="eq30"`` the target is 1 − δ_{x,x'} = (1 − δ)/P_S; when P_S ≤ 1 − δ the target is
+  above 1 (infeasible) and the worst-case fallback is used. ``ps_rule="one"`` (default, authors' code) sets P_S = 1.
+- **no room**: when ε̄_{x,x'} ≥ ε the LP exponent is clipped to 0 whatever ξ̂ is, so ξ̂ is not computed (NaN).
+- true pairs with q = r (both users on the same secret) are skipped: ε-mDP says nothing about a secret and itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import ParameterError
+from ..progress import Progress, no_progress
+from .selection import Selection
+
+PS_RULES = ("one", "eq30")
+
+
+def surrogate_probabilities(d: NDArray[np.float64], sel: Selection, nbr: NDArray[np.int64],
+                            mask: NDArray[np.bool_]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """v_{q,a} for a in q's γ-ball (same layout as ``nbr``, 0 on padding) and P0(q) = Π_{a∈B(q)} (1 − w_{q,a}).
+
+    ``nbr`` lists each ball nearest first with ties by index, so an exclusive cumulative product gives
+    Π_{x closer than a}(1 − w_{q,x}). Σ_a v_{q,a} = 1 − P0(q): the chance that q's surrogate lies inside γ.
+    """
+    w = np.where(mask, sel.weights(np.take_along_axis(d, nbr, axis=1)), 0.0)
+    keep = np.cumprod(1.0 - w, axis=1)
+    before = np.concatenate([np.ones((len(w), 1)), keep[:, :-1]], axis=1)
+    return w * before, np.exp(np.log1p(-w).sum(axis=1))
+
+
+def neighbourhoods(d: NDArray[np.float64], rows: NDArray[np.int64], size: int) -> NDArray[np.int64]:
+    """S_x: the ``size`` records nearest to each x in ``rows`` (x itself first; ties by index), shape (len, size)."""
+    size = min(size, d.shape[1])
+    part = np.argpartition(d[rows], size - 1, axis=1)[:, :size] if size < d.shape[1] else \
+        np.tile(np.arange(d.shape[1]), (len(rows), 1))
+    key = np.take_along_axis(d[rows], part, axis=1)
+    order = np.lexsort((part, key), axis=1)
+    return np.take_along_axis(part, order, axis=1).astype(np.int64)
+
+
+def pair_margins(F: NDArray[np.float64], nbr: NDArray[np.int64], count: NDArray[np.int64],
+                 v: NDArray[np.float64], p0: NDArray[np.float64], q: NDArray[np.int64], r: NDArray[np.int64],
+                 delta: float, batch: int = 2_000_000) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """ξ(q, r) for pairs of true secrets, and whether each fell back to the worst case (target unreachable).
+
+    Args:
+        F: Phase II room (ε − ε̄)·d for every pair of secrets, nats, (K, K).
+        nbr, count, v, p0: γ-balls (nearest first), their sizes, surrogate probabilities and P0 per secret.
+        q, r: the true pairs.
+        delta: the failure probability δ' of the target 1 − δ'.
+        batch: candidate (a, b) entries per vectorised block (memory bound only).
+    """
+    out = np.empty(len(q))
+    fallback = np.zeros(len(q), dtype=bool)
+    sizes = count[q] * count[r]
+    # 1 − (1 − P0_q)(1 − P0_r) without cancellation, then the mass allowed above ξ
+    slack_all = delta - (p0[q] + p0[r] - p0[q] * p0[r])
+    ends = np.cumsum(sizes)
+    start = 0
+    while start < len(q):
+        stop = int(np.searchsorted(ends, (ends[start - 1] if start else 0) + batch, side="right"))
+        stop = max(stop, start + 1)
+        qs, rs, sz = q[start:stop], r[start:stop], sizes[start:stop]
+        seg = np.repeat(np.arange(len(qs)), sz)
+        first = np.concatenate([[0], np.cumsum(sz)[:-1]])
+        local = np.arange(len(seg)) - first[seg]
+        i, j = local // count[rs][seg], local % count[rs][seg]
+        a, b = nbr[qs[seg], i], nbr[rs[seg], j]
+        delta_ab = F[a, b] - F[qs, rs][seg]
+        weight = v[qs[seg], i] * v[rs[seg], j]
+        order = np.lexsort((delta_ab, seg))
+        delta_ab, weight = delta_ab[order], weight[order]
+        # mass strictly after each position within its segment (tails are small: sum them from the end)
+        csum = np.cumsum(weight[::-1])[::-1]  # inclusive suffix sum over the whole block
+        seg_tail_end = np.concatenate([csum[first[1:]], [0.0]])  # suffix mass of the later segments
+        after = csum - weight - seg_tail_end[seg]
+        slack = slack_all[start:stop]
+        ok = after <= slack[seg]
+        pos = np.where(ok, np.arange(len(seg)), len(seg))
+        hit = np.minimum.reduceat(pos, first)
+        last = first + sz - 1
+        reach = (slack >= 0) & (hit <= last)
+        out[start:stop] = np.where(reach, delta_ab[np.minimum(hit, last)], delta_ab[last])
+        fallback[start:stop] = ~reach
+        start = stop
+    return out, fallback
+
+
+@dataclass
+class MarginReport:
+    """Safety margins for anchor pairs and what happened while computing them.
+
+    Attributes:
+        xi_hat: ξ̂ (nats) for every ordered pair of anchors, (|A|, |A|); NaN where not needed (ε̄ ≥ ε), 0 diagonal.
+        counts: how many anchor pairs and true pairs fell into each case (see the module docstring).
+        ps: P_S(x, x') of Eq. 93 summary (computed under both rules, used only under ``eq30``).
+        fallback_pair: (|A|, |A|) True where ξ̂ came at least partly from a worst-case fallback.
+    """
+
+    xi_hat: NDArray[np.float64]
+    fallback_pair: NDArray[np.bool_]
+    counts: dict[str, int] = field(default_factory=dict)
+    ps: dict[str, Any] = field(default_factory=dict)
+
+
+def safety_margins(d: NDArray[np.float64], cost: NDArray[np.float64], p: NDArray[np.float64],
+                   anchors: NDArray[np.int64], sel: Selection, eps: float, delta: float, big_gamma: int,
+                   ps_rule: str = "one", progress: Progress = no_progress,
+                   nbr: NDArray[np.int64] | None = None, mask: NDArray[np.bool_] | None = None) -> MarginReport:
+    """ξ̂ for every pair of anchors that needs one (Eq. 29 with the patches of the module docstring).
+
+    Args:
+        d: mDP metric, km, (K, K). cost: Phase I cost ε̄·d, nats, (K, K). p: prior over X.
+        anchors: indices of the union of anchor sets A. sel: the selection rule.
+        eps: ε, km⁻¹. delta: δ. big_gamma: Γ, records per neighbourhood S_x.
+        ps_rule: ``one`` (P_S = 1, authors' code) or ``eq30`` (the paper's Eq. 30 with P_S from Eq. 93).
+    """
+    if ps_rule not in PS_RULES:
+        raise ParameterError(f"`ps_rule` = {ps_rule!r} is not one of {', '.join(PS_RULES)}.")
+    from .budget import ball_lists
+
+    if nbr is None or mask is None:
+        nbr, mask = ball_lists(d, sel.gamma_km)
+    count = mask.sum(axis=1)
+    v, p0 = surrogate_probabilities(d, sel, nbr, mask)
+    n_a = len(anchors)
+    S = neighbourhoods(d, anchors, big_gamma)  # (|A|, Γ)
+
+    # Eq. 93: π_x = Pr[the user who selected x sits in S_x], P_S(x, x') = π_x π_x'
+    wp = sel.weights(d[:, anchors]) * p[:, None]  # (K, |A|): p_u w_{u,x}
+    pi = np.take_along_axis(wp.T, S, axis=1).sum(axis=1) / wp.sum(axis=0)
+    ps = pi[:, None] * pi[None, :]
+    off = ~np.eye(n_a, dtype=bool)
+    feasible30 = ps > 1.0 - delta
+    ps_info = {"min": float(ps[off].min()) if n_a > 1 else 1.0, "median": float(np.median(ps[off])) if n_a > 1 else 1.0,
+               "pairs_above_1_minus_delta": int((feasible30 & off).sum()), "rule": ps_rule}
+
+    room = eps * d[np.ix_(anchors, anchors)] - cost[np.ix_(anchors, anchors)]
+    need = off & (room > 0)
+    if ps_rule == "eq30":
+        bad30 = need & ~feasible30
+        with np.errstate(divide="ignore"):
+            dlt = np.where(feasible30, 1.0 - (1.0 - delta) / np.where(ps > 0, ps, 1.0), 0.0)
+        target_delta = float(dlt[need & feasible30].min()) if (need & feasible30).any() else delta
+    else:
+        bad30 = np.zeros_like(need)
+        target_delta = delta
+
+    xi_hat = np.full((n_a, n_a), np.nan)
+    np.fill_diagonal(xi_hat, 0.0)
+    fb_pair = np.zeros((n_a, n_a), dtype=bool)
+    counts: dict[str, int] = {"anchor_pairs": int(off.sum()), "anchor_pairs_no_room": int((off & ~need).sum()),
+                              "anchor_pairs_computed": int(need.sum()), "anchor_pairs_eq30_infeasible": int(bad30.sum())}
+    ia, ib = np.nonzero(np.triu(need, 1))  # ξ̂ is symmetric: compute each unordered pair once
+    if len(ia) == 0:
+        counts.update(true_pairs_evaluated=0, true_pairs_unreachable=0, anchor_pairs_with_fallback=0)
+        return MarginReport(xi_hat, fb_pair, counts, ps_info)
+
+    progress("safety margins: true pairs", 0.0)
+    g = S.shape[1]
+    qq = S[ia][:, :, None].repeat(g, axis=2).reshape(len(ia), -1)  # (P, Γ²)
+    rr = S[ib][:, None, :].repeat(g, axis=1).reshape(len(ia), -1)
+    lo, hi = np.minimum(qq, rr), np.maximum(qq, rr)
+    k = len(d)
+    keys = lo.astype(np.int64) * k + hi
+    uniq, inv = np.unique(keys, return_inverse=True)
+    uq, ur = uniq // k, uniq % k
+    real = uq != ur  # q = r: the same secret, no constraint
+    xi_u = np.full(len(uniq), -np.inf)
+    fb_u = np.zeros(len(uniq), dtype=bool)
+    F = eps * d - cost
+    idx = np.flatnonzero(real)
+    step = 20_000
+    for s0 in range(0, len(idx), step):  # blocks of true pairs, for progress reports
+        sl = idx[s0:s0 + step]
+        xi_u[sl], fb_u[sl] = pair_margins(F, nbr, count, v, p0, uq[sl], ur[sl], target_delta)
+        progress("safety margins: true pairs", min(1.0, (s0 + step) / len(idx)))
+    inv = inv.reshape(len(ia), -1)
+    val = np.maximum(xi_u[inv].max(axis=1), 0.0)
+    fb = fb_u[inv].any(axis=1)
+    if ps_rule == "eq30":  # Eq. 30 infeasible: the worst case over the balls, for every true pair
+        worst = _worst_case(F, nbr, mask, S[ia], S[ib])
+        bad = bad30[ia, ib]
+        val = np.where(bad, np.maximum(worst, 0.0), val)
+        fb = fb | bad
+    xi_hat[ia, ib] = xi_hat[ib, ia] = val
+    fb_pair[ia, ib] = fb_pair[ib, ia] = fb
+    counts.update(true_pairs_evaluated=int(real.sum()), true_pairs_unreachable=int(fb_u[real].sum()),
+                  anchor_pairs_with_fallback=int(2 * fb.sum()))
+    ps_info["target_delta"] = target_delta
+    return MarginReport(xi_hat, fb_pair, counts, ps_info)
+
+
+def _worst_case(F: NDArray[np.float64], nbr: NDArray[np.int64], mask: NDArray[np.bool_], Sa: NDArray[np.int64],
+                Sb: NDArray[np.int64]) -> NDArray[np.float64]:
+    """max over q∈S_a, r∈S_b (q ≠ r), a'∈B(q), b'∈B(r) of F_a'b' − F_qr, per row of Sa/Sb."""
+    out = np.full(len(Sa), -np.inf)
+    for gi in range(Sa.shape[1]):  # loop over Γ, vectorised over pairs
+        for gj in range(Sb.shape[1]):
+            q, r = Sa[:, gi], Sb[:, gj]
+            block = F[nbr[q][:, :, None], nbr[r][:, None, :]]
+            block = np.where(mask[q][:, :, None] & mask[r][:, None, :], block, -np.inf).max(axis=(1, 2))
+            out = np.where(q != r, np.maximum(out, block - F[q, r]), out)
+    return out
+
+
+def success_bound(F: NDArray[np.float64], nbr: NDArray[np.int64], mask: NDArray[np.bool_],
+                  v: NDArray[np.float64], q: int, r: int, xi: float) -> float:
+    """h_{q,r}(ξ) of Eq. 27 by direct summation: Σ v_{q,a}·v_{r,b} over a ∈ B(q), b ∈ B(r) with Δ_ab ≤ ξ.
+
+    A plain reference implementation (for tests and for plotting h against ξ), not used by the solver.
+    """
+    a, b = nbr[q][mask[q]], nbr[r][mask[r]]
+    delta_ab = F[np.ix_(a, b)] - F[q, r]
+    weight = np.outer(v[q][mask[q]], v[r][mask[r]])
+    return float(weight[delta_ab <= xi].sum())

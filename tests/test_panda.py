@@ -1,0 +1,227 @@
+"""PAnDA (panda-e/-p/-l): Phase I cost, anchor sampling, safety margins, AnPO and the registered mechanisms."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mdpviz.cli import main as cli_main
+from mdpviz.errors import ParameterError
+from mdpviz.lp.mdp_lp import all_pairs, solve_mdp_lp
+from mdpviz.mechanisms import get_mechanism
+from mdpviz.panda.anpo import anpo_exponents, solve_anpo
+from mdpviz.panda.budget import ball_lists, phase1_cost, phase1_cost_direct
+from mdpviz.panda.margins import pair_margins, safety_margins, success_bound, surrogate_probabilities
+from mdpviz.panda.selection import FLOORS, VARIANTS, decay, make_selection, sample_anchor_sets
+from mdpviz.problem import build_problem, problem_from_points
+
+
+def _plane(n: int, seed: int, size_km: float = 3.0) -> np.ndarray:
+    pts = np.random.default_rng(seed).random((n, 2)) * size_km
+    return np.sqrt(((pts[:, None] - pts[None]) ** 2).sum(-1))
+
+
+def _brute_phase1(wu: np.ndarray, wv: np.ndarray) -> float:
+    """sup over all 2^K anchor sets of |ln Pr[A | u] − ln Pr[A | v]|."""
+    best = 0.0
+    for bits in itertools.product((False, True), repeat=len(wu)):
+        a = np.array(bits)
+        lu = np.log(np.where(a, wu, 1 - wu)).sum()
+        lv = np.log(np.where(a, wv, 1 - wv)).sum()
+        best = max(best, abs(lu - lv))
+    return best
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("floor", FLOORS)
+def test_phase1_closed_form_equals_brute_force(variant: str, floor: str) -> None:
+    d = _plane(9, seed=len(variant) + len(floor), size_km=2.0)
+    sel = make_selection(variant, 0.9, 0.7, 0.8, floor, 1e-3)
+    W = sel.weights(d)
+    fast = phase1_cost(d, sel)
+    for i, j in itertools.combinations(range(9), 2):
+        brute = _brute_phase1(W[i], W[j])
+        assert fast[i, j] == pytest.approx(brute, abs=1e-9)
+        assert phase1_cost_direct(W[i], W[j]) == pytest.approx(brute, abs=1e-9)
+    assert np.array_equal(fast, fast.T) and (np.diag(fast) == 0).all()
+    # some pair actually differs, so the test could fail
+    assert fast.max() > 0.1
+
+
+def test_phase1_zero_for_equal_weights_and_fast_path_on_a_city() -> None:
+    assert phase1_cost_direct(np.array([0.3, 0.2, 0.9]), np.array([0.3, 0.2, 0.9])) == 0.0
+    pb = build_problem("kotka", 300, seed=2)
+    sel = make_selection("l", 0.95, 0.5, pb.d.max() / 20, "w_min", 1e-4)
+    fast, W = phase1_cost(pb.d, sel), sel.weights(pb.d)
+    direct = phase1_cost_direct(W[:, None, :], W[None, :60, :])  # (300, 60)
+    np.testing.assert_allclose(fast[:, :60], direct, atol=1e-9)
+
+
+def test_anchor_inclusion_frequencies_match_w() -> None:
+    w = np.array([0.95, 0.5, 0.2, 0.01, 1e-3])
+    draws = 40_000
+    member, _ = sample_anchor_sets(np.tile(w, (draws, 1)), np.random.default_rng(7))
+    freq = member.mean(axis=0)
+    sigma = np.sqrt(w * (1 - w) / draws)
+    assert (np.abs(freq - w) <= 5 * sigma + 1e-12).all()
+
+
+def test_alpha_of_one_or_more_is_rejected() -> None:
+    mech = get_mechanism("panda-e")
+    for bad in (1.0, 1.2):
+        with pytest.raises(ParameterError, match="alpha"):
+            mech.validate({"alpha": bad})
+        with pytest.raises(ParameterError, match="Prop. 5"):
+            make_selection("e", bad, 0.5, 1.0)
+    with pytest.raises(ParameterError, match="w_min"):
+        make_selection("e", 0.9, 0.5, 1.0, "w_min", 0.95)
+
+
+def test_decay_functions_start_at_alpha_and_decrease() -> None:
+    d = np.linspace(0, 5, 50)
+    for v in VARIANTS:
+        h = decay(d, v, 0.8, 0.5)
+        assert h[0] == pytest.approx(0.8) and (np.diff(h) <= 0).all()
+
+
+def _margin_setup(seed: int = 3):
+    d = _plane(25, seed, size_km=2.0)
+    sel = make_selection("e", 0.9, 0.5, 0.6, "w_min", 1e-3)
+    cost = phase1_cost(d, sel)
+    F = 8.0 * d - cost
+    nbr, mask = ball_lists(d, sel.gamma_km)
+    v, p0 = surrogate_probabilities(d, sel, nbr, mask)
+    return d, sel, cost, F, nbr, mask, v, p0
+
+
+def test_surrogate_probabilities_match_their_definition() -> None:
+    d, sel, _, _, nbr, mask, v, p0 = _margin_setup()
+    W = sel.weights(d)
+    for q in range(0, 25, 6):
+        for pos, a in enumerate(nbr[q][mask[q]]):
+            closer = (d[q] < d[q, a]) | ((d[q] == d[q, a]) & (np.arange(25) < a))
+            assert v[q, pos] == pytest.approx(W[q, a] * np.prod(1 - W[q, closer]), rel=1e-12)
+        assert v[q].sum() == pytest.approx(1 - p0[q], abs=1e-12)
+
+
+def test_success_bound_is_non_decreasing_and_linear_search_matches_brute_force() -> None:
+    d, sel, _, F, nbr, mask, v, p0 = _margin_setup()
+    count = mask.sum(axis=1)
+    pairs = [(q, r) for q in range(25) for r in range(25) if q != r][::17]
+    q = np.array([a for a, _ in pairs])
+    r = np.array([b for _, b in pairs])
+    for delta in (0.3, 0.05, 1e-7):
+        xi, fell_back = pair_margins(F, nbr, count, v, p0, q, r, delta)
+        for n, (a, b) in enumerate(pairs):
+            cand = np.sort((F[np.ix_(nbr[a][mask[a]], nbr[b][mask[b]])] - F[a, b]).ravel())
+            h = np.array([success_bound(F, nbr, mask, v, a, b, x) for x in cand])
+            assert (np.diff(h) >= -1e-15).all()  # Property 1
+            ok = cand[h >= 1 - delta]
+            if len(ok):
+                assert not fell_back[n] and xi[n] == pytest.approx(ok.min(), abs=1e-12)
+            else:
+                assert fell_back[n] and xi[n] == pytest.approx(cand.max(), abs=1e-12)
+    # the instance exercises both branches
+    xi_hi, fb_hi = pair_margins(F, nbr, count, v, p0, q, r, 0.3)
+    _, fb_lo = pair_margins(F, nbr, count, v, p0, q, r, 1e-7)
+    assert (~fb_hi).any() and fb_lo.any()
+
+
+def test_safety_margins_are_non_negative_and_symmetric() -> None:
+    d, sel, cost, *_ = _margin_setup(seed=5)
+    anchors = np.arange(0, 25, 2)
+    rep = safety_margins(d, cost, np.full(25, 1 / 25), anchors, sel, 8.0, 0.05, 4)
+    xi = rep.xi_hat
+    done = np.isfinite(xi)
+    assert done.sum() > len(anchors)  # some off-diagonal pairs were computed
+    assert (xi[done] >= 0).all()
+    np.testing.assert_array_equal(np.isfinite(xi), np.isfinite(xi.T))
+    np.testing.assert_array_equal(xi[done], xi.T[done])
+    assert rep.counts["anchor_pairs_computed"] + rep.counts["anchor_pairs_no_room"] == rep.counts["anchor_pairs"]
+
+
+def test_anpo_reduction_is_exact_and_enforces_its_constraints() -> None:
+    rng = np.random.default_rng(11)
+    n, m = 14, 8
+    d = _plane(n, 4)
+    E = np.maximum(4.0 * d - rng.random((n, n)) * 2.0, 0.0)
+    E = np.minimum(E, E.T)  # symmetric, non-metric, with zeros
+    np.fill_diagonal(E, 0.0)
+    c = rng.random((n, m)) * 1000
+    w = np.full(n, 1 / n)
+    out = solve_anpo(E, w, c)
+    assert out.status == "optimal" and out.rows < n  # some rows merged
+    i, j = all_pairs(n)
+    Z_ref, ref = solve_mdp_lp(w, c, i, j, E[i, j])
+    assert out.objective_m == pytest.approx(ref.objective, rel=1e-6)
+    cuts = solve_anpo(E, w, c, how="cuts")
+    assert cuts.objective_m == pytest.approx(ref.objective, rel=1e-6)
+    Z = out.Z
+    np.testing.assert_allclose(Z.sum(axis=1), 1.0, atol=1e-9)
+    assert (Z >= 0).all()
+    # V_pure of the enforced constraints, checked here independently of the library
+    bound = (1 + 1e-9) * np.exp(E)[:, :, None] * Z[None, :, :] + 1e-12
+    assert not (Z[:, None, :] > bound).any()
+    assert out.enforced["violated_pairs"] == 0
+
+
+@pytest.fixture(scope="module")
+def spread_problem():
+    """120 points over a 40 km box (the paper's city scale), so PAnDA is not degenerate."""
+    rng = np.random.default_rng(0)
+    pts = pd.DataFrame({"lat": 41.7 + rng.random(120) * 0.4, "lon": 12.3 + rng.random(120) * 0.5})
+    return problem_from_points(pts, n_outputs=30, seed=0)
+
+
+@pytest.mark.parametrize("name", ["panda-e", "panda-p", "panda-l"])
+def test_mechanism_on_a_city_scale_instance(spread_problem, name: str) -> None:
+    mech = get_mechanism(name)
+    params = mech.validate({"eps": 15.0, "n_users": 8, "gamma_div": 20.0})
+    res = mech.solve(spread_problem, params, lambda *_: None, None)
+    assert res.ok and res.status == "optimal"
+    Z = res.Z
+    assert Z.shape == (spread_problem.k, spread_problem.m)
+    np.testing.assert_allclose(Z.sum(axis=1), 1.0, atol=1e-9)
+    assert (Z >= 0).all()
+    dg = res.diagnostics
+    assert dg["violations"]["enforced"]["violated_pairs"] == 0
+    rel = dg["relaxed"]
+    assert rel["solved"] and rel["objective_m"] <= res.objective_m * (1 + 1e-7)  # Prop. 10
+    assert res.bound_m == rel["objective_m"] and rel["ratio"] >= 1 - 1e-7
+    split = dg["budget_split"]["km_inv"]
+    assert sum(split.values()) == pytest.approx(15.0)
+    users = dg["users"]
+    has = users["surrogate"] >= 0
+    # each user's surrogate is the nearest anchor of their own set, and their row is that anchor's row
+    for n in np.flatnonzero(has):
+        own = users["anchor_sets"][n]
+        assert users["surrogate"][n] == own[np.argmin(spread_problem.d[users["secret"][n], own])]
+    for key in ("V_pair", "V_cf", "V_pure"):
+        v = dg["violations"][key]
+        assert 0 <= v["violated"] <= v["checked"] and v["checked"] > 0
+    assert set(res.timings) >= {"anchors_s", "eps_bar_s", "xi_s", "lp_build_s", "lp_solve_s"}
+
+
+def test_same_seed_same_result_and_seed_changes_anchors(spread_problem) -> None:
+    mech = get_mechanism("panda-e")
+    run = lambda seed: mech.solve(spread_problem, mech.validate({"n_users": 6, "seed": seed}),  # noqa: E731
+                                  lambda *_: None, None)
+    a, b, c = run(1), run(1), run(2)
+    np.testing.assert_array_equal(a.Z, b.Z)
+    np.testing.assert_array_equal(a.diagnostics["anchors"], b.diagnostics["anchors"])
+    assert not np.array_equal(a.diagnostics["anchors"], c.diagnostics["anchors"])
+
+
+def test_cli_solve_writes_diagnostics(tmp_path) -> None:
+    out = tmp_path / "panda.json"
+    code = cli_main(["solve", "--mechanism", "panda-e", "--k", "200", "--param", "n_users=20", "--param", "relaxed_max_rows=0", "--out", str(out),
+                     "--no-cache"])
+    assert code == 0
+    data = json.loads(out.read_text())
+    dg = data["diagnostics"]
+    assert len(dg["users"]["secret"]) == 20 and "V_pair" in dg["violations"]
+    assert len(data["Z"]) == 200 and data["claim"].startswith("(ε, δ)-PmDP")
