@@ -352,3 +352,13 @@ def test_time_limit_without_mechanism_is_explained() -> None:
         assert list(table["status"]) == ["closed form", "time limit"]
     finally:
         _REGISTRY.pop("test-slow", None)
+
+
+def test_too_large_k_for_the_city_is_an_error_message() -> None:
+    at = app("app_pages/explore.py", query={"city": "west-oakland", "k": "100", "m": "20"})
+    at.number_input(key="k").set_value(500)
+    solve_button(at).click().run()
+    assert not at.exception
+    assert "205 nodes" in texts(at.error)  # the library's own message: what to change
+    at2 = app("app_pages/explore.py", query={"city": "west-oakland", "k": "500"})
+    assert "`k=500` is outside [10, 205]" in texts(at2.warning)
