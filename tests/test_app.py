@@ -283,8 +283,26 @@ def test_anchor_and_budget_helpers() -> None:
     assert anchor_count({"anchors": np.array([2, 7, 9])}) == ("anchors", 3)
     assert anchor_count({"anchors": 63}) == ("anchors", 63)
     assert anchor_count({"cells": 4}) is None
-    assert budget_parts({"budget_split": {"phase1": 23.9, "margin": 9.1, "phase2": 67.0}}) == [
-        ("phase1", 23.9), ("margin", 9.1), ("phase2", 67.0)]
+    assert budget_parts({"budget_split": {"phase1": 23.9, "margin": 9.1, "phase2": 67.0}}) == (
+        [("phase1", 23.9), ("margin", 9.1), ("phase2", 67.0)], "% of ε")
+    nested = {"budget_split": {"pairs": 12, "km_inv": {"phase1": 1.2, "phase2": 3.8}, "percent": {"phase1": 24.0,
+                                                                                              "phase2": 76.0}}}
+    assert budget_parts(nested) == ([("phase1", 24.0), ("phase2", 76.0)], "% of ε")
+
+
+def test_binned_histograms_and_checks_are_found_anywhere() -> None:
+    from mdpviz.ui.views import binned_histograms, check_rows, split_diagnostics
+
+    diag = {"eps_bar": {"hist": {"counts": np.array([1, 2]), "edges": np.array([0.1, 1.0, 10.0]),
+                                 "log10_edges": True}, "median": 0.5},
+            "violations": {"V_pair": {"violated": 3, "checked": 12, "exponent": "ε·d"}},
+            "lp": {"enforced": {"violated_pairs": 0, "checked_pairs": 6}}}
+    assert list(binned_histograms(diag)) == ["eps_bar.hist"]
+    rows = check_rows(diag)
+    assert [(r["check"], r["violated"], r["checked"], r["ratio"]) for r in rows] == [
+        ("violations.V_pair", "3", "12", "0.25"), ("lp.enforced", "0", "6", "0")]
+    scalars, arrays, other = split_diagnostics(diag)
+    assert set(scalars) == {"eps_bar.median"} and not arrays
 
 
 def test_diagnostics_render_generically_for_a_new_mechanism() -> None:
@@ -362,3 +380,26 @@ def test_too_large_k_for_the_city_is_an_error_message() -> None:
     assert "205 nodes" in texts(at.error)  # the library's own message: what to change
     at2 = app("app_pages/explore.py", query={"city": "west-oakland", "k": "500"})
     assert "`k=500` is outside [10, 205]" in texts(at2.warning)
+
+
+def test_panda_internals_panel() -> None:
+    """PAnDA's diagnostics become the anchors/budget panel, the checks table, histograms and map layers."""
+    at = app("app_pages/explore.py", query={"mech": "panda-p", "k": "80", "m": "20", "eps": "15"})
+    solve_button(at).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "Anchors and privacy budget" in texts(at.markdown)
+    assert "anchors (" in texts(at.caption) and "% of K = 80)" in texts(at.caption)
+    checks = next(df.value for df in at.dataframe if "check" in df.value.columns)
+    assert {"violations.V_pair", "violations.V_cf", "violations.V_pure"} <= set(checks["check"])
+    assert at.checkbox(key="show_users").value and at.checkbox(key="show_extra").value
+
+
+def test_tradeoff_sweeps_delta_for_panda() -> None:
+    at = app("app_pages/tradeoff.py", query={"sweep_mechs": "panda-e", "k": "60", "m": "15"})
+    at.selectbox(key="sweep_param").set_value("delta").run()
+    assert not at.exception
+    at.slider(key="sweep_n").set_value(2)
+    solve_button(at, "Run sweep").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    frame = at.session_state["sweep"].frame()
+    assert list(frame.param.unique()) == ["delta"] and len(frame) == 2

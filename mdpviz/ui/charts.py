@@ -81,6 +81,21 @@ def columns_chart(arr: NDArray[np.float64], title: str, height: int = 220) -> go
     return fig
 
 
+def binned_histogram(h: dict, title: str, height: int = 240) -> go.Figure:
+    """A histogram given as counts and bin edges (log-spaced edges drawn on a log axis)."""
+    edges = np.asarray(h["edges"], float)
+    counts = np.asarray(h["counts"], float)
+    log = bool(h.get("log10_edges")) and edges.min() > 0
+    centres = np.sqrt(edges[:-1] * edges[1:]) if log else (edges[:-1] + edges[1:]) / 2
+    fig = go.Figure(go.Bar(x=centres, y=counts, width=np.diff(edges), marker_color="#2563eb",
+                           hovertemplate="%{x:.3g}: %{y}<extra></extra>"))
+    extra = f", {h['zeros']:,} zeros not shown" if h.get("zeros") else ""
+    fig.update_layout(title={"text": f"{title} (n = {h.get('n', int(counts.sum())):,}{extra})", "font": {"size": 13}},
+                      height=height, margin=MARGIN, yaxis_title="count", bargap=0.05,
+                      xaxis_type="log" if log else "linear")
+    return fig
+
+
 def timing_bar(timings: dict[str, float], height: int = 200) -> go.Figure:
     """Horizontal bar of seconds per phase (the ``total_s`` entry is left out)."""
     items = [(k.removesuffix("_s"), v) for k, v in timings.items() if k != "total_s"]

@@ -123,6 +123,13 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
                            help="Points named in the mechanism's diagnostics, e.g. anchors."):
                 layers.extra_points = pts
                 symbols.append((pts[0], maps.ANCHOR, "ring"))
+        users = views.user_reports(result.diagnostics or {}, prob.k)
+        if users is not None:
+            ss.setdefault("show_users", True)
+            if st.checkbox(f"show users' sampled reports ({len(users[0]):,} users)", key="show_users",
+                           help="Each simulated user's true location joined to the report it sampled."):
+                layers.user_reports = users
+                symbols.append(("user → sampled report", maps.USER, "line"))
         n_viol = 0
         if ss["show_viol"] and ev is not None and ev["violations"]["violated_pairs"] > 0:
             vi, vj, vf, n_viol = cache.violating_pairs(prob, result, key, limit=VIOLATION_LINES)

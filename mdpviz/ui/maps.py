@@ -31,7 +31,8 @@ OUTPUT_RING = [120, 130, 150, 255]  # slate: visible on light and dark backgroun
 TRUE = [16, 185, 129, 255]
 EXPECTED = [236, 72, 153, 255]
 VIOLATION = [220, 38, 38, 150]
-ANCHOR = [234, 179, 8, 255]  # amber squares-ish rings: anchors and other diagnostic points
+ANCHOR = [234, 179, 8, 255]
+USER = [14, 165, 233, 220]  # users' sampled reports (PAnDA): sky-blue lines from x_n to y_n  # amber squares-ish rings: anchors and other diagnostic points
 
 
 class CompactDeck(pdk.Deck):
@@ -111,6 +112,7 @@ class MapLayers:
     violations: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]] | None = None
     attack_y: int | None = None                       # output whose posterior is shown (index into Y)
     extra_points: tuple[str, NDArray[np.float64], NDArray[np.float64]] | None = None  # (name, lat, lon): anchors
+    user_reports: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None  # (true secret, reported secret)
 
 
 def deck(prob: Problem, roads: pd.DataFrame, layers: MapLayers, *, height_px: int = 520,
@@ -152,6 +154,14 @@ def deck(prob: Problem, roads: pd.DataFrame, layers: MapLayers, *, height_px: in
         out.append(pdk.Layer("ScatterplotLayer", id="extra", data=edf, get_position=["lon", "lat"], filled=False,
                              stroked=True, get_line_color=ANCHOR, line_width_min_pixels=2, get_radius=1,
                              radius_units="'pixels'", radius_min_pixels=5, radius_max_pixels=5, pickable=True))
+    if layers.user_reports is not None and len(layers.user_reports[0]):
+        ui, uj = layers.user_reports
+        udf = pd.DataFrame({"s": np.column_stack([prob.x_lon[ui], prob.x_lat[ui]]).round(6).tolist(),
+                            "t": np.column_stack([prob.x_lon[uj], prob.x_lat[uj]]).round(6).tolist(),
+                            "tip": [f"user at x{a} reported x{b}" for a, b in zip(ui, uj, strict=True)]})
+        out.append(pdk.Layer("LineLayer", id="user-reports", data=udf, get_source_position="s",
+                             get_target_position="t", get_color=USER, get_width=2, width_min_pixels=2,
+                             pickable=True))
     if layers.Z_row is not None:
         z = layers.Z_row
         zmax = float(z.max()) if z.max() > 0 else 1.0

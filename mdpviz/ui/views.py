@@ -105,8 +105,49 @@ def metrics_panel(prob: Problem, result: Result, ev: dict[str, Any]) -> None:
     st.caption(f"Status: **{result.status}** · claim: {result.claim}")
 
 
+def is_binned(value: Any) -> bool:
+    """A pre-binned histogram: a dict with ``counts`` and ``edges`` (one more edge than counts)."""
+    return isinstance(value, dict) and "counts" in value and "edges" in value
+
+
+def is_check(value: Any) -> bool:
+    """A measured check: a dict with ``violated`` and ``checked`` counts (or ``violated_pairs``/``checked_pairs``)."""
+    return isinstance(value, dict) and (({"violated", "checked"} <= value.keys())
+                                        or ({"violated_pairs", "checked_pairs"} <= value.keys()))
+
+
+def _walk(prefix: str, value: Any, found: dict[str, Any], test: Any) -> None:
+    if test(value):
+        found[prefix] = value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _walk(f"{prefix}.{k}" if prefix else str(k), v, found, test)
+
+
+def binned_histograms(diag: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every pre-binned histogram in the diagnostics, by dotted name."""
+    found: dict[str, Any] = {}
+    _walk("", diag, found, is_binned)
+    return {k: v for k, v in found.items() if len(v["counts"]) and len(v["edges"]) == len(v["counts"]) + 1}
+
+
+def check_rows(diag: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every measured check (violated / checked) in the diagnostics as table rows with numerator/denominator."""
+    found: dict[str, Any] = {}
+    _walk("", diag, found, is_check)
+    rows = []
+    for name, v in found.items():
+        bad = v.get("violated", v.get("violated_pairs"))
+        total = v.get("checked", v.get("checked_pairs"))
+        rows.append({"check": name, "violated": f"{int(bad):,}", "checked": f"{int(total):,}",
+                     "ratio": f"{bad / total:.3g}" if total else "–", "exponent": str(v.get("exponent", ""))})
+    return rows
+
+
 def _flatten(prefix: str, value: Any, scalars: dict[str, Any], arrays: dict[str, np.ndarray],
              other: dict[str, str]) -> None:
+    if is_binned(value) or is_check(value):  # drawn as bar charts / listed in the checks table
+        return
     if isinstance(value, dict):
         for k, v in value.items():
             _flatten(f"{prefix}.{k}" if prefix else str(k), v, scalars, arrays, other)
@@ -173,6 +214,21 @@ def diagnostic_points(diag: dict[str, Any], prob: Problem) -> tuple[str, np.ndar
     return None
 
 
+def user_reports(diag: dict[str, Any], k: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Users' true secrets and sampled reports (both indices into X) from ``diag['users']``, where given."""
+    users = diag.get("users")
+    if not isinstance(users, dict) or "secret" not in users or "report_x" not in users:
+        return None
+    try:
+        src, dst = np.asarray(users["secret"], dtype=np.int64), np.asarray(users["report_x"], dtype=np.int64)
+    except (TypeError, ValueError):
+        return None
+    if src.shape != dst.shape or src.ndim != 1:
+        return None
+    ok = (dst >= 0) & (src >= 0) & (src < k) & (dst < k)
+    return src[ok], dst[ok]
+
+
 def diagnostics_panel(result: Result, k: int | None = None) -> None:
     """Generic view of ``result.diagnostics`` plus a specific PAnDA panel when its keys are present."""
     diag = result.diagnostics or {}
@@ -180,6 +236,17 @@ def diagnostics_panel(result: Result, k: int | None = None) -> None:
         st.caption("This mechanism reports no diagnostics.")
         return
     panda_panel(diag, result.eps, k)
+    checks = check_rows(diag)
+    if checks:
+        st.markdown("**Measured checks reported by the mechanism** (violated / checked)")
+        st.dataframe(pd.DataFrame(checks), hide_index=True, width="stretch")
+    binned = binned_histograms(diag)
+    if binned:
+        cols = st.columns(2)
+        for n, (name, h) in enumerate(binned.items()):
+            with cols[n % 2]:
+                st.plotly_chart(charts.binned_histogram(h, name), key=f"binned-{name}",
+                                config={"displayModeBar": False})
     scalars, arrays, other = split_diagnostics(diag)
     if scalars or other:
         rows = [{"diagnostic": k, "value": _cell(v)} for k, v in {**scalars, **other}.items()]
@@ -224,18 +291,29 @@ def anchor_count(diag: dict[str, Any]) -> tuple[str, int] | None:
     return None
 
 
-def budget_parts(diag: dict[str, Any]) -> list[tuple[str, float]]:
-    """The parts of a budget split (a dict named like ``budget``/``split`` of numbers), in order."""
+def budget_parts(diag: dict[str, Any]) -> tuple[list[tuple[str, float]], str]:
+    """The parts of a budget split and their unit: a dict named like ``budget``/``split`` of numbers, or its
+    ``percent`` (% of ε) or ``km_inv`` (km⁻¹) sub-dict."""
     split = _find(diag, "budget_split", "split")
     if split is None or not isinstance(split[1], dict):
-        return []
-    return [(str(n), float(x)) for n, x in split[1].items() if isinstance(x, (int, float, np.integer, np.floating))]
+        return [], ""
+    body, unit = split[1], ""
+    for sub_key, sub_unit in (("percent", "% of ε"), ("km_inv", "km⁻¹")):
+        if isinstance(body.get(sub_key), dict):
+            body, unit = body[sub_key], sub_unit
+            break
+    parts = [(str(n), float(x)) for n, x in body.items() if isinstance(x, (int, float, np.integer, np.floating))
+             and not isinstance(x, bool)]
+    if not unit and parts:
+        total = sum(x for _, x in parts)
+        unit = "% of ε" if 95 <= total <= 105 else ("fraction of ε" if 0.95 <= total <= 1.05 else "km⁻¹")
+    return parts, unit
 
 
 def panda_panel(diag: dict[str, Any], eps: float, k: int | None = None) -> None:
     """Anchor-based mechanisms (PAnDA, AIPO): anchor count and share of K, and the budget split when given."""
     anchors = anchor_count(diag)
-    parts = budget_parts(diag)
+    parts, unit = budget_parts(diag)
     if anchors is None and not parts:
         return
     st.markdown("**Anchors and privacy budget**")
@@ -244,9 +322,12 @@ def panda_panel(diag: dict[str, Any], eps: float, k: int | None = None) -> None:
         share = f" ({n / k:.1%} of K = {k:,})" if k else ""
         st.caption(f"{name}: **{n:,}** anchors{share}. The LP is solved over anchors only; PAnDA reports ≈ 15 % "
                    "of K in the paper.")
+    sizes = [(label, diag.get(key)) for key, label in (("expected_anchor_set_size", "expected anchor set size E|A_n|"),
+                                                        ("mean_anchor_set_size", "mean sampled |A_n|"))
+             if isinstance(diag.get(key), (int, float))]
+    if sizes:
+        st.caption(" · ".join(f"{label}: {value:.3g}" for label, value in sizes))
     if parts:
-        total = sum(x for _, x in parts)
-        unit = "% of ε" if 95 <= total <= 105 else ("fraction of ε" if 0.95 <= total <= 1.05 else "km⁻¹")
         st.plotly_chart(charts.stacked_split(parts, f"Budget split at ε = {eps:g} km⁻¹", unit),
                         key="panda-split", config={"displayModeBar": False})
 
