@@ -102,6 +102,7 @@ def test_auditor_within_its_stated_bound(pb, kind):
     rep = run_audit(pb, hood=20, n_cand=20, family="svd", rank=5, kind=kind, tau=0.1, samples=100,
                     rng=np.random.default_rng(2), targets={"dx": 0.5, "dy": 0.7, "cy": 0.9})
     assert [rep.blocks[t].eps_t <= v + 1e-12 for t, v in {"dx": 0.5, "dy": 0.7, "cy": 0.9}.items()] == [True] * 3
+    assert all(a.delta_t <= 0.1 for a in rep.blocks.values())  # the δ cap keeps b from "passing" by infinite loss
 
 
 def test_tightening_never_overestimates(pb):
@@ -129,7 +130,8 @@ def test_tightening_never_overestimates(pb):
 
 
 def test_benders_cuts_are_valid_and_match_the_direct_lp(pb):
-    cfg = DistaConfig(eps=40.0, users=4, gamma_mode="fixed", gamma=0.0, wem_radius=0.08, repair=False, seed=1)
+    cfg = DistaConfig(eps=40.0, users=4, gamma_mode="fixed", gamma=0.0, wem_radius=0.0, delta_max=0.3, repair=False,
+                      seed=1)
     bd = run(pb, cfg)
     direct = run(pb, DistaConfig(**{**cfg.__dict__, "solver": "direct"}))
     assert bd.lp_size["wem_entries"] > 0 and len(bd.benders.history) > 1  # the master really iterates
@@ -197,6 +199,8 @@ def test_budget_too_small_for_the_uploads_is_a_clear_error(pb):
         solve(pb, "dista-lp", {"eps": 5.0, "budget_mode": "fixed-b", "noise_mult": 1.0}, use_cache=False)
     with pytest.raises(ParameterError, match="ε_dx"):
         account(1.0, {"dx": 0.4, "dy": 0.4, "cy": 0.3}, {"dx": 0, "dy": 0, "cy": 0})
+    with pytest.raises(ParameterError, match="guarantees nothing"):
+        account(5.0, {"dx": 0.1, "dy": 0.1, "cy": 0.1}, {"dx": 0.5, "dy": 0.4, "cy": 0.3})
     b = account(1.0, {"dx": 0.2, "dy": 0.2, "cy": 0.1}, {"dx": 0.01, "dy": 0, "cy": 0.02})
     assert b.eps_pt == pytest.approx(0.5) and b.delta_total == pytest.approx(0.03)
 

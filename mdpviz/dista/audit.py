@@ -32,6 +32,8 @@ from .surrogates import BLOCKS, Fit, fit_user, permute
 from .tighten import overestimate, tighten
 from .users import make_user
 
+AUDIT_MAXFEV = 200  # Nelder–Mead evaluations per simulated fit (parametric families): 2·S fits per block
+
 
 @dataclass
 class BlockAudit:
@@ -93,14 +95,17 @@ def _eps_delta(pl: NDArray[np.float64]) -> tuple[float, float]:
 
 def calibrate_b(mu_i: NDArray[np.float64], mu_j: NDArray[np.float64], d: NDArray[np.float64],
                 direction: NDArray[np.int8], floor: NDArray[np.float64], kind: str, g: NDArray[np.float64],
-                target: float, lo: float = 1e-6, hi: float = 1e4) -> float:
-    """Smallest noise scale b (km, bisection in log b on common random numbers) whose audited ε_t ≤ ``target``."""
+                target: float, delta_max: float = 0.1, lo: float = 1e-6, hi: float = 1e4) -> float:
+    """Smallest noise scale b (km, bisection in log b on common random numbers) whose audit gives ε_t ≤ ``target``
+    and δ_t ≤ ``delta_max`` (without the δ cap, a tiny b would "pass" by making every loss infinite)."""
     def ok(b: float) -> bool:
-        return _eps_delta(_pl(mu_i, mu_j, d, direction, floor, kind, b, g))[0] <= target
+        eps_t, delta_t = _eps_delta(_pl(mu_i, mu_j, d, direction, floor, kind, b, g))
+        return eps_t <= target and delta_t <= delta_max
 
     if not ok(hi):
         raise ParameterError(f"No noise scale up to b = {hi:g} km brings the audited upload loss under "
-                             f"{target:.3g} km⁻¹; raise `upload_share` or ε.")
+                             f"{target:.3g} km⁻¹ with δ_t ≤ {delta_max:g}; raise `upload_share`, ε or `delta_max`, "
+                             "or use two-sided noise.")
     for _ in range(60):
         mid = float(np.sqrt(lo * hi))
         if ok(mid):
@@ -118,7 +123,7 @@ def simulate_fits(problem: Problem, locations: NDArray[np.int64], hood: int, n_c
     out = []
     for n, x in enumerate(locations):  # one short step-① simulation per sampled location
         user = make_user(problem, int(x), hood, n_cand)
-        fit = fit_user(user.blocks.as_dict(), family, rank, rng, perm_iters=0)
+        fit = fit_user(user.blocks.as_dict(), family, rank, rng, perm_iters=0, maxfev=AUDIT_MAXFEV)
         out.append((permute(user.blocks.as_dict(), fit.perm), fit))
         if n % 20 == 0:
             progress("audit: simulating users", n / len(locations))
@@ -128,7 +133,7 @@ def simulate_fits(problem: Problem, locations: NDArray[np.int64], hood: int, n_c
 def run_audit(problem: Problem, *, hood: int, n_cand: int, family: str, rank: int, kind: str, tau: float,
               samples: int, rng: np.random.Generator, b_fixed: float | None = None,
               targets: dict[str, float] | None = None, progress: Progress = no_progress,
-              cost_up: bool = False) -> AuditReport:
+              cost_up: bool = False, delta_max: float = 0.1) -> AuditReport:
     """Audit the three uploads on ``samples`` random pairs of secrets.
 
     Args:
@@ -136,6 +141,7 @@ def run_audit(problem: Problem, *, hood: int, n_cand: int, family: str, rank: in
         targets: per block the ε_t (km⁻¹) to reach; b is then the smallest scale that meets it.
         tau: deterministic shrink (km) of lowering coordinates.
         cost_up: the cost block's noise raises the surface (``cost_noise`` = 'up') instead of lowering it.
+        delta_max: largest δ_t the target search accepts per upload.
     """
     if problem.k < 2:
         raise ParameterError("The auditor needs at least two secrets.")
@@ -159,7 +165,7 @@ def run_audit(problem: Problem, *, hood: int, n_cand: int, family: str, rank: in
             b = float(b_fixed)
         else:
             assert targets is not None
-            b = calibrate_b(mu_i, mu_j, d, direction, floor, kind, g, targets[t])
+            b = calibrate_b(mu_i, mu_j, d, direction, floor, kind, g, targets[t], delta_max)
         pl = _pl(mu_i, mu_j, d, direction, floor, kind, b, g)
         eps_t, delta_t = _eps_delta(pl)
         bound = np.abs(mu_i - mu_j).sum(axis=1) / (b * d)

@@ -48,7 +48,8 @@ def account(eps: float, eps_t: dict[str, float], delta_t: dict[str, float], min_
     """Compose the uploads' audited losses; raise ParameterError when nothing is left for the final report.
 
     Raises:
-        ParameterError: when ε − Σ ε_t < ``min_eps_pt`` (km⁻¹), naming each ε_t and what to change.
+        ParameterError: when ε − Σ ε_t < ``min_eps_pt`` (km⁻¹), naming each ε_t and what to change; or when
+            Σ δ_t ≥ 1 (the composition is void).
     """
     budget = Budget(eps, dict(eps_t), dict(delta_t))
     if not math.isfinite(budget.eps_upload) or budget.eps_pt < min_eps_pt:
@@ -57,6 +58,12 @@ def account(eps: float, eps_t: dict[str, float], delta_t: dict[str, float], min_
                f"ε_pt = {budget.eps_pt:.3g} km⁻¹ for the final report (needs ≥ {min_eps_pt:g}). Raise ε, raise the "
                "upload noise (`noise_mult`), or let the auditor fit the noise to a share of ε "
                "(`budget_mode` = 'target' with `upload_share` < 1).")
+        raise ParameterError(msg)
+    if budget.delta_total >= 1.0:
+        parts = " + ".join(f"δ_{t} {v:.3g}" for t, v in budget.delta_t.items())
+        msg = (f"The audited uploads have {parts} = {budget.delta_total:.3g} ≥ 1: their losses exceed ε_t so often "
+               "that the PmDP composition (Prop. 1) guarantees nothing. Raise the upload noise (`noise_mult`), use "
+               "`budget_mode` = 'target' (which caps each δ_t by `delta_max`), or use two-sided noise.")
         raise ParameterError(msg)
     return budget
 

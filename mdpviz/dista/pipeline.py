@@ -46,6 +46,7 @@ class DistaConfig:
     tau_c: float = 0.5
     budget_mode: str = "target"
     upload_share: float = 0.5
+    delta_max: float = 0.1
     noise_mult: float = 1.0
     audit_samples: int = 100
     gamma_mode: str = "audit"
@@ -137,7 +138,8 @@ def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
     b_fixed = cfg.noise_mult / cfg.eps if cfg.budget_mode == "fixed-b" else None
     audit = run_audit(problem, hood=cfg.hood, n_cand=cfg.candidates, family=cfg.family, rank=cfg.rank,
                       kind=cfg.noise, tau=cfg.tau, samples=cfg.audit_samples, rng=r_audit, b_fixed=b_fixed,
-                      targets=targets, progress=progress, cost_up=cfg.cost_noise == "up")
+                      targets=targets, progress=progress, cost_up=cfg.cost_noise == "up",
+                      delta_max=cfg.delta_max)
     timings["audit_s"] = time.perf_counter() - t1
     budget = account(cfg.eps, {t: a.eps_t for t, a in audit.blocks.items()},
                      {t: a.delta_t for t, a in audit.blocks.items()})

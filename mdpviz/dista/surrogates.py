@@ -9,6 +9,7 @@ lowers the surface, +1: adding lowers it, 0: no sign lowers it, so the noise sta
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,14 +25,23 @@ RBF_GRID = 5  # centres per side of the RBF family (25 weights, the paper's Tabl
 RBF_SIGMA = 0.35  # shared RBF bandwidth on the unit square (the artifact's 0.35·n in index units)
 POLY_TERMS = tuple((p, q) for p in range(4) for q in range(4) if p + q <= 3)  # full cubic: 10 terms
 POLY_RIDGE = 1e-3  # ρ of the ridge term of the polynomial fit
+FIT_MAXFEV = 600  # Nelder–Mead evaluations per parametric fit on a device (the auditor uses fewer)
+
+
+@functools.lru_cache(maxsize=64)
+def _axes(n: int, m: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Row and column coordinates on the unit square (cached: Nelder–Mead evaluates thousands of surfaces)."""
+    u = np.linspace(0.0, 1.0, n) if n > 1 else np.zeros(1)
+    v = np.linspace(0.0, 1.0, m) if m > 1 else np.zeros(1)
+    return u, v
 
 
 def _grid(n: int, m: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    u = np.linspace(0.0, 1.0, n) if n > 1 else np.zeros(1)
-    v = np.linspace(0.0, 1.0, m) if m > 1 else np.zeros(1)
+    u, v = _axes(n, m)
     return np.meshgrid(u, v, indexing="ij")
 
 
+@functools.lru_cache(maxsize=64)
 def _poly_basis(n: int, m: int) -> NDArray[np.float64]:
     """(n·m, 10) Legendre products L_p(2u−1)·L_q(2v−1)."""
     U, V = _grid(n, m)
@@ -39,6 +49,7 @@ def _poly_basis(n: int, m: int) -> NDArray[np.float64]:
                             for p, q in POLY_TERMS])
 
 
+@functools.lru_cache(maxsize=64)
 def _rbf_basis(n: int, m: int) -> NDArray[np.float64]:
     """(n·m, 25) Gaussian kernels around a fixed 5×5 grid of centres on the unit square."""
     U, V = _grid(n, m)
@@ -92,9 +103,9 @@ def _evaluate(family: str, shape: tuple[int, int], th: NDArray[np.float64],
         return (public["U"] * th[None, :]) @ public["V"].T
     if family == "gaussian":
         a, b, cu, cv, su, sv = th
-        U, V = _grid(n, m)
+        u, v = _axes(n, m)
         su, sv = max(abs(su), 1e-3), max(abs(sv), 1e-3)
-        return a * np.exp(-(U - cu) ** 2 / (2 * su * su) - (V - cv) ** 2 / (2 * sv * sv)) + b
+        return a * np.outer(np.exp(-(u - cu) ** 2 / (2 * su * su)), np.exp(-(v - cv) ** 2 / (2 * sv * sv))) + b
     if family == "polynomial":
         return (_poly_basis(n, m) @ th).reshape(n, m)
     if family == "rbf":
@@ -118,7 +129,7 @@ def _nelder_mead(loss, x0: NDArray[np.float64], maxfev: int) -> NDArray[np.float
     return np.asarray(best, dtype=np.float64)
 
 
-def fit_parametric(A: NDArray[np.float64], family: str, maxfev: int = 1500) -> Surrogate:
+def fit_parametric(A: NDArray[np.float64], family: str, maxfev: int = FIT_MAXFEV) -> Surrogate:
     """Fit a Gaussian, polynomial or RBF surface to A by Nelder–Mead on the ℓ1 loss (plus the family's penalty)."""
     n, m = A.shape
     a = A.ravel()
@@ -127,7 +138,8 @@ def fit_parametric(A: NDArray[np.float64], family: str, maxfev: int = 1500) -> S
 
         def loss(t: NDArray[np.float64]) -> float:
             box = 0.0 if t[0] >= 0 else 1e3 * -t[0]  # box constraint A ≥ 0 as a penalty
-            spread = sum(1e3 * max(0.02 - abs(s), 0) + 1e3 * max(abs(s) - 5.0, 0) for s in t[4:])
+            s = np.abs(t[4:])
+            spread = 1e3 * float(np.maximum(0.02 - s, 0).sum() + np.maximum(s - 5.0, 0).sum())
             return float(np.abs(_evaluate("gaussian", (n, m), t, {}).ravel() - a).sum() + box + spread)
 
         theta = _nelder_mead(loss, x0, maxfev)
@@ -153,9 +165,9 @@ def fit_parametric(A: NDArray[np.float64], family: str, maxfev: int = 1500) -> S
     return sur
 
 
-def fit_block(A: NDArray[np.float64], family: str, rank: int) -> Surrogate:
-    """Fit one block with ``family`` (rank is used by SVD only)."""
-    return fit_svd(A, rank) if family == "svd" else fit_parametric(A, family)
+def fit_block(A: NDArray[np.float64], family: str, rank: int, maxfev: int = FIT_MAXFEV) -> Surrogate:
+    """Fit one block with ``family`` (rank is used by SVD only, ``maxfev`` by the parametric families)."""
+    return fit_svd(A, rank) if family == "svd" else fit_parametric(A, family, maxfev)
 
 
 def permute(blocks: dict[str, NDArray[np.float64]], perm: NDArray[np.int64]) -> dict[str, NDArray[np.float64]]:
@@ -180,7 +192,7 @@ class Fit:
 
 
 def fit_user(blocks: dict[str, NDArray[np.float64]], family: str, rank: int, rng: np.random.Generator,
-             perm_iters: int = 10, weights: dict[str, float] | None = None) -> Fit:
+             perm_iters: int = 10, weights: dict[str, float] | None = None, maxfev: int = FIT_MAXFEV) -> Fit:
     """Step ①: draw a private random permutation, fit every block, then refine the permutation by greedy swaps.
 
     Each outer iteration tries every pairwise swap with the surrogates held fixed, applies the best one if it
@@ -192,7 +204,7 @@ def fit_user(blocks: dict[str, NDArray[np.float64]], family: str, rank: int, rng
     n = blocks["dx"].shape[0]
     perm = rng.permutation(n).astype(np.int64)
     pb = permute(blocks, perm)
-    fits = {t: fit_block(A, family, rank) for t, A in pb.items()}
+    fits = {t: fit_block(A, family, rank, maxfev) for t, A in pb.items()}
     history = [weighted_loss(pb, fits, weights)]
     swaps = 0
     if family != "svd":
@@ -211,7 +223,7 @@ def fit_user(blocks: dict[str, NDArray[np.float64]], family: str, rank: int, rng
                 break
             perm, swaps = best_pair, swaps + 1
             pb = permute(blocks, perm)
-            fits = {t: fit_block(A, family, rank) for t, A in pb.items()}
+            fits = {t: fit_block(A, family, rank, maxfev) for t, A in pb.items()}
             history.append(weighted_loss(pb, fits, weights))
     return Fit(perm, fits, history, swaps)
 

@@ -40,7 +40,8 @@ PARAMS = (
           label="|N_m|"),
     Param("candidates", int, 20, "candidate outputs |Y_m|: the outputs nearest the record (0 = all of Y)", low=0,
           high=500, label="|Y_m|"),
-    Param("surrogate", str, "svd", "surrogate family of step ①", choices=FAMILIES, label="surrogate"),
+    Param("surrogate", str, "svd", "surrogate family of step ①; the Nelder–Mead families (gaussian, polynomial, "
+          "rbf) take about a minute, mostly in the auditor's simulated fits", choices=FAMILIES, label="surrogate"),
     Param("rank", int, 5, "rank k of the SVD surrogate", low=1, high=30, label="SVD rank k"),
     Param("perm_iters", int, 5, "greedy swap iterations of the permutation search (parametric families only)",
           low=0, high=50, label="swap iterations"),
@@ -56,6 +57,9 @@ PARAMS = (
           choices=BUDGET_MODES, label="budget mode"),
     Param("upload_share", float, 0.5, "share of ε for the three uploads (target mode)", low=0.01, high=1.0,
           open_high=True, label="upload share"),
+    Param("delta_max", float, 0.1, "largest δ_t per upload the target search accepts: the audited share of "
+          "samples whose loss exceeds ε_t (one-sided noise has infinite loss with positive probability)", low=0.0,
+          high=1.0, open_high=True, label="δ cap per upload"),
     Param("noise_mult", float, 1.0, "b = noise_mult/ε km in fixed-b mode (the artifact's 1)", low=0.01,
           high=1000.0, log=True, label="noise multiplier"),
     Param("audit_samples", int, 100, "Monte-Carlo pairs of the PmDP auditor (the paper's S_ℓ)", low=10, high=5000,
