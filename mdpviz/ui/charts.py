@@ -114,7 +114,8 @@ def stacked_split(parts: Sequence[tuple[str, float]], title: str, unit: str, hei
         fig.add_trace(go.Bar(x=[v], y=[""], orientation="h", name=name, marker_color=palette[n % len(palette)],
                              hovertemplate=f"{name}: %{{x:.3g}} {unit}<extra></extra>"))
     fig.update_layout(barmode="stack", height=height, margin=MARGIN, xaxis_title=unit,
-                      title={"text": title, "font": {"size": 13}}, legend={"orientation": "h", "y": -0.5})
+                      title={"text": title, "font": {"size": 13}},
+                      legend={"orientation": "h", "y": -0.5, "traceorder": "normal"})
     return fig
 
 

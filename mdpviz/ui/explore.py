@@ -117,16 +117,17 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
             legends.append(maps.legend_html(f"Attacker's posterior Pr[x | y{ss['attack_y']}] (probability)", "post",
                                             "0", f"{post.max():.3g}"))
         pts = views.diagnostic_points(result.diagnostics or {}, prob)
-        if pts is not None:
+        users = views.user_reports(result.diagnostics or {}, prob.k)
+        e1, e2 = st.columns(2) if pts is not None or users is not None else (None, None)
+        if pts is not None and e1 is not None:
             ss.setdefault("show_extra", True)
-            if st.checkbox(f"show {pts[0]} ({len(pts[1]):,} points)", key="show_extra",
+            if e1.checkbox(f"show {pts[0]} ({len(pts[1]):,} points)", key="show_extra",
                            help="Points named in the mechanism's diagnostics, e.g. anchors."):
                 layers.extra_points = pts
                 symbols.append((pts[0], maps.ANCHOR, "ring"))
-        users = views.user_reports(result.diagnostics or {}, prob.k)
-        if users is not None:
+        if users is not None and e2 is not None:
             ss.setdefault("show_users", True)
-            if st.checkbox(f"show users' sampled reports ({len(users[0]):,} users)", key="show_users",
+            if e2.checkbox(f"show users' sampled reports ({len(users[0]):,} users)", key="show_users",
                            help="Each simulated user's true location joined to the report it sampled."):
                 layers.user_reports = users
                 symbols.append(("user → sampled report", maps.USER, "line"))
@@ -145,7 +146,9 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
             guess = int(np.argmax(post))
             caption += (f" An attacker who sees **y{k}** finds x{guess} most likely (Pr = {post[guess]:.3g}); "
                         f"the selected x{i} has Pr = {post[i]:.3g}.")
-    deck = maps.deck(prob, cache.road_segments(prob.city) if prob.city else _no_roads(), layers)
+    # the map column is about 600 × 470 px at 1280×800: fit the secrets to that
+    deck = maps.deck(prob, cache.road_segments(prob.city) if prob.city else _no_roads(), layers, width_px=600,
+                     height_px=470)
     map_key = f"explore_map_{ss.get('map_generation', 0)}"
     st.pydeck_chart(deck, on_select=lambda: _on_click(map_key), selection_mode="single-object",
                     key=map_key, height=470, alt="Map of the road network, secrets, outputs and the "

@@ -89,11 +89,12 @@ def view_state(prob: Problem, width_px: int = 800, height_px: int = 520) -> pdk.
     lat0, lat1 = float(prob.x_lat.min()), float(prob.x_lat.max())
     lon0, lon1 = float(prob.x_lon.min()), float(prob.x_lon.max())
     clat = (lat0 + lat1) / 2
-    lon_span = max(lon1 - lon0, 1e-4) * 1.1
-    lat_span = max(lat1 - lat0, 1e-4) * 1.1
-    z_lon = math.log2(width_px * 360 / (256 * lon_span))
-    z_lat = math.log2(height_px * 360 * math.cos(math.radians(clat)) / (256 * lat_span))
-    return pdk.ViewState(latitude=clat, longitude=(lon0 + lon1) / 2, zoom=min(z_lon, z_lat) - 0.15,
+    lon_span = max(lon1 - lon0, 1e-4) * 1.05
+    lat_span = max(lat1 - lat0, 1e-4) * 1.05
+    # deck.gl draws the whole world 512 px wide at zoom 0
+    z_lon = math.log2(width_px * 360 / (512 * lon_span))
+    z_lat = math.log2(height_px * 360 * math.cos(math.radians(clat)) / (512 * lat_span))
+    return pdk.ViewState(latitude=clat, longitude=(lon0 + lon1) / 2, zoom=min(z_lon, z_lat) - 0.05,
                          pitch=0, bearing=0)
 
 

@@ -102,7 +102,12 @@ def metrics_panel(prob: Problem, result: Result, ev: dict[str, Any]) -> None:
     total = result.timings.get("total_s", sum(result.timings.values()))
     st.metric("Solve time", format_s(total), help="Wall-clock seconds of the solve (from the cache: as measured "
                                                      "when it was first solved).")
-    st.caption(f"Status: **{result.status}** · claim: {result.claim}")
+    st.caption(f"Status: **{result.status}**")
+    if len(result.claim) <= 60:
+        st.caption(f"Privacy claim: {result.claim}")
+    else:
+        with st.expander("Privacy claim"):
+            st.caption(result.claim)
 
 
 def is_binned(value: Any) -> bool:
