@@ -206,7 +206,8 @@ def _csc_dense(V: NDArray[np.float64]) -> tuple[NDArray[np.int32], NDArray[np.in
 class _Pricer:
     """One warm-started HiGHS model per output: min g·v over [0,1]^n with a lazily grown pair set."""
 
-    def __init__(self, Es: NDArray[np.float64], m: int, knn: int) -> None:
+    def __init__(self, Es: NDArray[np.float64], m: int, knn: int,
+                 extra: list[NDArray[np.int64]] | None = None) -> None:
         n = len(Es)
         self.n, self.m, self.Es = n, m, Es
         sym = np.minimum(Es, Es.T).copy()
@@ -228,8 +229,9 @@ class _Pricer:
             h.setOptionValue("presolve", "off")
             h.addVars(n, np.zeros(n), np.ones(n))
             self.models.append(h)
-            self._add(y, key)
-            self.pairs[y].update(key.tolist())
+            ky = key if extra is None else np.union1d(key, extra[y])
+            self._add(y, ky)
+            self.pairs[y].update(ky.tolist())
 
     def _add(self, y: int, key: NDArray[np.int64]) -> None:
         i, j = key // self.n, key % self.n
@@ -270,6 +272,9 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
                      tol: float = 1e-8, time_limit: float | None = None, progress: Progress = no_progress,
                      knn: int = 8, alpha: float = 0.5, max_iter: int = 5000,
                      max_atoms_factor: float = 6.0, debug: bool = False, share: int = 3, lower_box: bool = True,
+                     full_every: int = 4, init_atoms: NDArray[np.float64] | None = None,
+                     init_owner: NDArray[np.int64] | None = None,
+                     init_pairs: list[NDArray[np.int64]] | None = None,
                      out_rows: NDArray[np.int64] | None = None) -> StructuredOutcome:
     """Solve min Σ W∘Z over row-stochastic Z whose columns satisfy Z[i,y] ≤ e^{E[i,j]} Z[j,y] for all i, j.
 
@@ -289,6 +294,10 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
         max_iter: iteration cap (status ``iteration limit``).
         max_atoms_factor: purge unused atoms when there are more than this many times n.
         lower_box: also impose μ ≥ 0 through surplus columns (dropped automatically if still used at the end).
+        full_every: price every output (and update the bound) every this many iterations; in between only
+            the outputs whose last pricing gave a column (1 = always price all).
+        init_atoms, init_owner: extra starting atoms (n, a), each exactly in the cone, and their outputs (a,).
+        init_pairs: per output, extra pricing pairs as keys i·n + j.
         share: each output receives up to this many of the iteration's new atoms (priced for any output).
         out_rows: (m,) row index of each output's own location (Y ⊂ X), used to shape the starting columns;
             default: the row where the output is cheapest.
@@ -358,13 +367,17 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
         atom_owner = np.concatenate([atom_owner, own])
 
     add_atoms(A0, own0)
+    if init_atoms is not None and init_owner is not None and init_atoms.shape[1]:
+        add_atoms(np.asarray(init_atoms, dtype=np.float64), np.asarray(init_owner, dtype=np.int64))
     timings["init_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    pricer = _Pricer(Es, m, knn)
+    pricer = _Pricer(Es, m, knn, init_pairs)
     timings["pricing_setup_s"] = time.perf_counter() - t0
 
     box_on = True
+    last_val = np.full(m, -np.inf)
+    partial_ok = True
     lower_box_on = lower_box
     if not lower_box:
         master.changeColsBounds(n, np.arange(n, 2 * n, dtype=np.int32), np.zeros(n), np.zeros(n))
@@ -389,6 +402,12 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
             master.setOptionValue("time_limit", float(max(deadline - time.perf_counter(), 0.01)))
         master.run()
         t_master += time.perf_counter() - t0
+        if master.getModelStatus() not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit):
+            # rare numerical trouble of the warm-started primal simplex: retry from scratch with dual simplex
+            master.setOptionValue("simplex_strategy", 1)
+            master.clearSolver()
+            master.run()
+            master.setOptionValue("simplex_strategy", 4)
         if master.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             if master.getModelStatus() == highspy.HighsModelStatus.kTimeLimit:
                 status = "time limit"
@@ -408,17 +427,23 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
             ub = min(ub, obj)
 
         improved = False
+        # partial pricing: outputs that gave no column last time are priced only on full rounds (every
+        # `full_every` iterations, and whenever a partial round finds nothing); the bound needs a full round
+        full = (it % full_every == 1) or full_every <= 1 or not partial_ok
+        todo = np.arange(m) if full else np.flatnonzero(last_val < -1e-12)
+        if len(todo) == 0:
+            full, todo = True, np.arange(m)
         for attempt in (0, 1):
             # attempt 0: smoothed dual; attempt 1 (mis-pricing): the master's own dual
             a = alpha if (attempt == 0 and np.isfinite(lb_best)) else 0.0
             mu_s = a * mu_best + (1 - a) * mu
             G = Wn - mu_s[:, None]
             t0 = time.perf_counter()
-            V = np.empty((n, m))
-            vals = np.empty(m)
-            for y in range(m):
+            V = np.zeros((n, m))
+            vals = np.zeros(m)
+            for y in todo:
                 rem = None if deadline is None else deadline - time.perf_counter()
-                v, val, st = pricer.price(y, G[:, y], rem)
+                v, val, st = pricer.price(int(y), G[:, y], rem)
                 if st != "optimal":
                     if rem is not None and rem <= 0.05:
                         status, message = "time limit", f"time limit while pricing at iteration {it}"
@@ -426,25 +451,26 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
                     raise SolverError(f"A pricing LP failed ({st}).")
                 V[:, y], vals[y] = v, val
                 n_price += 1
-            else:
-                st = "optimal"
             t_price += time.perf_counter() - t0
             if status == "time limit":
                 break
-            lb = float(mu_s.sum() + np.minimum(vals, 0.0).sum())
-            if lb > lb_best:
-                lb_best, mu_best = lb, mu_s.copy()
+            last_val[todo] = vals[todo]
+            if full:
+                lb = float(mu_s.sum() + np.minimum(vals, 0.0).sum())
+                if lb > lb_best:
+                    lb_best, mu_best = lb, mu_s.copy()
             # repair pricing vertices into the cone; remember the pairs they broke
             t0 = time.perf_counter()
             with np.errstate(divide="ignore"):
-                logv = np.log(V)
+                logv = np.log(V[:, todo])
             u, arg = lipschitz_repair(logv, Es)
-            Vr = np.exp(u)
+            Vr = np.zeros((n, m))
+            Vr[:, todo] = np.exp(u)
             broke = u > np.where(np.isfinite(logv), logv, -np.inf) + 1e-9
             pairs_added = 0
-            for y in np.flatnonzero(broke.any(axis=0)):
-                js = np.flatnonzero(broke[:, y])
-                pairs_added += pricer.add_pairs(int(y), arg[js, y], js)
+            for c in np.flatnonzero(broke.any(axis=0)):
+                js = np.flatnonzero(broke[:, c])
+                pairs_added += pricer.add_pairs(int(todo[c]), arg[js, c], js)
             t_repair += time.perf_counter() - t0
             # every repaired vertex is an atom of the shared cone: offer it to every output whose reduced cost
             # it improves (the best `share` atoms per output), not only to the output that priced it
@@ -473,6 +499,10 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
         if not art_used and gap <= tol:
             status = "optimal"
             break
+        if not improved and not full:
+            partial_ok = False  # a partial round found nothing: price every output next time
+            continue
+        partial_ok = True
         if not improved:
             if art_used:
                 if np.any(art[n:] > 1e-11) and lower_box_on:
@@ -525,6 +555,9 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
     size = {"master_rows": n, "atoms": int(len(atom_owner)), "atoms_used": int(len(use)),
             "pricing_lps": int(n_price), "pricing_rows_max": int(pricer.n_rows.max()),
             "pricing_rows_mean": int(pricer.n_rows.mean()), "variables": n * m}
-    diagnostics = {"iterations": it, "history": history, "outputs_used": int(len(np.unique(atom_owner[use]))),
+    diagnostics = {"atoms_final": atom_store[:, use], "atom_owner_final": atom_owner[use],
+                   "pricing_pairs": [np.fromiter(p, dtype=np.int64) for p in pricer.pairs],
+                   "iterations": it, "history": history, "outputs_used": int(len(np.unique(atom_owner[use]))),
                    "box_dropped": not box_on, **fix}
     return StructuredOutcome(Z, status, objective, bound, timings, size, diagnostics, message)
+
