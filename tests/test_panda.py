@@ -167,6 +167,13 @@ def test_anpo_reduction_is_exact_and_enforces_its_constraints() -> None:
     bound = (1 + 1e-9) * np.exp(E)[:, :, None] * Z[None, :, :] + 1e-12
     assert not (Z[:, None, :] > bound).any()
     assert out.enforced["violated_pairs"] == 0
+    # an infinite exponent is no constraint: dropping far pairs can only lower the optimum
+    E_far = E.copy()
+    E_far[d >= 1.5] = np.inf
+    np.fill_diagonal(E_far, 0.0)
+    loose = solve_anpo(E_far, w, c)
+    assert loose.objective_m <= out.objective_m * (1 + 1e-7) and loose.enforced["violated_pairs"] == 0
+    assert loose.pairs < len(i)
 
 
 @pytest.fixture(scope="module")

@@ -65,6 +65,9 @@ _PARAMS = (
           "grows fast: about 5 s at 60 rows × 100 outputs)", low=1, high=100_000, label="max AnPO rows"),
     Param("relaxed_max_rows", int, 40, "solve the relaxed AnPO (lower bound, ratio) only up to this many anchors; "
           "0 skips it", low=0, high=100_000, label="max relaxed-AnPO rows"),
+    Param("pair_radius_km", float, 0.0, "constrain only anchor pairs closer than this (the authors' code uses "
+          "0.8 km); 0 = every anchor pair (paper Eq. 31). A radius trades the guarantee for speed: check V_pair",
+          low=0.0, high=1000.0, unit="km", label="constraint radius"),
     Param("cf_samples", int, 200, "alternative secrets per user for V_cf (0 = all of X)", low=0, high=100_000,
           label="V_cf samples per user"),
 )
@@ -115,6 +118,11 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
     ix = np.ix_(anchors, anchors)
     d_a, cost_a = d[ix], cost[ix]
     E, clipped = anpo_exponents(d_a, cost_a, margins.xi_hat, eps)
+    radius = params["pair_radius_km"]
+    far = (d_a >= radius) if radius > 0 else np.zeros_like(d_a, dtype=bool)
+    np.fill_diagonal(far, False)
+    E[far] = np.inf  # no constraint between anchors at least `radius` apart
+    clipped = int(((E == 0) & ~np.eye(len(E), dtype=bool)).sum())
     weights = p[anchors] / p[anchors].sum()
     c_a = problem.c[anchors]
     left = None if time_limit is None else max(0.01, time_limit - (time.perf_counter() - t_start))
@@ -124,7 +132,8 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
     timings["lp_solve_s"] = out.solve_s
     lp_info = {"anchors": len(anchors), "rows_after_merge": out.rows, "pairs": out.pairs, "rounds": out.rounds,
                "size": out.size, "status": out.status, "solver": params["anpo_solver"], "method": params["method"],
-               "repair_mass_added": out.repair_mass, "clipped_pairs": clipped,
+               "repair_mass_added": out.repair_mass, "clipped_pairs": clipped, "pair_radius_km": radius,
+               "unconstrained_pairs": int(far.sum()),
                "clipped_fraction": clipped / max(1, len(anchors) * (len(anchors) - 1)), "message": out.message}
     diagnostics: dict[str, Any] = {
         "variant": variant, "decay": VARIANT_NAMES[variant], "gamma_km": sel.gamma_km, "d_max_km": d_max,
@@ -157,7 +166,9 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
     relaxed: dict[str, Any] = {"solved": False}
     if 0 < len(anchors) <= params["relaxed_max_rows"]:
         left = None if time_limit is None else max(0.01, time_limit - (time.perf_counter() - t_start))
-        r = solve_anpo(eps * d_a, weights, c_a, how=params["anpo_solver"], method=params["method"],
+        e_relaxed = eps * d_a
+        e_relaxed[far] = np.inf  # same pair set as the AnPO it bounds
+        r = solve_anpo(e_relaxed, weights, c_a, how=params["anpo_solver"], method=params["method"],
                        time_limit=left, progress=progress, phase="relaxed AnPO")
         relaxed = {"solved": r.Z is not None, "status": r.status, "objective_m": r.objective_m, "size": r.size,
                    "ratio": (out.objective_m / r.objective_m) if r.objective_m and out.objective_m is not None

@@ -69,6 +69,7 @@ def anpo_exponents(d_a: NDArray[np.float64], cost_a: NDArray[np.float64], xi_a: 
 
     ``xi_a`` may be NaN where ε̄ ≥ ε (no room: the exponent is 0 whatever ξ̂ is).
     """
+    xi_a = np.where(np.isinf(xi_a), np.nan, xi_a)
     raw = eps * d_a - cost_a - np.nan_to_num(xi_a, nan=0.0)
     off = ~np.eye(len(d_a), dtype=bool)
     clipped = int(((raw < 0) | ((eps * d_a - cost_a) <= 0))[off].sum())
@@ -94,10 +95,11 @@ def violated_pairs(Z: NDArray[np.float64], E: NDArray[np.float64], tolerance: fl
     """Ordered pairs (i, j) with some y: Z[i,y] > (1 + τ)·e^{E_ij}·Z[j,y] + 1e-12, and the number of triples."""
     n = len(Z)
     bi, bj, triples = [], [], 0
-    bound_base = (1 + tolerance) * np.exp(np.minimum(E, 700.0))
+    bound_base = np.where(np.isinf(E), np.inf, (1 + tolerance) * np.exp(np.minimum(E, 700.0)))
     for s in range(0, n, chunk):
         e = slice(s, min(s + chunk, n))
-        over = Z[e, None, :] > bound_base[e][:, :, None] * Z[None, :, :] + ABS_SLACK
+        with np.errstate(invalid="ignore"):  # inf·0 (an unconstrained pair, a zero entry) is no violation
+            over = Z[e, None, :] > bound_base[e][:, :, None] * Z[None, :, :] + ABS_SLACK
         triples += int(over.sum())
         i, j = np.nonzero(over.any(axis=2))
         bi.append(i + s)
@@ -145,7 +147,7 @@ def _worst_violations(Z: NDArray[np.float64], E: NDArray[np.float64], per_row: i
     """Up to ``per_row`` most violated partners j of each row i (largest max_y ln(z_iy/z_jy) − E_ij, if violated)."""
     n = len(Z)
     bi, bj = [], []
-    bound = (1 + TOLERANCE) * np.exp(np.minimum(E, 700.0))
+    bound = np.where(np.isinf(E), np.inf, (1 + TOLERANCE) * np.exp(np.minimum(E, 700.0)))
     with np.errstate(divide="ignore", invalid="ignore"):
         logz = np.log(Z)
         for s in range(0, n, chunk):
@@ -172,7 +174,7 @@ def solve_anpo(E: NDArray[np.float64], weights: NDArray[np.float64], c: NDArray[
     """Minimise Σ_x weights_x Σ_y c_xy z_xy subject to z_i,y ≤ e^{E_ij} z_j,y (all ordered pairs) and rows summing to 1.
 
     Args:
-        E: (n, n) exponents, nats, ≥ 0, symmetric or not; the diagonal is ignored.
+        E: (n, n) exponents, nats, ≥ 0, symmetric or not; the diagonal is ignored; +inf = unconstrained pair.
         weights: objective weight per row (e.g. the prior of each anchor). c: (n, M) cost, metres.
         how: ``cuts`` or ``monolithic`` (module docstring). method: HiGHS ``ipm`` or ``simplex``.
         time_limit: seconds for all solves together; on expiry Z is None.
@@ -196,6 +198,8 @@ def solve_anpo(E: NDArray[np.float64], weights: NDArray[np.float64], c: NDArray[
         pi, pj = implied_free_pairs(Fc)
     else:
         pi, pj = _nearest_pairs(Fc, start_k)
+    finite = np.isfinite(Fc[pi, pj])  # an infinite exponent is no constraint (pairs beyond a radius)
+    pi, pj = pi[finite], pj[finite]
     build_s = time.perf_counter() - t0
     solve_s, rounds = 0.0, 0
     out = None
