@@ -58,7 +58,7 @@ def neighbourhood(problem: Problem, x: int, n: int) -> NDArray[np.int64]:
 
 def candidates(problem: Problem, x: int, m: int) -> NDArray[np.int64]:
     """The ``m`` outputs of Y nearest to secret ``x`` (indices into Y); all of Y when ``m`` is 0."""
-    order = np.argsort(problem.d_xy[x], kind="stable")
+    order = np.argsort(problem.d[x, problem.y_index], kind="stable")  # one row, not the whole K×|Y| d_xy
     return (order if m == 0 else order[:m]).astype(np.int64)
 
 
@@ -66,7 +66,7 @@ def local_blocks(problem: Problem, hood: NDArray[np.int64], cand: NDArray[np.int
     """The three coefficient blocks of a user with neighbourhood ``hood`` and candidates ``cand`` (km)."""
     pi = problem.p[hood]
     weight = pi / pi.mean() if pi.mean() > 0 else np.ones_like(pi)
-    return Blocks(dx=problem.d[np.ix_(hood, hood)].copy(), dy=problem.d_xy[np.ix_(hood, cand)].copy(),
+    return Blocks(dx=problem.d[np.ix_(hood, hood)].copy(), dy=problem.d[np.ix_(hood, problem.y_index[cand])],
                   cy=weight[:, None] * problem.c[np.ix_(hood, cand)] / 1000.0)
 
 
