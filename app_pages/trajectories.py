@@ -11,22 +11,21 @@ from mdpviz.ui import cache, views
 from mdpviz.ui import trajectories as tv
 
 ss = st.session_state
-with st.sidebar:
-    with st.form("traj_form", border=False):
-        st.markdown("**C-mDP variant**")
-        st.selectbox("Mechanism", tv.VARIANTS, key="traj_mech", format_func={
-            "cmdp": "LP+C-mDP (predicted blanket)", "cmdp-markov": "LP+Markov (first order)",
-            "cmdp-truemb": "LP+TrueMB (oracle blanket)"}.get)
-        st.select_slider("ε (km⁻¹)", [0.5, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 20.0], value=5.0, key="traj_eps")
-        st.markdown("**Corpus**")
-        st.slider("Vehicles (count)", 50, 2000, 400, step=50, key="traj_vehicles")
-        st.slider("Dependence on earlier locations", 0.0, 8.0, 3.0, step=0.5, key="traj_dependence")
-        st.selectbox("Planted memory", ("mixed", "1", "2", "3"), key="traj_memory")
-        st.markdown("**Stations**")
-        st.selectbox("City", [c.slug for c in list_cities()], key="traj_city")
-        st.slider("Stations K (count)", 8, 30, 16, key="traj_k")
-        st.number_input("Seed", 0, 10_000, 0, key="traj_seed")
-        st.form_submit_button("Solve", type="primary", width="stretch", icon=":material/play_arrow:")
+with st.sidebar, st.form("traj_form", border=False):
+    st.markdown("**C-mDP variant**")
+    st.selectbox("Mechanism", tv.VARIANTS, key="traj_mech", format_func={
+        "cmdp": "LP+C-mDP (predicted blanket)", "cmdp-markov": "LP+Markov (first order)",
+        "cmdp-truemb": "LP+TrueMB (oracle blanket)"}.get)
+    st.select_slider("ε (km⁻¹)", [0.5, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 20.0], value=5.0, key="traj_eps")
+    st.markdown("**Corpus**")
+    st.slider("Vehicles (count)", 50, 2000, 400, step=50, key="traj_vehicles")
+    st.slider("Dependence on earlier locations", 0.0, 8.0, 3.0, step=0.5, key="traj_dependence")
+    st.selectbox("Planted memory", ("mixed", "1", "2", "3"), key="traj_memory")
+    st.markdown("**Stations**")
+    st.selectbox("City", [c.slug for c in list_cities()], key="traj_city")
+    st.slider("Stations K (count)", 8, 30, 16, key="traj_k")
+    st.number_input("Seed", 0, 10_000, 0, key="traj_seed")
+    st.form_submit_button("Solve", type="primary", width="stretch", icon=":material/play_arrow:")
 
 city, k, seed, mech = ss["traj_city"], int(ss["traj_k"]), int(ss["traj_seed"]), ss["traj_mech"]
 values = {"eps": float(ss["traj_eps"]), "vehicles": int(ss["traj_vehicles"]),
@@ -46,7 +45,10 @@ diag = result.diagnostics
 roads = cache.road_segments(city)
 
 c1, c2, c3, c4 = st.columns(4)
-c1.metric("C-mDP loss (m)", f"{result.objective_m:.1f}", help="In-sample expected next-location loss, Eq. 34.")
+held = diag.get("heldout_loss_m")
+c1.metric("C-mDP loss (m)", f"{result.objective_m:.1f}",
+          help="In-sample expected next-location loss, Eq. 34"
+               + (f"; on a held-out corpus: {held:.1f} m." if held is not None else "."))
 c2.metric("Augmented secrets (count)", diag["n_secrets"])
 ve, vl = diag["violations_enforced"], diag["violations_location"]
 c3.metric("Violations, enforced domain", f"{ve['violated']}/{ve['checked']}",

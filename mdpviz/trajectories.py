@@ -407,22 +407,25 @@ def read_trajectories(source: TrajectorySource, network: RoadNetwork, max_snap_k
 
 
 def _parse_times(col: pd.Series, name: str) -> NDArray[np.float64]:
-    """UTC seconds since the epoch from ISO 8601 strings or numbers (Unix seconds)."""
+    """UTC seconds since the epoch from ISO 8601 strings (a zone suffix is honoured, naive = UTC) or Unix seconds."""
     text = col.astype(str).str.strip()
     numeric = pd.to_numeric(text, errors="coerce")
-    if numeric.notna().all():
-        return numeric.to_numpy(dtype=float)
-    try:
-        parsed = pd.to_datetime(text, utc=True, errors="coerce", format="ISO8601")
-    except (ValueError, TypeError):
-        parsed = pd.Series(pd.NaT, index=text.index)
-    bad = parsed.isna().to_numpy() | col.isna().to_numpy()
+    out = numeric.to_numpy(dtype=float, na_value=np.nan).copy()
+    rest = numeric.isna().to_numpy()
+    if rest.any():
+        try:
+            parsed = pd.to_datetime(text[rest], utc=True, errors="coerce", format="ISO8601")
+        except (ValueError, TypeError):
+            parsed = pd.Series(pd.NaT, index=text[rest].index)
+        out[rest] = (parsed - pd.Timestamp("1970-01-01", tz="UTC")).dt.total_seconds().to_numpy(dtype=float,
+                                                                                                 na_value=np.nan)
+    bad = ~np.isfinite(out) | col.isna().to_numpy()
     if bad.any():
         first = int(np.flatnonzero(bad)[0])
         msg = (f"Column `{name}` has {int(bad.sum())} unparsable timestamp(s), the first on CSV line {first + 2} "
                f"({col.iloc[first]!r}). Use ISO 8601 (2024-01-01T08:00:00Z) or Unix seconds.")
         raise ProblemError(msg)
-    return (parsed - pd.Timestamp("1970-01-01", tz="UTC")).dt.total_seconds().to_numpy(dtype=float)
+    return out
 
 
 # ---------------------------------------------------------------- time slots

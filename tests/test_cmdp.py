@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -11,8 +12,15 @@ import pytest
 from mdpviz.cities import load_city
 from mdpviz.cmdp.augmented import augmented_distance, build_secrets, full_context_distance, neighbour_pairs
 from mdpviz.cmdp.blanket import algorithm1
-from mdpviz.cmdp.pipeline import (DataSettings, context_free_problem, prepare, solve_context,
-                                  true_loss_context_free)
+from mdpviz.cmdp.pipeline import (
+    DataSettings,
+    context_free_problem,
+    holdout_loss,
+    prepare,
+    rows_for_slots,
+    solve_context,
+    true_loss_context_free,
+)
 from mdpviz.cmdp.solver import check
 from mdpviz.errors import MdpvizError, ProblemError
 from mdpviz.mechanisms import get_mechanism
@@ -87,11 +95,13 @@ def test_empty_blanket_is_the_plain_lp(pb, data) -> None:
 def test_replicated_context_free_mechanism_is_feasible_and_never_better(pb, data, context) -> None:
     eps = 4.0
     sol = solve_context(data, _sizes(data, context), eps, max_secrets=80)
-    cf = context_free_problem(data, "context-averaged")
-    lp = solve(cf, "lp", {"eps": eps}, use_cache=False)
-    replicated = lp.Z[sol.secrets.station]
+    # the best context-invariant mechanism: the plain mDP LP over locations on the context-averaged cost
+    plain = solve_context(data, _sizes(data, "none"), eps)
+    Z = np.zeros_like(plain.Q)
+    Z[plain.secrets.station] = plain.Q
+    replicated = Z[sol.secrets.station]
     assert check(replicated, sol.d_aug, sol.near, eps, "replicated").violated == 0
-    invariant_loss = true_loss_context_free(data, lp.Z)
+    invariant_loss = true_loss_context_free(data, Z)
     assert sol.loss_m <= invariant_loss * (1 + 1e-6)
     # the replicated rows have the same loss under the augmented cost model
     cost = sol.secrets.next_prob @ pb.c
@@ -105,7 +115,7 @@ def test_replicated_context_free_mechanism_is_feasible_and_never_better(pb, data
 def test_loss_non_increasing_in_eps(data) -> None:
     sizes = _sizes(data, "predicted")
     losses = [solve_context(data, sizes, eps, max_secrets=80).loss_m for eps in (1.0, 3.0, 9.0)]
-    assert all(b <= a * (1 + 1e-6) for a, b in zip(losses, losses[1:])), losses
+    assert all(b <= a * (1 + 1e-6) for a, b in itertools.pairwise(losses)), losses
     assert losses[-1] < losses[0]
 
 
@@ -223,3 +233,33 @@ def test_trajectories_page_renders_maps_and_both_violation_views() -> None:
     assert shown["Violations, enforced domain"].startswith("0/")
     assert int(shown["Violations, location only"].split("/")[1]) > 0
     assert len(at.get("deck_gl_json_chart")) == 3  # trajectory, C-mDP row, context-free LP row
+
+
+def test_slots_map_back_to_their_secrets_and_holdout_agrees_for_context_free(pb, data) -> None:
+    ok = data.complete
+    sol = solve_context(data, _sizes(data, "predicted"), 4.0, max_secrets=80)
+    sl = data.slots
+    rows = rows_for_slots(sol.secrets, sl.station[ok], sl.lags[ok], sol.secrets.slot_size, pb.k)
+    assert np.array_equal(rows, sol.secrets.slot_secret)
+    none = solve_context(data, _sizes(data, "none"), 4.0)
+    by_station = np.zeros_like(none.Q)
+    by_station[none.secrets.station] = none.Q
+    assert holdout_loss(data, none.Q, none.secrets, "none") == pytest.approx(holdout_loss(data, by_station, None))
+    held = holdout_loss(data, sol.Q, sol.secrets, "predicted")
+    assert 0.5 * sol.loss_m < held < 2.0 * sol.loss_m
+
+
+def test_posterior_leakage_equals_the_row_log_ratio(data) -> None:
+    """Spec §8.4 #9 (Appendix B): the prior cancels, so PL from posteriors is the log-ratio of Q's rows."""
+    sol = solve_context(data, _sizes(data, "first-order"), 4.0, max_secrets=80)
+    p, Q = sol.secrets.prior, sol.Q
+    Q = Q[:, (p @ Q) > 0]  # outputs that can be reported at all
+    i, j = np.nonzero(sol.near & (p[:, None] > 0) & (p[None, :] > 0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        post = p[:, None] * Q / (p @ Q)[None, :]  # Pr[s | y]
+        pl = np.log(post[i] / post[j]) - np.log(p[i] / p[j])[:, None]
+        lr = np.log(Q[i] / Q[j])
+    finite = np.isfinite(lr)
+    assert finite.any()
+    assert np.allclose(pl[finite], lr[finite], atol=1e-8)
+    assert np.all(np.abs(lr[finite]) <= 4.0 * sol.d_aug[i, j][:, None].repeat(Q.shape[1], 1)[finite] + 1e-6)

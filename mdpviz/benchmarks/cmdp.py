@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from ..cmdp.compare import compare
 from ..cmdp.pipeline import prepare
@@ -53,7 +52,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"`python -m mdpviz bench cmdp` (city {a.city}, K = |Y| = {pb.k} stations, problem seed {a.problem_seed}, "
         f"{a.vehicles} synthetic vehicles, default corpus and blanket settings of `cmdp`; corpus + discovery + "
         f"classifier {prep_s:.2f} s, shared by all rows). `loss_m`: in-sample expected next-location loss "
-        "(Eq. 34) under the same true model for every method, metres; `objective_m`: the method's own objective; "
+        "(Eq. 34) under the same true model for every method, metres; `heldout_loss_m`: the same on an independent "
+        "corpus from the same generator (held-out slots get blankets from this corpus's model; unseen contexts "
+        "fall back to shorter ones); `objective_m`: the method's own objective (a misspecified one, such as the "
+        "no-motion LP's, need not track the true loss, which then need not fall monotonically in ε); "
         "`vs_lp_pct`: loss relative to the context-free LP row. Violations are (pair, output) triples over "
         "checked triples: `enforced_viol` on each method's own protected domain (must be 0), `location_viol` on "
         "locations only after marginalising contexts (may be > 0 for context-aware methods: they protect "

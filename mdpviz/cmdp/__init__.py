@@ -2,5 +2,7 @@
 
 One job per module: ``citest`` (conditional-independence test), ``blanket`` (grouping and Algorithms 1 and 2),
 ``classifier`` (the blanket predictor and its metrics), ``augmented`` (augmented secrets, Eq. 13 distance, Eq. 34
-cost), ``solver`` (the reduced C-mDP LP and its violation checks), ``pipeline`` (trajectories → mechanism).
+cost), ``solver`` (the reduced C-mDP LP and its violation checks), ``pipeline`` (trajectories → mechanism, held-out
+evaluation), ``compare`` (the paper's six methods on one corpus). Trajectories themselves live in
+``mdpviz.trajectories``.
 """

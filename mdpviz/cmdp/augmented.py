@@ -58,8 +58,9 @@ class AugmentedSecrets:
         return np.where(px[self.station] > 0, self.prior / np.where(px[self.station] > 0, px[self.station], 1), 1.0)
 
 
-def _keys(station: NDArray[np.int64], lags: NDArray[np.int64], size: NDArray[np.int64],
+def context_keys(station: NDArray[np.int64], lags: NDArray[np.int64], size: NDArray[np.int64],
           k: int) -> NDArray[np.int64]:
+    """One integer per (x, b): x and the first ``size`` lags in base K + 1 (lags past ``size`` count as absent)."""
     code = station.astype(np.int64)
     for tau in range(lags.shape[1]):
         code = code * (k + 1) + np.where(tau < size, lags[:, tau], -1) + 1
@@ -79,7 +80,7 @@ def build_secrets(station: NDArray[np.int64], lags: NDArray[np.int64], next_stat
     size = np.asarray(size, dtype=np.int64).copy()
     threshold = max(int(min_count), 1)
     for _ in range(64):  # each pass shortens rare contexts by one lag; a few passes suffice
-        keys = _keys(station, lags, size, k)
+        keys = context_keys(station, lags, size, k)
         uniq, inv, cnt = np.unique(keys, return_inverse=True, return_counts=True)
         rare = (cnt[inv] < threshold) & (size > 1)
         if rare.any():
@@ -88,7 +89,7 @@ def build_secrets(station: NDArray[np.int64], lags: NDArray[np.int64], next_stat
         if len(uniq) <= max_secrets or not (size > 1).any():
             break
         threshold *= 2
-    keys = _keys(station, lags, size, k)
+    keys = context_keys(station, lags, size, k)
     uniq, first, inv, cnt = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
     s_station = station[first]
     s_size = size[first]

@@ -70,7 +70,7 @@ def classification_metrics(y: NDArray[np.int64], p_fail: NDArray[np.float64]) ->
 
     p, r, f = prf(1)
     np_, nr, nf = prf(0)
-    return {"n": int(len(y)), "bce": _bce(p_fail, y.astype(float)),
+    return {"n": len(y), "bce": _bce(p_fail, y.astype(float)),
             "accuracy": float(np.mean(pred == y)) if len(y) else float("nan"),
             "precision": p, "recall": r, "f1": f,
             "neg_precision": np_, "neg_recall": nr, "neg_f1": nf}
@@ -111,8 +111,8 @@ def train(x: NDArray[np.int64], y: NDArray[np.int64], sizes: tuple[int, int, int
     if n == 0:
         return None
     perm = np.random.default_rng(seed).permutation(n)
-    n_tr = max(int(round(0.6 * n)), 1)
-    n_va = int(round(0.2 * n))
+    n_tr = max(round(0.6 * n), 1)
+    n_va = round(0.2 * n)
     tr, va, te = perm[:n_tr], perm[n_tr:n_tr + n_va], perm[n_tr + n_va:]
     a = encode(x, sizes, max_lag)
     yf = y.astype(float)

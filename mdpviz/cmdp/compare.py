@@ -3,7 +3,8 @@
 LP+C-mDP (``cmdp``), LP+Markov (``cmdp-markov``), LP+TrueMB (``cmdp-truemb``) and the context-free ``lp``,
 ConstOPT (``lp-em``, when registered) and ``em``, the last three on ``context_free_problem`` of the same corpus, plus
 ``lp`` on the context-averaged cost (the best context-invariant mechanism) as a reference. ``loss_m`` is the
-in-sample expected next-location loss (Eq. 34, metres) of every method under the same model.
+in-sample expected next-location loss (Eq. 34, metres) of every method under the same model; ``heldout_loss_m``
+the same on an independent corpus from the same generator (synthetic data only).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ..mechanisms import get_mechanism
 from ..mechanisms.registry import mechanisms
 from ..problem import Problem
 from ..solve import solve
-from .pipeline import CmdpData, context_free_problem, true_loss_context_free
+from .pipeline import CmdpData, context_free_problem, holdout_loss, true_loss_context_free
 
 CONTEXT_AWARE = (("cmdp", "LP+C-mDP"), ("cmdp-markov", "LP+Markov"), ("cmdp-truemb", "LP+TrueMB"))
 
@@ -30,7 +31,8 @@ def _context_aware(pb: Problem, name: str, params: dict[str, Any], time_limit: f
     if r.Z is None:
         return {"status": r.status, "wall_s": wall}
     ve, vl = r.diagnostics["violations_enforced"], r.diagnostics["violations_location"]
-    return {"status": r.status, "loss_m": r.objective_m, "objective_m": r.objective_m, "wall_s": wall,
+    return {"status": r.status, "loss_m": r.objective_m, "heldout_loss_m": r.diagnostics.get("heldout_loss_m"),
+            "objective_m": r.objective_m, "wall_s": wall,
             "lp_solve_s": r.timings.get("solve_s"), "secrets": r.diagnostics["n_secrets"],
             "lp_vars": r.lp_size.get("variables"), "lp_rows": r.lp_size.get("constraints"),
             "enforced_viol": f"{ve['violated']}/{ve['checked']}", "location_viol": f"{vl['violated']}/{vl['checked']}",
@@ -46,7 +48,8 @@ def _context_free(data: CmdpData, cf: Problem, name: str, params: dict[str, Any]
         return {"status": r.status, "wall_s": wall}
     v = metrics.violations(cf, r.Z, r.eps, metric=r.check_metric)
     text = f"{v.violated_triples}/{v.checked_triples}"
-    return {"status": r.status, "loss_m": true_loss_context_free(data, r.Z),
+    held = holdout_loss(data, r.Z, None) if data.trajectories.source == "synthetic" else None
+    return {"status": r.status, "loss_m": true_loss_context_free(data, r.Z), "heldout_loss_m": held,
             "objective_m": metrics.utility_loss_m(cf, r.Z), "wall_s": wall, "lp_solve_s": r.timings.get("solve_s"),
             "secrets": cf.k, "lp_vars": r.lp_size.get("variables"), "lp_rows": r.lp_size.get("constraints"),
             "enforced_viol": text, "location_viol": text, "blankets": None}

@@ -24,12 +24,20 @@ from ..problem import Problem
 from ..progress import Progress, no_progress
 from ..trajectories import Slots, StationGraph, Trajectories, generate_trajectories, station_graph, to_slots
 from . import classifier as clf_mod
-from .augmented import (AugmentedSecrets, augmented_distance, build_secrets, expected_cost, neighbour_pairs,
-                        prune_implied)
+from .augmented import (
+    AugmentedSecrets,
+    augmented_distance,
+    build_secrets,
+    context_keys,
+    expected_cost,
+    neighbour_pairs,
+    prune_implied,
+)
 from .blanket import Discovery, Grouping, algorithm2, discover, slot_features
 from .solver import ViolationReport, check, solve_reduced_lp
 
 MAX_STATIONS = 80
+HOLDOUT_SEED_OFFSET = 1_000_003  # the held-out corpus's seed is the corpus seed plus this
 CONTEXTS = ("predicted", "first-order", "oracle", "none")
 CAVEAT = ("C-mDP protects (location, blanket context) pairs under the augmented metric of Eq. 13; context-free "
           "methods protect locations under the base metric. At the same ε they protect different targets, so "
@@ -76,24 +84,28 @@ class CmdpData:
     def complete(self) -> NDArray[np.bool_]:
         return self.slots.complete
 
-    def sizes(self, context: str, *, predictor: str = "classifier", oracle: str = "generator") -> tuple[NDArray[np.int64], str]:
+    def sizes(self, context: str, *, predictor: str = "classifier", oracle: str = "generator",
+              slots: Slots | None = None, features: NDArray[np.int64] | None = None) -> tuple[NDArray[np.int64], str]:
         """Blanket size of every complete slot for a context mode, and a note on how it was obtained.
 
         ``predicted``: Algorithm 2 with the classifier (``predictor="classifier"``) or the Algorithm 1 lookup
         table (``"lookup"``; also the fallback when no group had enough data to train on). ``first-order``: 1.
         ``oracle``: the generator's recorded order (``oracle="generator"``) or Algorithm 1's per-group result
         (``"ci-test"``, the paper's LP+TrueMB; also the fallback for user data, which has no generator).
-        ``none``: 0 (no context: the plain mDP LP).
+        ``none``: 0 (no context: the plain mDP LP). ``slots``/``features``: other slots (a held-out corpus)
+        judged by this corpus's blanket model; default: this corpus's own.
         """
-        ok = self.complete
-        feat = self.features[ok]
+        slots = self.slots if slots is None else slots
+        features = self.features if features is None else features
+        ok = slots.complete
+        feat = features[ok]
         gamma = self.settings.max_lag
         if context == "none":
             return np.zeros(int(ok.sum()), dtype=np.int64), "no context"
         if context == "first-order":
             return np.ones(int(ok.sum()), dtype=np.int64), "fixed blanket {X_t−1}"
         if context == "oracle":
-            rec = self.slots.oracle_order[ok]
+            rec = slots.oracle_order[ok]
             if oracle == "generator" and (rec > 0).all():
                 return np.clip(rec, 1, gamma), "generator's recorded order (oracle)"
             note = "Algorithm 1 per group (CI-test oracle)"
@@ -105,6 +117,23 @@ class CmdpData:
         note = "Algorithm 1 lookup table" + (" (no group had enough data to train the classifier)"
                                              if predictor == "classifier" else "")
         return self.discovery.lookup(feat), note
+
+    @functools.cached_property
+    def holdout(self) -> tuple[Slots, NDArray[np.int64]]:
+        """A held-out corpus: same generator settings, an independent seed (slots and their features).
+
+        Raises:
+            ProblemError: for user trajectories, which have no generator to draw a held-out corpus from.
+        """
+        if self.trajectories.source != "synthetic":
+            raise ProblemError("A held-out corpus is only generated for synthetic trajectories.")
+        s = self.settings
+        tr = generate_trajectories(self.network, self.problem.x_node, n_vehicles=s.n_vehicles, n_steps=s.n_steps,
+                                   interval_s=s.interval_s, dependence=s.dependence, dest_weight=s.dest_weight,
+                                   memory=s.memory, seed=s.seed + HOLDOUT_SEED_OFFSET, graph=self.graph)
+        slots = to_slots(tr, self.graph.cell, s.max_lag)
+        grouping = Grouping(s.hour_bin_h, s.speed_bin_mph, s.region_grid)
+        return slots, slot_features(slots, self.graph.xy_km, grouping)
 
 
 def _network(problem: Problem) -> RoadNetwork:
@@ -248,6 +277,49 @@ def solve_context(data: CmdpData, sizes: NDArray[np.int64], eps: float, *, eta: 
     return CmdpSolution(sec, d_aug, near, Q, Z, loss, facts, enforced, location, note, sizes)
 
 
+def rows_for_slots(sec: AugmentedSecrets, station: NDArray[np.int64], lags: NDArray[np.int64],
+                   size: NDArray[np.int64], k: int) -> NDArray[np.int64]:
+    """The secret (row of Q) each slot reports from: its (x, b) when known, else b shortened from the oldest lag
+    until a known secret matches (the rare-context rule), else the most frequent secret at x."""
+    keys = context_keys(sec.station, sec.lags, sec.size, k)
+    order = np.argsort(keys)
+    sorted_keys = keys[order]
+    rows = np.full(len(station), -1, dtype=np.int64)
+    size = np.asarray(size, dtype=np.int64).copy()
+    for _ in range(lags.shape[1] + 1):  # one vectorised look-up per blanket length
+        want = context_keys(station, lags, size, k)
+        at = np.minimum(np.searchsorted(sorted_keys, want), len(keys) - 1)
+        hit = (sorted_keys[at] == want) & (rows < 0)
+        rows[hit] = order[at[hit]]
+        size = np.maximum(size - 1, 0)
+    if (rows < 0).any():
+        best = np.full(k, -1, dtype=np.int64)
+        by_prior = np.argsort(sec.prior, kind="stable")  # later (more frequent) secrets overwrite earlier ones
+        best[sec.station[by_prior]] = by_prior
+        rows = np.where(rows < 0, best[station], rows)
+    return rows
+
+
+def holdout_loss(data: CmdpData, Q: NDArray[np.float64], sec: AugmentedSecrets | None, context: str = "none",
+                 **size_options: str) -> float:
+    """Expected next-location loss (m) on the held-out corpus, its true next locations, every task.
+
+    ``sec`` None: Q is a context-free Z (K, M) indexed by location. Otherwise held-out slots get blanket sizes
+    from this corpus's model (``context``, ``size_options`` as in ``CmdpData.sizes``) and report from
+    ``rows_for_slots``.
+    """
+    slots, feat = data.holdout
+    ok = slots.complete
+    pb = data.problem
+    if sec is None:
+        rows = slots.station[ok]
+    else:
+        size, _ = data.sizes(context, slots=slots, features=feat, **size_options)
+        rows = rows_for_slots(sec, slots.station[ok], slots.lags[ok], size, pb.k)
+    # Σ_y Q[row, y] C[next, y], averaged over held-out slots
+    return float(np.mean(np.einsum("ij,ij->i", Q[rows], pb.c[slots.next_station[ok]])))
+
+
 def context_free_problem(data: CmdpData, cost: str = "context-averaged") -> Problem:
     """The context-free Problem on the same corpus, for the existing mechanisms (``lp``, ``em``...).
 
@@ -321,8 +393,12 @@ def context_labels(sec: AugmentedSecrets) -> list[str]:
     return [">".join(str(int(v)) for v in row[:n]) for row, n in zip(sec.lags, sec.size)]
 
 
-def diagnostics(data: CmdpData, sol: CmdpSolution, context: str) -> dict[str, Any]:
-    """JSON-friendly diagnostics of a solved variant (arrays where large), for the dashboard and the bench."""
+def diagnostics(data: CmdpData, sol: CmdpSolution, context: str, **size_options: str) -> dict[str, Any]:
+    """JSON-friendly diagnostics of a solved variant (arrays where large), for the dashboard and the bench.
+
+    ``size_options`` (``predictor``, ``oracle``) are those the blankets were obtained with; they also choose the
+    held-out slots' blankets for ``heldout_loss_m`` (synthetic corpora only).
+    """
     sec = sol.secrets
     disc = data.discovery
     diag: dict[str, Any] = {
@@ -341,12 +417,14 @@ def diagnostics(data: CmdpData, sol: CmdpSolution, context: str) -> dict[str, An
         "pooled_p": disc.pooled_p,
         "classifier": data.classifier.metrics if data.classifier is not None else None,
         "corpus": {"source": data.trajectories.source, "trajectories": data.trajectories.n_trajectories,
-                   "fixes": data.trajectories.n_fixes, "slots": int(len(data.slots.station)),
+                   "fixes": data.trajectories.n_fixes, "slots": len(data.slots.station),
                    "complete_slots": int(data.complete.sum()), **asdict(data.settings)},
         "lp": {k: v for k, v in sol.facts.items() if k != "lp_size"},
     }
     if sol.Q is not None:
         diag["examples"] = examples(data, sol, seed=data.settings.seed)
+        if data.trajectories.source == "synthetic":
+            diag["heldout_loss_m"] = holdout_loss(data, sol.Q, sol.secrets, context, **size_options)
     oracle = data.slots.oracle_order[data.complete]
     if (oracle > 0).all():
         diag["blanket_hist_oracle"] = blanket_histogram(np.clip(oracle, 1, data.settings.max_lag),

@@ -95,7 +95,7 @@ def solve_reduced_lp(prior: NDArray[np.float64], cost: NDArray[np.float64], d_au
     q, out = solve_mdp_lp(weights, cost, pi.astype(np.int64), pj.astype(np.int64), eps * d_aug[pi, pj],
                           method=method, time_limit=time_limit, progress=progress)
     facts: dict[str, Any] = {"status": out.status, "solve_s": out.solve_s, "lp_size": out.size,
-                             "pairs_enforced": int(near.sum()), "pairs_in_lp": int(len(pi)), "message": out.message}
+                             "pairs_enforced": int(near.sum()), "pairs_in_lp": len(pi), "message": out.message}
     if q is None:
         return None, facts
     q, added = cone_repair(q, eps * d_aug, near)

@@ -80,8 +80,8 @@ def solve_cmdp(problem: Problem, params: dict[str, Any], context: str, progress:
     t0 = time.perf_counter()
     data = data or prepare(problem, data_settings(params), progress=progress)
     prep_s = time.perf_counter() - t0
-    sizes, note = data.sizes(context, predictor=params.get("predictor", "classifier"),
-                             oracle=params.get("oracle", "generator"))
+    options = {"predictor": params.get("predictor", "classifier"), "oracle": params.get("oracle", "generator")}
+    sizes, note = data.sizes(context, **options)
     sol = solve_context(data, sizes, params["eps"], eta=params["eta"], decay=params["decay"],
                         neighbours=params["neighbours"], min_count=params["min_count"],
                         max_secrets=params["max_secrets"], method=params["method"], time_limit=time_limit,
@@ -92,7 +92,7 @@ def solve_cmdp(problem: Problem, params: dict[str, Any], context: str, progress:
     message = sol.facts.get("message", "") if sol.Q is None else CAVEAT
     return Result(name, params, sol.Z, sol.facts["status"], params["eps"], claim=claim, timings=timings,
                   lp_size=sol.facts["lp_size"], objective_m=sol.loss_m, message=message,
-                  diagnostics=diagnostics(data, sol, context))
+                  diagnostics=diagnostics(data, sol, context, **options))
 
 
 def _solve_cmdp(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:
