@@ -78,6 +78,7 @@ def test_explore_default_render_then_small_solve() -> None:
     assert metric(at, "mDP violation ratio (pairs)") == "0"  # EM with exp(−εd/2) is ε-mDP on every pair
     assert "0 violated / 39,800 ordered pairs" in texts(at.caption)
     assert float(metric(at, "Adversary error (m)")) > 0
+    assert "Per phase: build" in texts(at.caption)
     assert at.query_params["mech"] == "em" and at.query_params["eps"] == "5"
     # the result is cached: a fresh session with the same URL shows it without pressing Solve
     again = app("app_pages/explore.py", query={"mech": "em", "eps": "5"})

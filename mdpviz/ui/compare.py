@@ -89,6 +89,8 @@ def table_and_bars(rows: list[dict[str, Any]]) -> pd.DataFrame:
                                 "adversary error (m)": st.column_config.NumberColumn(format="%.1f"),
                                 "violation ratio": st.column_config.NumberColumn(format="%.3g"),
                                 "solve time (s)": st.column_config.NumberColumn(format="%.3g")})
+    st.download_button("Comparison table (CSV)", data=df.to_csv(index=False), file_name="mdpviz-compare.csv",
+                       mime="text/csv", on_click="ignore", icon=":material/download:")
     solved = df.dropna(subset=["utility_loss_m"])
     if len(solved):
         st.plotly_chart(charts.metric_bars(solved), config={"displayModeBar": False}, key="compare_bars")

@@ -79,6 +79,12 @@ def run_solve(prob: Problem, mech: Mechanism, params: dict[str, Any], time_limit
     return result
 
 
+def phase_text(timings: dict[str, float]) -> str:
+    """Seconds per phase as one short line (``total_s`` left out): ``anchors 0.3 ms · LP solve 1.2 s``."""
+    return " · ".join(f"{k.removesuffix('_s').replace('_', ' ')} {format_s(v)}" for k, v in timings.items()
+                      if k != "total_s" and isinstance(v, (int, float)))
+
+
 def status_line(result: Result) -> None:
     """Status of a result with its message; a warning when there is no usable mechanism."""
     if not result.ok:
@@ -102,6 +108,11 @@ def metrics_panel(prob: Problem, result: Result, ev: dict[str, Any]) -> None:
     total = result.timings.get("total_s", sum(result.timings.values()))
     st.metric("Solve time", format_s(total), help="Wall-clock seconds of the solve (from the cache: as measured "
                                                      "when it was first solved).")
+    phases = phase_text(result.timings)
+    if phases:
+        st.caption(f"Per phase: {phases}")
+    if result.lp_size:
+        st.caption("LP: " + " · ".join(f"{v:,} {k}" for k, v in result.lp_size.items()))
     st.caption(f"Status: **{result.status}**")
     if len(result.claim) <= 60:
         st.caption(f"Privacy claim: {result.claim}")
