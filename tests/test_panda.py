@@ -232,3 +232,31 @@ def test_cli_solve_writes_diagnostics(tmp_path) -> None:
     dg = data["diagnostics"]
     assert len(dg["users"]["secret"]) == 20 and "V_pair" in dg["violations"]
     assert len(data["Z"]) == 200 and data["claim"].startswith("(ε, δ)-PmDP")
+
+
+def test_margins_grow_as_delta_shrinks() -> None:
+    d, sel, cost, *_ = _margin_setup(seed=5)
+    anchors = np.arange(0, 25, 2)
+    p = np.full(25, 1 / 25)
+    loose = safety_margins(d, cost, p, anchors, sel, 20.0, 0.15, 4).xi_hat
+    tight = safety_margins(d, cost, p, anchors, sel, 20.0, 1e-7, 4).xi_hat
+    done = np.isfinite(loose) & ~np.eye(len(anchors), dtype=bool)
+    assert done.sum() > 10
+    assert (tight[done] >= loose[done] - 1e-12).all() and (tight[done] > loose[done]).any()
+
+
+def test_labelled_alternatives_run(spread_problem) -> None:
+    mech = get_mechanism("panda-l")
+    params = mech.validate({"eps": 15.0, "n_users": 6, "gamma_div": 20.0, "ps_rule": "eq30", "empty": "resample",
+                            "anpo_solver": "cuts", "pair_radius_km": 10.0, "cf_samples": 0})
+    res = mech.solve(spread_problem, params, lambda *_: None, None)
+    assert res.ok
+    dg = res.diagnostics
+    m = dg["margins"]
+    # δ = 1e-7: no anchor pair has P_S > 1 − δ, so every computed pair uses the Eq. 30 worst-case fallback
+    assert m["anchor_pairs_eq30_infeasible"] == m["anchor_pairs_computed"] > 0
+    assert dg["violations"]["V_cf"]["sampled"] is False
+    assert dg["violations"]["enforced"]["violated_pairs"] == 0
+    assert "resample_extra_cost_nats" in dg and dg["lp"]["unconstrained_pairs"] > 0
+    with pytest.raises(ParameterError, match="max_lp_rows"):
+        mech.solve(spread_problem, mech.validate({**params, "eps": 60.0, "max_lp_rows": 1}), lambda *_: None, None)

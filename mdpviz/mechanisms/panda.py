@@ -174,7 +174,7 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
                    "ratio": (out.objective_m / r.objective_m) if r.objective_m and out.objective_m is not None
                    and r.objective_m > 0 else None}
     else:
-        relaxed["message"] = (f"skipped: |A| = {len(anchors)} anchors > relaxed_max_rows = "
+        relaxed["message"] = (f"relaxed AnPO (lower bound) skipped: |A| = {len(anchors)} anchors > relaxed_max_rows = "
                               f"{params['relaxed_max_rows']}")
     timings["relaxed_s"] = time.perf_counter() - t0
     diagnostics["relaxed"] = relaxed

@@ -84,8 +84,9 @@ def merge_equal_rows(E: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray
     n = len(E)
     zero = (E <= 0) & ~np.eye(n, dtype=bool)
     n_comp, label = connected_components(csr_matrix(zero | zero.T), directed=False)
-    Fc = np.full((n_comp, n_comp), np.inf)
-    np.minimum.at(Fc, (label[:, None], label[None, :]), E)
+    order = np.argsort(label, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(label[order]) != 0])
+    Fc = np.minimum.reduceat(np.minimum.reduceat(E[np.ix_(order, order)], starts, axis=1), starts, axis=0)
     np.fill_diagonal(Fc, 0.0)
     return label.astype(np.int64), Fc
 

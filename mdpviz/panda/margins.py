@@ -15,7 +15,8 @@ Patches for cases the paper leaves undefined, each counted by ``MarginReport``:
 - **unreachable target**: when Σ v·v over the two balls is below 1 − δ' no Δ qualifies; ξ falls back to the
   largest Δ over the balls (the authors' code returns the end of its list), a worst case over surrogates in γ.
 - **Eq. 30**: with ``ps_rule="eq30"`` the target is 1 − δ_{x,x'} = (1 − δ)/P_S; when P_S ≤ 1 − δ the target is
-  above 1 (infeasible) and the worst-case fallback is used. ``ps_rule="one"`` (default, authors' code) sets P_S = 1.
+  above 1 (infeasible) and the worst-case fallback is used; feasible pairs share one target, the smallest of their
+  δ_{x,x'} (conservative: a smaller δ' can only raise ξ). ``ps_rule="one"`` (default, authors' code) sets P_S = 1.
 - **no room**: when ε̄_{x,x'} ≥ ε the LP exponent is clipped to 0 whatever ξ̂ is, so ξ̂ is not computed (NaN).
 - true pairs with q = r (both users on the same secret) are skipped: ε-mDP says nothing about a secret and itself.
 """
