@@ -214,3 +214,21 @@ def test_result_diagnostics_budget_and_bytes(pb):
         assert u["bytes_raw"] == 9600 and u["bytes_surrogate"] < u["bytes_raw"]
         assert u["report"] in r.diagnostics["users_cand"][u["user"]]
     assert r.diagnostics["memory_peak_mb"] > 0 and r.diagnostics["benders_history"]
+
+
+def test_ui_helpers_build_from_a_result(pb):
+    from mdpviz.ui import dista as ui
+
+    r = solve(pb, "dista-lp", {"eps": 20.0, "users": 3, "gamma_mode": "fixed", "wem_radius": 0.05}, use_cache=False)
+    roads = __import__("pandas").DataFrame({"s": [[pb.x_lon[0], pb.x_lat[0]]], "t": [[pb.x_lon[1], pb.x_lat[1]]]})
+    deck = ui.neighbourhood_deck(pb, roads, r)
+    ids = [layer.id for layer in deck.layers]
+    assert ids == ["roads", "dista-hood", "dista-cand", "dista-report", "dista-true"]
+    assert len(deck.layers[1].data) == 3 * 20 and len(deck.layers[4].data) == 3
+    budget = ui.budget_figure(r)
+    assert [t.name for t in budget.data] == ["ε_dx", "ε_dy", "ε_cy", "ε_pt"]
+    assert sum(t.x[0] for t in budget.data) == pytest.approx(20.0)
+    assert len(ui.communication_figure(r).data) == 4 and len(ui.audit_figure(r).data) == 3
+    assert ui.benders_figure(r) is not None
+    with pytest.raises(ValueError):
+        ui.budget_figure(solve(pb, "em", {"eps": 5.0}, use_cache=False))

@@ -1,0 +1,148 @@
+"""DISTA-LP's panel: users and neighbourhoods on a pydeck map, the budget split, communication, audit and Benders.
+
+The figure and deck builders are pure (no streamlit); ``render`` lays them out and is the only streamlit call.
+Hook: in the Explore page's mechanism-specific area, ``if result.mechanism == "dista-lp": dista.render(prob,
+roads, result)`` (``roads`` from ``cache.road_segments``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pydeck as pdk
+
+from mdpviz.mechanisms.base import Result
+from mdpviz.problem import Problem
+
+from . import charts, maps
+
+PALETTE = [(37, 99, 235), (220, 38, 38), (22, 163, 74), (147, 51, 234), (234, 88, 12), (8, 145, 178),
+           (190, 24, 93), (101, 163, 13), (79, 70, 229), (202, 138, 4)]
+BLOCK_LABEL = {"dx": "A^dx (within N_m)", "dy": "A^dy (N_m → Y_m)", "cy": "A^cy (cost)"}
+
+
+def _diag(result: Result) -> dict[str, Any]:
+    if result.mechanism != "dista-lp" or not result.diagnostics:
+        raise ValueError("mdpviz.ui.dista draws DISTA-LP results only")
+    return result.diagnostics
+
+
+def neighbourhood_deck(prob: Problem, roads: pd.DataFrame, result: Result, *, height_px: int = 480,
+                       width_px: int = 800) -> pdk.Deck:
+    """Roads; each user's neighbourhood N_m (dots in the user's colour), candidates Y_m (rings), true record
+    (large dot) and the sampled report (line from the record to the reported output)."""
+    d = _diag(result)
+    layers: list[pdk.Layer] = [pdk.Layer("LineLayer", id="roads", data=roads, get_source_position="s",
+                                         get_target_position="t", get_color=maps.ROAD, get_width=1,
+                                         width_min_pixels=1)]
+    hood, cand, rec, rep = d["users_hood"], d["users_cand"], d["users_record"], d["users_report"]
+    pts, rings, trues, lines = [], [], [], []
+    for m in range(len(rec)):  # one small frame per user
+        col = list(PALETTE[m % len(PALETTE)])
+        h = hood[m]
+        pts.append(pd.DataFrame({"lon": prob.x_lon[h], "lat": prob.x_lat[h], "color": [col + [170]] * len(h),
+                                 "tip": [f"user {m}: neighbourhood secret x{i}" for i in h]}))
+        y = prob.y_index[cand[m]]
+        rings.append(pd.DataFrame({"lon": prob.x_lon[y], "lat": prob.x_lat[y], "color": [col + [230]] * len(y),
+                                   "tip": [f"user {m}: candidate output y{k}" for k in cand[m]]}))
+        trues.append({"lon": prob.x_lon[rec[m]], "lat": prob.x_lat[rec[m]], "color": col + [255],
+                      "tip": f"user {m}: true record x{rec[m]}"})
+        ry = prob.y_index[rep[m]]
+        lines.append({"s": [prob.x_lon[rec[m]], prob.x_lat[rec[m]]], "t": [prob.x_lon[ry], prob.x_lat[ry]],
+                      "color": col + [230], "tip": f"user {m} reported y{rep[m]}"})
+    layers += [
+        pdk.Layer("ScatterplotLayer", id="dista-hood", data=pd.concat(pts), get_position=["lon", "lat"],
+                  get_fill_color="color", get_radius=1, radius_units="'pixels'", radius_min_pixels=3,
+                  radius_max_pixels=3, pickable=True),
+        pdk.Layer("ScatterplotLayer", id="dista-cand", data=pd.concat(rings), get_position=["lon", "lat"],
+                  filled=False, stroked=True, get_line_color="color", line_width_min_pixels=1.5, get_radius=1,
+                  radius_units="'pixels'", radius_min_pixels=6, radius_max_pixels=6, pickable=True),
+        pdk.Layer("LineLayer", id="dista-report", data=pd.DataFrame(lines), get_source_position="s",
+                  get_target_position="t", get_color="color", get_width=2, width_min_pixels=2, pickable=True),
+        pdk.Layer("ScatterplotLayer", id="dista-true", data=pd.DataFrame(trues), get_position=["lon", "lat"],
+                  get_fill_color="color", stroked=True, get_line_color=[255, 255, 255, 255],
+                  line_width_min_pixels=2, get_radius=1, radius_units="'pixels'", radius_min_pixels=8,
+                  radius_max_pixels=8, pickable=True),
+    ]
+    return maps.CompactDeck(layers=layers, initial_view_state=maps.view_state(prob, width_px, height_px),
+                            map_provider=None, map_style=None, tooltip={"text": "{tip}"})
+
+
+def budget_figure(result: Result) -> go.Figure:
+    """Stacked bar ε_dx + ε_dy + ε_cy + ε_pt = ε (km⁻¹), δ_total in the title."""
+    d = _diag(result)
+    parts = list(d["budget_split"]["km_inv"].items())
+    title = f"Budget split, ε = {d['budget']['eps']:g} km⁻¹ (uploads' δ_total = {d['delta_total']:.3g})"
+    return charts.stacked_split(parts, title, "km⁻¹")
+
+
+def communication_figure(result: Result, height: int = 260) -> go.Figure:
+    """Bytes per user: raw blocks vs noised surrogate upload, the download of Z_m and the report."""
+    d = _diag(result)
+    users = [f"user {u['user']}" for u in d["per_user"]]
+    fig = go.Figure()
+    for key, name, colour in (("bytes_raw", "raw upload (3 blocks)", "#9ca3af"),
+                              ("bytes_surrogate", "surrogate upload", "#2563eb"),
+                              ("bytes_download", "download Z_m", "#f59e0b"), ("bytes_report", "report", "#16a34a")):
+        fig.add_trace(go.Bar(x=users, y=[u[key] for u in d["per_user"]], name=name, marker_color=colour,
+                             hovertemplate=f"{name}: %{{y:,.0f}} B<extra></extra>"))
+    fig.update_layout(barmode="group", height=height, margin=charts.MARGIN, yaxis_title="bytes per user",
+                      title={"text": "Communication per user (8-byte numbers)", "font": {"size": 13}},
+                      legend={"orientation": "h", "y": -0.25})
+    return fig
+
+
+def audit_figure(result: Result, height: int = 260) -> go.Figure:
+    """Histograms of the audited privacy loss per upload (finite samples), ε_t marked, share infinite in the name."""
+    d = _diag(result)
+    fig = go.Figure()
+    for t, pl in d["audit_pl"].items():
+        pl = np.asarray(pl, dtype=float)
+        finite = pl[np.isfinite(pl)]
+        a = d["audit"][t]
+        fig.add_trace(go.Histogram(x=finite, name=f"{BLOCK_LABEL[t]} · ε_t {a['eps_t']:.3g}, "
+                                                  f"{a['share_infinite']:.0%} infinite", opacity=0.6, nbinsx=40))
+    fig.update_layout(barmode="overlay", height=height, margin=charts.MARGIN, xaxis_title="privacy loss (km⁻¹)",
+                      yaxis_title="audit samples", legend={"orientation": "h", "y": -0.35},
+                      title={"text": f"PmDP audit ({d['audit_samples']} pairs per upload)", "font": {"size": 13}})
+    return fig
+
+
+def benders_figure(result: Result, height: int = 240) -> go.Figure | None:
+    """Benders lower and upper bounds per iteration (None when the direct solver ran)."""
+    hist = _diag(result)["benders_history"]
+    if not hist:
+        return None
+    it = np.array([h["iteration"] for h in hist], dtype=float)
+    ys = {name: np.array([h[key] for h in hist], dtype=float) for key, name in
+          (("lower", "lower bound (master)"), ("upper", "best upper bound"))}
+    ys = {k: np.where(np.isfinite(v), v, np.nan) for k, v in ys.items()}  # no upper bound before a feasible w
+    return charts.line(it, ys, "iteration", "objective (cost km, reconstructed)", "Benders bounds", height=height)
+
+
+def render(prob: Problem, roads: pd.DataFrame, result: Result) -> None:
+    """Streamlit layout of the whole panel."""
+    import streamlit as st
+
+    d = _diag(result)
+    vc, ve = d["violations_claim"], d["violations_enforced"]
+    st.markdown("**DISTA-LP: users, neighbourhoods and reports**")
+    st.pydeck_chart(neighbourhood_deck(prob, roads, result), height=480)
+    st.caption(f"Claim (per constraint inside neighbourhoods, true metric, ε_pt = {d['eps_pt']:.3g} km⁻¹): "
+               f"{vc['violated']:,} / {vc['checked']:,} violated · enforced on the tightened distances: "
+               f"{ve['violated']:,} / {ve['checked']:,}. Repair γ = {d['gamma_km']:.3g} km, τ = {d['tau_km']:.3g} km.")
+    st.plotly_chart(budget_figure(result), key="dista-budget", config={"displayModeBar": False})
+    c1, c2 = st.columns(2)
+    with c1:
+        st.plotly_chart(communication_figure(result), key="dista-bytes", config={"displayModeBar": False})
+    with c2:
+        st.plotly_chart(audit_figure(result), key="dista-audit", config={"displayModeBar": False})
+    fig = benders_figure(result)
+    if fig is not None:
+        st.plotly_chart(fig, key="dista-benders", config={"displayModeBar": False})
+    st.caption(f"Prop. 2 confidence at S = {d['audit_samples']}: {d['prop2_confidence']:.3g} (negative = says "
+               f"nothing); S needed for δ = 10⁻⁴ at 95 %: {d['prop2_samples_needed']:,}.")
+    st.dataframe(pd.DataFrame(d["per_user"]), hide_index=True, width="stretch")
