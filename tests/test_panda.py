@@ -13,6 +13,7 @@ from mdpviz.cli import main as cli_main
 from mdpviz.errors import ParameterError
 from mdpviz.lp.mdp_lp import all_pairs, solve_mdp_lp
 from mdpviz.mechanisms import get_mechanism
+from mdpviz.mechanisms.panda import selection_map
 from mdpviz.panda.anpo import anpo_exponents, solve_anpo
 from mdpviz.panda.budget import ball_lists, phase1_cost, phase1_cost_direct
 from mdpviz.panda.margins import pair_margins, safety_margins, success_bound, surrogate_probabilities
@@ -211,6 +212,8 @@ def test_mechanism_on_a_city_scale_instance(spread_problem, name: str) -> None:
         v = dg["violations"][key]
         assert 0 <= v["violated"] <= v["checked"] and v["checked"] > 0
     assert set(res.timings) >= {"anchors_s", "eps_bar_s", "xi_s", "lp_build_s", "lp_solve_s"}
+    sizes = [selection_map(spread_problem, res.params, int(x), name[-1]).sum() for x in users["secret"]]
+    assert np.mean(sizes) == pytest.approx(dg["expected_anchor_set_size"])
 
 
 def test_same_seed_same_result_and_seed_changes_anchors(spread_problem) -> None:

@@ -213,14 +213,35 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
         "report_y": report, "report_x": np.where(report >= 0, problem.y_index[np.maximum(report, 0)], -1),
         "rows": user_rows, "note": "surrogate/report −1: empty anchor set (no output); report_y indexes Y"}
     bound = relaxed.get("objective_m") if relaxed.get("solved") else None
-    message = "" if bound is not None else relaxed.get("message", "")
+    notes = []
+    if out.rows == 1 and len(anchors) > 1:
+        share = diagnostics["eps_bar"]["fraction_at_least_eps"] or 0.0
+        diagnostics["degenerate"] = True
+        notes.append(f"all {len(anchors)} anchor rows are forced equal (zero exponents chain every anchor together), "
+                     f"so every user gets the same distribution; Phase I alone costs ε̄ ≥ ε on {100 * share:.0f}% "
+                     "of anchor pairs (distances here are small against γ and λ, or ε is small)")
+    if bound is None:
+        notes.append(relaxed.get("message", ""))
+    message = "; ".join(n for n in notes if n)
     return Result(variant_name(variant), params, Z, out.status, eps, claim=CLAIM, timings=timings,
                   lp_size=out.size, objective_m=out.objective_m, bound_m=bound, diagnostics=diagnostics,
                   message=message)
 
 
 def variant_name(variant: str) -> str:
+    """Registry name of a variant: ``e`` -> ``panda-e``."""
     return f"panda-{variant}"
+
+
+def selection_map(problem: Problem, params: dict[str, Any], secret: int, variant: str = "e") -> np.ndarray:
+    """w_{x_n, x} for a user at secret index ``secret``: each record's anchor-selection probability, shape (K,).
+
+    ``params`` are validated PAnDA parameters (``Result.params``); for the dashboard's selection map. Its sum is
+    E|A_n|, the expected anchor-set size.
+    """
+    sel = make_selection(variant, params["alpha"], params["lam"], float(problem.d.max()) / params["gamma_div"],
+                         params["floor"], params["w_min"])
+    return sel.weights(problem.d[secret])
 
 
 def _make(variant: str, label: str, info: str) -> Mechanism:
