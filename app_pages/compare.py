@@ -32,11 +32,13 @@ with views.guard():
         params = state.params_of(mech)
         if hint := views.solve_hint(prob.k, prob.m, mech):
             st.sidebar.warning(f"{mech.name}: {hint}", icon="⏳")
-        result = (views.run_solve(prob, mech, params, float(st.session_state["time_limit"])) if solve_clicked
-                  else cache.lookup(prob, mech.name, params))
+        # one mechanism's error (bad parameter, solver failure) is shown and the others still run
+        result, error = views.solve_or_lookup(prob, mech, params, solve_clicked, float(st.session_state["time_limit"]))
+        if error:
+            st.error(f"{mech.label}: {error}", icon="🚫")
         ev = cache.evaluation(prob, result, cache.result_key(prob, result)) if result and result.ok else None
         items.append((mech, result))
-        rows.append(compare.metrics_row(mech, result, ev))
+        rows.append(compare.metrics_row(mech, result, ev, error))
 st.caption(f"{controls.city_label(prob.city)} · K = {prob.k} secrets · |Y| = {prob.m} outputs · metric {prob.metric}")
 if all(r is None for _, r in items):
     st.info("Not solved yet for these settings. Press **Solve all** in the sidebar.", icon="▶️")

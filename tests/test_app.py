@@ -168,6 +168,28 @@ def test_compare_solves_two_mechanisms_side_by_side() -> None:
     assert at.query_params["compare"] == "em,em-br"
 
 
+def test_compare_shows_one_mechanisms_error_and_keeps_the_others() -> None:
+    from mdpviz.errors import SolverError
+    from mdpviz.mechanisms import Mechanism, register
+    from mdpviz.mechanisms.base import epsilon_param
+    from mdpviz.mechanisms.registry import _REGISTRY
+
+    def solve(problem, params, progress, time_limit):
+        raise SolverError("A pricing LP failed (Time limit reached).")
+
+    register(Mechanism(name="test-broken", label="Test broken mechanism", paper="(test)", info="test only",
+                       params=(epsilon_param(),), solve=solve))
+    try:
+        at = app("app_pages/compare.py", query={"compare": "em,test-broken", "k": "40", "m": "10"})
+        solve_button(at, "Solve all").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert "Test broken mechanism: A pricing LP failed" in texts(at.error)
+        table = at.dataframe[0].value
+        assert list(table["status"]) == ["closed form", "error"]
+    finally:
+        _REGISTRY.pop("test-broken", None)
+
+
 def test_compare_parameter_change_and_bad_query() -> None:
     at = app("app_pages/compare.py", query={"compare": "em,nope"})
     assert "`compare=em,nope` names unknown mechanisms" in texts(at.warning)

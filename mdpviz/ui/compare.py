@@ -19,11 +19,12 @@ from .explore import clamp_secret
 MAX_MECHS = 4
 
 
-def metrics_row(mech: Mechanism, result: Result | None, ev: dict[str, Any] | None) -> dict[str, Any]:
+def metrics_row(mech: Mechanism, result: Result | None, ev: dict[str, Any] | None,
+                error: str | None = None) -> dict[str, Any]:
     """One table row per mechanism (NaN where there is no result)."""
     row: dict[str, Any] = {"mechanism": mech.name, "label": mech.label}
     if result is None:
-        return {**row, "status": "not solved", "utility_loss_m": np.nan, "violation_ratio": np.nan,
+        return {**row, "status": "error" if error else "not solved", "utility_loss_m": np.nan, "violation_ratio": np.nan,
                 "violated / checked pairs": "", "adversary_error_m": np.nan, "solve_s": np.nan}
     total = result.timings.get("total_s", sum(result.timings.values()))
     if ev is None:

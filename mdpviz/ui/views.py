@@ -79,6 +79,17 @@ def run_solve(prob: Problem, mech: Mechanism, params: dict[str, Any], time_limit
     return result
 
 
+def solve_or_lookup(prob: Problem, mech: Mechanism, params: dict[str, Any], solve_now: bool,
+                    time_limit: float) -> tuple[Result | None, str | None]:
+    """Solve (when asked) or look up a result; a library error becomes its message instead of stopping the page."""
+    try:
+        if solve_now:
+            return run_solve(prob, mech, params, time_limit), None
+        return cache.lookup(prob, mech.name, params), None
+    except MdpvizError as e:
+        return None, str(e)
+
+
 def phase_text(timings: dict[str, float]) -> str:
     """Seconds per phase as one short line (``total_s`` left out): ``anchors 0.3 ms · LP solve 1.2 s``."""
     return " · ".join(f"{k.removesuffix('_s').replace('_', ' ')} {format_s(v)}" for k, v in timings.items()
