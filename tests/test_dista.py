@@ -88,7 +88,10 @@ def test_log_density_is_a_density():
 @pytest.mark.parametrize("kind", ["one-sided", "two-sided"])
 def test_auditor_within_its_stated_bound(pb, kind):
     rep = run_audit(pb, hood=20, n_cand=20, family="svd", rank=5, kind=kind, tau=0.1, samples=200,
-                    rng=np.random.default_rng(2), b_fixed=0.5)
+                    rng=np.random.default_rng(2), b_fixed=0.5, eps_naive=4.0)
+    for nv in rep.naive.values():  # the naive entrywise baseline: b = Δ/ε from half the pairs, tested on the rest
+        assert nv["b_km"] == pytest.approx(nv["sensitivity_km_per_km"] / 4.0)
+        assert 0.0 <= nv["share_above_eps"] <= 1.0 and nv["upload_bytes"] == 20 * 20 * 8
     for a in rep.blocks.values():
         finite = np.isfinite(a.pl)
         assert finite.any()

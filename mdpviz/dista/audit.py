@@ -68,13 +68,36 @@ class BlockAudit:
 
 @dataclass
 class AuditReport:
-    """Everything the auditor measured: per-block audits, the sampled pairs and the calibrated repair γ (km)."""
+    """Everything the auditor measured: per-block audits, the sampled pairs, the calibrated repair γ (km), and the
+    naive entrywise-Laplace baseline (``naive``, per block; see ``naive_baseline``)."""
 
     blocks: dict[str, BlockAudit]
     pairs: NDArray[np.int64]
     gamma: float
     overestimates: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
     samples: int = 0
+    naive: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def naive_baseline(raw_i: NDArray[np.float64], raw_j: NDArray[np.float64], d: NDArray[np.float64], eps: float,
+                   rng: np.random.Generator) -> dict[str, float]:
+    """The paper's naive upload (App. C, Fig. 3): vec(A) + Lap(b) entrywise, b = Δ/ε with Δ the metric sensitivity.
+
+    Δ = max ‖vec A(x_i) − vec A(x_j)‖₁ / d(x_i, x_j) is estimated on the first half of the sampled pairs, and the
+    privacy loss PL = (‖θ̃ − A_j‖₁ − ‖θ̃ − A_i‖₁)/(b·d) is measured on the second half (pairs the estimate never
+    saw). In sample PL ≤ ε holds by construction, so any share above ε is an out-of-sample sensitivity miss.
+    Rows are samples, columns the flattened block (n·m numbers).
+    """
+    half = max(len(d) // 2, 1)
+    sens = float(np.max(np.abs(raw_i[:half] - raw_j[:half]).sum(axis=1) / d[:half]))
+    b = sens / eps
+    test_i, test_j, dt = raw_i[half:], raw_j[half:], d[half:]
+    if len(dt) == 0 or b <= 0:
+        return {"sensitivity_km_per_km": sens, "b_km": b, "share_above_eps": float("nan"), "max_pl": float("nan")}
+    th = test_i + rng.laplace(0.0, b, size=test_i.shape)
+    pl = (np.abs(th - test_j).sum(axis=1) - np.abs(th - test_i).sum(axis=1)) / (b * dt)
+    return {"sensitivity_km_per_km": sens, "b_km": b, "share_above_eps": float(np.mean(pl > eps)),
+            "max_pl": float(pl.max()), "upload_bytes": int(test_i.shape[1] * 8)}
 
 
 def _pl(mu_i: NDArray[np.float64], mu_j: NDArray[np.float64], d: NDArray[np.float64], direction: NDArray[np.int8],
@@ -118,13 +141,14 @@ def calibrate_b(mu_i: NDArray[np.float64], mu_j: NDArray[np.float64], d: NDArray
 
 
 def simulate_fits(problem: Problem, locations: NDArray[np.int64], hood: int, n_cand: int, family: str, rank: int,
-                  rng: np.random.Generator, progress: Progress = no_progress) -> list[tuple[dict[str, NDArray[np.float64]], Fit]]:
-    """Step ① of a hypothetical user at each location: (permuted true blocks, fit). One fit per location."""
+                  rng: np.random.Generator, progress: Progress = no_progress
+                  ) -> list[tuple[dict[str, NDArray[np.float64]], dict[str, NDArray[np.float64]], Fit]]:
+    """Step ① of a hypothetical user at each location: (raw blocks, permuted blocks, fit). One fit per location."""
     out = []
     for n, x in enumerate(locations):  # one short step-① simulation per sampled location
         user = make_user(problem, int(x), hood, n_cand)
         fit = fit_user(user.blocks.as_dict(), family, rank, rng, perm_iters=0, maxfev=AUDIT_MAXFEV)
-        out.append((permute(user.blocks.as_dict(), fit.perm), fit))
+        out.append((user.blocks.as_dict(), permute(user.blocks.as_dict(), fit.perm), fit))
         if n % 20 == 0:
             progress("audit: simulating users", n / len(locations))
     return out
@@ -133,7 +157,7 @@ def simulate_fits(problem: Problem, locations: NDArray[np.int64], hood: int, n_c
 def run_audit(problem: Problem, *, hood: int, n_cand: int, family: str, rank: int, kind: str, tau: float,
               samples: int, rng: np.random.Generator, b_fixed: float | None = None,
               targets: dict[str, float] | None = None, progress: Progress = no_progress,
-              cost_up: bool = False, delta_max: float = 0.1) -> AuditReport:
+              cost_up: bool = False, delta_max: float = 0.1, eps_naive: float | None = None) -> AuditReport:
     """Audit the three uploads on ``samples`` random pairs of secrets.
 
     Args:
@@ -142,6 +166,7 @@ def run_audit(problem: Problem, *, hood: int, n_cand: int, family: str, rank: in
         tau: deterministic shrink (km) of lowering coordinates.
         cost_up: the cost block's noise raises the surface (``cost_noise`` = 'up') instead of lowering it.
         delta_max: largest δ_t the target search accepts per upload.
+        eps_naive: when given, also audit the naive entrywise-Laplace upload at this ε (km⁻¹).
     """
     if problem.k < 2:
         raise ParameterError("The auditor needs at least two secrets.")
@@ -154,11 +179,11 @@ def run_audit(problem: Problem, *, hood: int, n_cand: int, family: str, rank: in
     blocks: dict[str, BlockAudit] = {}
     draws: dict[str, NDArray[np.float64]] = {}
     for t in BLOCKS:
-        sur0 = sims[0][1].surrogates[t]
+        sur0 = sims[0][2].surrogates[t]
         direction, floor = sur0.direction, sur0.floor
         if cost_up and t == "cy":
             direction = -direction
-        mu = np.stack([nz.centre(f.surrogates[t].theta, direction, tau) for _, f in sims])  # (L, p)
+        mu = np.stack([nz.centre(f.surrogates[t].theta, direction, tau) for _, _, f in sims])  # (L, p)
         mu_i, mu_j = mu[ii], mu[jj]
         g = nz.standard_draws(mu_i.shape, kind, rng)
         if b_fixed is not None:
@@ -175,8 +200,13 @@ def run_audit(problem: Problem, *, hood: int, n_cand: int, family: str, rank: in
     progress("audit: calibrating γ", None)
     over = np.empty(samples)
     for s in range(samples):  # one reconstruction per sample: the γ that would have made it conservative
-        true, fit = sims[ii[s]]
+        _, true, fit = sims[ii[s]]
         recon = {t: fit.surrogates[t].reconstruct(draws[t][s]) for t in BLOCKS}
         tight = tighten(recon, 0.0)
         over[s] = max(overestimate(true["dx"], tight["dx"]), overestimate(true["dy"], tight["dy"]))
-    return AuditReport(blocks, np.column_stack([i, j]).astype(np.int64), float(over.max()), over, samples)
+    naive: dict[str, dict[str, float]] = {}
+    if eps_naive is not None:
+        for t in BLOCKS:
+            raw = np.stack([r[t].ravel() for r, _, _ in sims])
+            naive[t] = naive_baseline(raw[ii], raw[jj], d, eps_naive, rng)
+    return AuditReport(blocks, np.column_stack([i, j]).astype(np.int64), float(over.max()), over, samples, naive)

@@ -139,7 +139,7 @@ def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
     audit = run_audit(problem, hood=cfg.hood, n_cand=cfg.candidates, family=cfg.family, rank=cfg.rank,
                       kind=cfg.noise, tau=cfg.tau, samples=cfg.audit_samples, rng=r_audit, b_fixed=b_fixed,
                       targets=targets, progress=progress, cost_up=cfg.cost_noise == "up",
-                      delta_max=cfg.delta_max)
+                      delta_max=cfg.delta_max, eps_naive=cfg.eps)
     timings["audit_s"] = time.perf_counter() - t1
     budget = account(cfg.eps, {t: a.eps_t for t, a in audit.blocks.items()},
                      {t: a.delta_t for t, a in audit.blocks.items()})

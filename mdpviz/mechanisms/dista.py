@@ -152,6 +152,7 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
         "delta_total": b.delta_total,
         "audit": audits,
         "audit_pl": {t: a.pl for t, a in out.audit.blocks.items()},
+        "naive_upload": out.audit.naive,
         "audit_samples": out.audit.samples,
         "prop2_confidence": prop2_confidence(out.audit.samples, max(b.delta_total, 1e-4)),
         "prop2_samples_needed": prop2_samples_needed(1e-4),
