@@ -52,10 +52,10 @@ if sw.problem_key != state.settings_json():
     st.warning("These results were computed on different problem settings; press **Run sweep** to redo them.")
 df = sw.frame()
 st.caption(f"{sw.done} of {len(sw.points)} points · {controls.city_label(prob.city)} · K = {prob.k} · |Y| = {prob.m}")
-if not sw.running and sw.done < len(sw.points):
-    if st.button(f"Resume sweep ({len(sw.points) - sw.done} points left)", icon=":material/play_arrow:"):
-        sw.running = True
-        st.rerun()
+resume_label = f"Resume sweep ({len(sw.points) - sw.done} points left)"
+if not sw.running and sw.done < len(sw.points) and st.button(resume_label, icon=":material/play_arrow:"):
+    sw.running = True
+    st.rerun()
 first = next((get_mechanism(m) for m in sw.base), None)
 cur = state.params_of(first).get(sw.param) if first else None
 st.plotly_chart(charts.sweep_curves(df, sw.label, cur, sw.log), config={"displayModeBar": False}, key="sweep_fig")

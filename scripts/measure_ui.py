@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mdpviz.ui.server import CHROMIUM_ARGS, canvas_drawn_fraction, chromium_path, streamlit_server  # noqa: E402
+from mdpviz.ui.server import CHROMIUM_ARGS, canvas_drawn_fraction, chromium_path, streamlit_server
 
 METRIC = "[data-testid='stMetric']"
 MAP = "[data-testid='stDeckGlJsonChart'] canvas"

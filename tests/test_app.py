@@ -324,7 +324,7 @@ def test_binned_histograms_and_checks_are_found_anywhere() -> None:
     rows = check_rows(diag)
     assert [(r["check"], r["violated"], r["checked"], r["ratio"]) for r in rows] == [
         ("violations.V_pair", "3", "12", "0.25"), ("lp.enforced", "0", "6", "0")]
-    scalars, arrays, other = split_diagnostics(diag)
+    scalars, arrays, _other = split_diagnostics(diag)
     assert set(scalars) == {"eps_bar.median"} and not arrays
 
 

@@ -14,6 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from mdpviz.cities import RoadNetwork, load_city
+from mdpviz.errors import MdpvizError
 from mdpviz.mechanisms import Result
 from mdpviz.metrics import evaluate, expected_report, per_secret_loss_m
 from mdpviz.problem import Problem, build_problem
@@ -56,7 +57,7 @@ def lookup(prob: Problem, mech: str, params: dict[str, Any]) -> Result | None:
     """A result for these inputs without solving: this session's last solve, else the library's disk cache."""
     try:
         key = cache_key(prob, mech, _validated(mech, params))
-    except Exception:  # invalid parameters: nothing cached, the solve will report the error
+    except MdpvizError:  # invalid parameters: nothing cached, the solve will report the error
         return None
     kept = st.session_state.get("_results", {})
     if key in kept:

@@ -26,7 +26,7 @@ def _on_click(map_key: str) -> None:
     hit = maps.clicked_secret(event.get("selection") if event else None)
     if hit is None:
         return
-    layer, i, k = hit
+    _layer, i, k = hit
     if st.session_state.get("colour_mode") == COLOUR_MODES[2] and k is not None:
         st.session_state["attack_y"] = k
     else:

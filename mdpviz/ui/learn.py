@@ -40,7 +40,7 @@ def tiny_results(eps: float) -> tuple[Problem, Result, Result]:
 
 
 def tiny_labels(prob: Problem) -> list[str]:
-    return [f"{int(round(k * 1000))} m" for k in TINY_KM[: prob.k]]
+    return [f"{round(k * 1000)} m" for k in TINY_KM[: prob.k]]
 
 
 def tiny_summary(prob: Problem, result: Result) -> str:

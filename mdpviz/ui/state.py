@@ -213,7 +213,7 @@ def sync_from_url() -> None:
     Values that fail validation fall back to defaults; the notices are shown by :func:`show_notices`.
     """
     ss = st.session_state
-    current = {k: st.query_params.get_all(k)[-1] for k in st.query_params.keys()}
+    current = {k: st.query_params.get_all(k)[-1] for k in st.query_params}
     if not current or current == ss.get("_url_written"):
         return
     parsed = parse_query(current)

@@ -53,7 +53,7 @@ def run_solve(prob: Problem, mech: Mechanism, params: dict[str, Any], time_limit
     def work() -> None:
         try:
             out["result"] = solve(prob, mech.name, params, progress=progress, time_limit=time_limit)
-        except BaseException as e:  # handed to the script thread, which shows it or re-raises it
+        except BaseException as e:  # noqa: BLE001 - handed to the script thread, which shows or re-raises it
             out["error"] = e
 
     worker = threading.Thread(target=work, name=f"mdpviz-solve-{mech.name}", daemon=True)
@@ -132,6 +132,14 @@ def metrics_panel(prob: Problem, result: Result, ev: dict[str, Any]) -> None:
             st.caption(result.claim)
 
 
+def _as_array(value: Any) -> np.ndarray | None:
+    """``value`` as a numpy array, or None for ragged or odd values (diagnostics are free-form)."""
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def is_binned(value: Any) -> bool:
     """A pre-binned histogram: a dict with ``counts`` and ``edges`` (one more edge than counts)."""
     return isinstance(value, dict) and "counts" in value and "edges" in value
@@ -185,9 +193,8 @@ def _flatten(prefix: str, value: Any, scalars: dict[str, Any], arrays: dict[str,
     if isinstance(value, (int, float, np.integer, np.floating)):
         scalars[prefix] = value.item() if isinstance(value, np.generic) else value
         return
-    try:
-        arr = np.asarray(value)
-    except Exception:
+    arr = _as_array(value)
+    if arr is None:
         other[prefix] = type(value).__name__
         return
     if arr.ndim == 1 and arr.dtype.kind in "fiu" and len(arr):
@@ -230,9 +237,8 @@ def diagnostic_points(diag: dict[str, Any], prob: Problem) -> tuple[str, np.ndar
     """Points worth drawing from the diagnostics: an (n, 2) ``*latlon*`` array, or anchor indices into X."""
     for k, v in diag.items():
         name = str(k).lower()
-        try:
-            arr = np.asarray(v)
-        except Exception:  # noqa: BLE001 - diagnostics are free-form
+        arr = _as_array(v)
+        if arr is None:
             continue
         if "latlon" in name and arr.ndim == 2 and arr.shape[1] == 2 and arr.dtype.kind in "fi":
             return str(k), arr[:, 0].astype(float), arr[:, 1].astype(float)
@@ -276,16 +282,16 @@ def diagnostics_panel(result: Result, k: int | None = None) -> None:
                                 config={"displayModeBar": False})
     scalars, arrays, other = split_diagnostics(diag)
     if scalars or other:
-        rows = [{"diagnostic": k, "value": _cell(v)} for k, v in {**scalars, **other}.items()]
+        rows = [{"diagnostic": name, "value": _cell(v)} for name, v in {**scalars, **other}.items()]
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-    for k, arr in table_arrays(diag).items():
-        st.plotly_chart(charts.columns_chart(arr, f"{k} (per row: {arr.shape[1]} columns)"), key=f"cols-{k}",
+    for name, arr in table_arrays(diag).items():
+        st.plotly_chart(charts.columns_chart(arr, f"{name} (per row: {arr.shape[1]} columns)"), key=f"cols-{name}",
                         config={"displayModeBar": False})
     cols = st.columns(2)
-    for n, (k, arr) in enumerate(arrays.items()):
+    for n, (name, arr) in enumerate(arrays.items()):
         finite = arr[np.isfinite(arr)]
         with cols[n % 2]:
-            st.plotly_chart(charts.histogram(finite, f"{k} ({len(arr):,} values)"), key=f"hist-{k}",
+            st.plotly_chart(charts.histogram(finite, f"{name} ({len(arr):,} values)"), key=f"hist-{name}",
                             config={"displayModeBar": False})
 
 
