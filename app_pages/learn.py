@@ -71,6 +71,6 @@ less utility loss; δ is the price. The paper sweeps δ from 10⁻⁷ to 0.15.""
                              value=1e-7, key="learn_delta", format_func=lambda v: f"{v:g}")
     n_users = c2.slider("N (users)", 10, 200, 50, 10, key="learn_n")
     st.markdown(learn.delta_text(delta, n_users))
-    st.page_link("app_pages/tradeoff.py", label="Sweep δ for a PAnDA mechanism on the Trade-off page",
-                 icon=":material/show_chart:")
+    st.page_link("app_pages/tradeoff.py", label="Sweep δ for PAnDA-p on the Trade-off page",
+                 icon=":material/show_chart:", query_params=learn.delta_sweep_query())
 state.write_url("learn")

@@ -15,6 +15,9 @@ with st.sidebar:
         st.info("Choose at least one mechanism.")
         st.stop()
     if ss.get("sweep_param") not in options:
+        if ss.get("sweep_param"):
+            st.warning(f"The chosen mechanisms have no parameter `{ss['sweep_param']}`; sweeping "
+                       f"{next(iter(options))} instead.", icon="⚠️")
         ss["sweep_param"] = next(iter(options))
     st.selectbox("Parameter to sweep", list(options), key="sweep_param", format_func=lambda n: options[n].display)
     p = options[ss["sweep_param"]]

@@ -418,8 +418,9 @@ def test_panda_internals_panel() -> None:
 
 
 def test_tradeoff_sweeps_delta_for_panda() -> None:
-    at = app("app_pages/tradeoff.py", query={"sweep_mechs": "panda-e", "k": "60", "m": "15"})
-    at.selectbox(key="sweep_param").set_value("delta").run()
+    at = app("app_pages/tradeoff.py", query={"sweep_mechs": "panda-e", "k": "60", "m": "15",
+                                              "sweep_param": "delta"})
+    assert at.selectbox(key="sweep_param").value == "delta"
     assert not at.exception
     at.slider(key="sweep_n").set_value(2)
     solve_button(at, "Run sweep").click().run()

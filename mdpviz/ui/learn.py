@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from mdpviz.explain import expected_failing_pairs, line_points, lp_size, two_point_keep
-from mdpviz.mechanisms import Result
+from mdpviz.mechanisms import Result, mechanisms
 from mdpviz.metrics import utility_loss_m, violations
 from mdpviz.problem import Problem, problem_from_points
 from mdpviz.solve import solve
@@ -58,6 +58,14 @@ def size_figure(k: int, m: int, anchor_share: float) -> go.Figure:
     return charts.line(ks, {"full LP: K(K−1)·|Y|": full, f"anchor LP: |A|(|A|−1)·|Y|, |A| = {anchor_share:.0%} of K":
                             anch}, "K = |X| (secrets)", "LP inequalities (count, log scale)",
                        title="Why anchors: LP size against K", marks=[(k, f"K = {k}")], log_y=True, height=320)
+
+
+def delta_sweep_query() -> dict[str, str]:
+    """Trade-off URL that sweeps δ for PAnDA-p (ε only, when PAnDA is not registered)."""
+    names = {m.name for m in mechanisms()}
+    if "panda-p" in names:
+        return {"sweep_mechs": "panda-p", "sweep_param": "delta"}
+    return {"sweep_mechs": "em", "sweep_param": "eps"}
 
 
 def delta_text(delta: float, n_users: int) -> str:

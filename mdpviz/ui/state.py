@@ -135,6 +135,8 @@ def parse_query(query: dict[str, str]) -> Parsed:
                 notices.append(f"URL parameter `{key}={q[key]}` names unknown mechanisms; "
                                f"known: {', '.join(m.name for m in mechanisms())}.")
             out[key] = known[:4] or list(DEFAULTS[key])
+    if "sweep_param" in q:  # checked against the chosen mechanisms' parameters on the Trade-off page
+        out["sweep_param"] = q["sweep_param"]
     mech_name = DEFAULTS["mech"]
     if "mech" in q:
         try:
@@ -174,6 +176,8 @@ def query_for(page: str) -> dict[str, str]:
             q["secret"] = str(ss["secret"])
     if page == "tradeoff":
         q["sweep_mechs"] = ",".join(ss.get("sweep_mechs", []))
+        if ss.get("sweep_param"):
+            q["sweep_param"] = str(ss["sweep_param"])
     return q
 
 
