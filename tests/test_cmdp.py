@@ -239,8 +239,11 @@ def test_slots_map_back_to_their_secrets_and_holdout_agrees_for_context_free(pb,
     ok = data.complete
     sol = solve_context(data, _sizes(data, "predicted"), 4.0, max_secrets=80)
     sl = data.slots
-    rows = rows_for_slots(sol.secrets, sl.station[ok], sl.lags[ok], sol.secrets.slot_size, pb.k)
+    rows = rows_for_slots(sol.secrets, sl.station[ok], sl.lags[ok], None, pb.k)  # prefix-free: the trie leaf
     assert np.array_equal(rows, sol.secrets.slot_secret)
+    per_slot = solve_context(data, _sizes(data, "predicted"), 4.0, max_secrets=80, domain="per-slot")
+    rows = rows_for_slots(per_slot.secrets, sl.station[ok], sl.lags[ok], per_slot.secrets.slot_size, pb.k)
+    assert np.array_equal(rows, per_slot.secrets.slot_secret)
     none = solve_context(data, _sizes(data, "none"), 4.0)
     by_station = np.zeros_like(none.Q)
     by_station[none.secrets.station] = none.Q
@@ -263,3 +266,19 @@ def test_posterior_leakage_equals_the_row_log_ratio(data) -> None:
     assert finite.any()
     assert np.allclose(pl[finite], lr[finite], atol=1e-8)
     assert np.all(np.abs(lr[finite]) <= 4.0 * sol.d_aug[i, j][:, None].repeat(Q.shape[1], 1)[finite] + 1e-6)
+
+
+def test_prefix_free_domain_and_longer_blankets_pay_off_on_third_order_walks(pb) -> None:
+    data3 = prepare(pb, DataSettings(n_vehicles=400, n_steps=40, memory="3", dest_weight=0.0, dependence=4.0))
+    first = solve_context(data3, _sizes(data3, "first-order"), 4.0, max_secrets=80)
+    oracle = solve_context(data3, _sizes(data3, "oracle"), 4.0, max_secrets=80)
+    sec = oracle.secrets
+    assert (sec.size >= 2).any()
+    # no context is a strict prefix of another's at the same location
+    for a in np.flatnonzero(sec.size >= 1):
+        same = (sec.station == sec.station[a]) & (sec.size > sec.size[a])
+        assert not (same & np.all(sec.lags[:, :sec.size[a]] == sec.lags[a, :sec.size[a]], axis=1)).any()
+    # the second lag carries information about the next location, and the LP uses it
+    assert oracle.loss_m < first.loss_m * 0.999, (oracle.loss_m, first.loss_m)
+    per_slot = solve_context(data3, _sizes(data3, "oracle"), 4.0, max_secrets=80, domain="per-slot")
+    assert per_slot.enforced.violated == 0 and oracle.enforced.violated == 0

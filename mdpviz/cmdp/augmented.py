@@ -7,9 +7,20 @@ Choices (spec §1.3, §10):
 * blankets of different lengths are compared over the lags both have (τ ≤ min(|b|, |b'|)), the only rule safe for
   every completion of the contexts. Two secrets at the same location whose blankets agree on the shared lags are
   then at distance 0, so the LP gives them the same row;
-* rare contexts: a slot whose (x, b) was seen fewer than ``min_count`` times has its oldest lag dropped until the
-  context is frequent (|b| ≥ 1 always); the threshold doubles until at most ``max_secrets`` secrets remain. This
-  only chooses the secret domain; the guarantee holds on whatever domain is chosen.
+* the secret domain (``domain``, a labelled choice; both are safe, the guarantee holds on whatever domain is
+  chosen):
+
+  - ``prefix-free`` (default): the contexts seen at a location form a trie (x, x_{t−1}, x_{t−2}, …); a node is split
+    into its children (one more lag) when at least half of its slots' blankets ask for that lag and every child
+    was seen ≥ ``min_count`` times. The leaves are the secrets, so no secret's context is a prefix of another's at
+    the same location, and the min-overlap rule never ties a long context to a shorter one at distance 0. Slots
+    whose blanket asked for fewer lags may get more (a finer secret), and vice versa;
+  - ``per-slot``: each slot keeps its own blanket size, and a rare (x, b) (seen < ``min_count`` times) loses its
+    oldest lag until frequent. Simple, but a short context then sits at distance 0 from every longer one that
+    extends it, so the LP gives them one row and the extra lags buy nothing.
+
+  In both, the count threshold doubles until at most ``max_secrets`` secrets remain, and |b| ≥ 1 unless the
+  blanket is empty.
 """
 
 from __future__ import annotations
@@ -18,6 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+
+DOMAINS = ("prefix-free", "per-slot")
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,28 +80,70 @@ def context_keys(station: NDArray[np.int64], lags: NDArray[np.int64], size: NDAr
     return code
 
 
+def _prefix_free_sizes(station: NDArray[np.int64], lags: NDArray[np.int64], want: NDArray[np.int64], k: int,
+                       threshold: int) -> NDArray[np.int64]:
+    """Blanket size per slot after splitting the context trie (see the module docstring), depth ≥ 1."""
+    n, gamma = lags.shape
+    size = np.ones(n, dtype=np.int64)
+    active = np.ones(n, dtype=bool)  # the slot's node at the current depth was reached by splits
+    for j in range(1, gamma):  # one vectorised pass per depth
+        if not active.any():
+            break
+        node = context_keys(station[active], lags[active], np.full(int(active.sum()), j), k)
+        child = context_keys(station[active], lags[active], np.full(int(active.sum()), j + 1), k)
+        _, inv_node, n_node = np.unique(node, return_inverse=True, return_counts=True)
+        _, inv_child, n_child = np.unique(child, return_inverse=True, return_counts=True)
+        ask = np.bincount(inv_node, weights=(want[active] > j).astype(float)) / n_node
+        least_child = np.full(len(n_node), np.iinfo(np.int64).max)
+        np.minimum.at(least_child, inv_node, n_child[inv_child])
+        split = (ask >= 0.5) & (least_child >= threshold)
+        grow = np.zeros(n, dtype=bool)
+        grow[active] = split[inv_node]
+        size[grow] = j + 1
+        active = grow
+    return size
+
+
+def _per_slot_sizes(station: NDArray[np.int64], lags: NDArray[np.int64], want: NDArray[np.int64], k: int,
+                    threshold: int) -> NDArray[np.int64]:
+    """Blanket size per slot: its own, with rare contexts shortened from the oldest lag."""
+    size = want.copy()
+    for _ in range(lags.shape[1] + 1):  # each pass shortens rare contexts by one lag
+        keys = context_keys(station, lags, size, k)
+        _, inv, cnt = np.unique(keys, return_inverse=True, return_counts=True)
+        rare = (cnt[inv] < threshold) & (size > 1)
+        if not rare.any():
+            break
+        size[rare] -= 1
+    return size
+
+
 def build_secrets(station: NDArray[np.int64], lags: NDArray[np.int64], next_station: NDArray[np.int64],
-                  size: NDArray[np.int64], k: int, *, min_count: int = 5, max_secrets: int = 150) -> AugmentedSecrets:
+                  size: NDArray[np.int64], k: int, *, min_count: int = 5, max_secrets: int = 150,
+                  domain: str = "prefix-free") -> AugmentedSecrets:
     """Augmented secrets of complete slots with blanket sizes ``size`` (0 = no context), prior and next model.
 
     Args:
         station, lags, next_station: the complete slots' X_t, (X_{t−1..t−Γ}) and X_{t+1}.
-        size: blanket size per slot, 0..Γ.
+        size: requested blanket size per slot, 0..Γ (all 0: no context, the secrets are the locations).
         k: number of stations.
-        min_count, max_secrets: the rare-context rule of the module docstring.
+        min_count, max_secrets, domain: the secret-domain rule of the module docstring.
     """
-    size = np.asarray(size, dtype=np.int64).copy()
-    threshold = max(int(min_count), 1)
-    for _ in range(64):  # each pass shortens rare contexts by one lag; a few passes suffice
-        keys = context_keys(station, lags, size, k)
-        uniq, inv, cnt = np.unique(keys, return_inverse=True, return_counts=True)
-        rare = (cnt[inv] < threshold) & (size > 1)
-        if rare.any():
-            size[rare] -= 1
-            continue
-        if len(uniq) <= max_secrets or not (size > 1).any():
-            break
-        threshold *= 2
+    want = np.asarray(size, dtype=np.int64)
+    if domain not in DOMAINS:
+        raise ValueError(f"domain {domain!r} is not one of {DOMAINS}")
+    if want.max(initial=0) == 0:
+        size = np.zeros(len(station), dtype=np.int64)
+    else:
+        want = np.maximum(want, 1)
+        rule = _prefix_free_sizes if domain == "prefix-free" else _per_slot_sizes
+        threshold = max(int(min_count), 1)
+        while True:  # double the count threshold until the domain is small enough
+            size = rule(station, lags, want, k, threshold)
+            n_secrets = len(np.unique(context_keys(station, lags, size, k)))
+            if n_secrets <= max_secrets or not (size > 1).any():
+                break
+            threshold *= 2
     keys = context_keys(station, lags, size, k)
     uniq, first, inv, cnt = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
     s_station = station[first]

@@ -237,10 +237,12 @@ class CmdpSolution:
     location: ViolationReport | None
     sizes_note: str
     raw_sizes: NDArray[np.int64]
+    domain: str = "prefix-free"
 
 
 def solve_context(data: CmdpData, sizes: NDArray[np.int64], eps: float, *, eta: float = 5.0, decay: float = 0.5,
-                  neighbours: str = "augmented", min_count: int = 5, max_secrets: int = 150, method: str = "ipm",
+                  neighbours: str = "augmented", min_count: int = 5, max_secrets: int = 150,
+                  domain: str = "prefix-free", method: str = "ipm",
                   time_limit: float | None = None, progress: Progress = no_progress,
                   note: str = "") -> CmdpSolution:
     """Build the augmented secrets for blanket sizes ``sizes`` (one per complete slot) and solve Eqs. 30–33.
@@ -248,13 +250,13 @@ def solve_context(data: CmdpData, sizes: NDArray[np.int64], eps: float, *, eta: 
     Args:
         eps: ε, km⁻¹. eta: neighbour threshold η, km. decay: γ of the weights w_τ = γ^τ.
         neighbours: ``augmented`` (Eq. 14) or ``base`` (Appendix B.1 rule).
-        min_count, max_secrets: the rare-context rule (``augmented`` module).
+        min_count, max_secrets, domain: the secret-domain rule (``augmented`` module docstring).
     """
     pb, sl = data.problem, data.slots
     ok = sl.complete
     t0 = time.perf_counter()
     sec = build_secrets(sl.station[ok], sl.lags[ok], sl.next_station[ok], sizes, pb.k, min_count=min_count,
-                        max_secrets=max_secrets)
+                        max_secrets=max_secrets, domain=domain)
     d_aug = augmented_distance(sec, pb.d, decay)
     cost = expected_cost(sec, pb.c)
     near = neighbour_pairs(d_aug, pb.d[np.ix_(sec.station, sec.station)], eta, neighbours)
@@ -265,7 +267,7 @@ def solve_context(data: CmdpData, sizes: NDArray[np.int64], eps: float, *, eta: 
                                 progress=progress)
     facts["build_s"] = build_s
     if Q is None:
-        return CmdpSolution(sec, d_aug, near, None, None, None, facts, None, None, note, sizes)
+        return CmdpSolution(sec, d_aug, near, None, None, None, facts, None, None, note, sizes, domain)
     weight = sec.context_given_station(pb.k)
     Z = np.zeros((pb.k, pb.m))
     np.add.at(Z, sec.station, weight[:, None] * Q)
@@ -274,24 +276,30 @@ def solve_context(data: CmdpData, sizes: NDArray[np.int64], eps: float, *, eta: 
     near_x = (pb.d <= eta) & ~np.eye(pb.k, dtype=bool)
     location = check(Z, pb.d, near_x, eps, "location only: marginal over contexts, base metric")
     loss = float(np.sum(sec.prior[:, None] * cost * Q))
-    return CmdpSolution(sec, d_aug, near, Q, Z, loss, facts, enforced, location, note, sizes)
+    return CmdpSolution(sec, d_aug, near, Q, Z, loss, facts, enforced, location, note, sizes, domain)
 
 
 def rows_for_slots(sec: AugmentedSecrets, station: NDArray[np.int64], lags: NDArray[np.int64],
-                   size: NDArray[np.int64], k: int) -> NDArray[np.int64]:
-    """The secret (row of Q) each slot reports from: its (x, b) when known, else b shortened from the oldest lag
-    until a known secret matches (the rare-context rule), else the most frequent secret at x."""
+                   size: NDArray[np.int64] | None, k: int) -> NDArray[np.int64]:
+    """The secret (row of Q) each slot reports from.
+
+    ``size`` None (the ``prefix-free`` domain): the leaf of the context trie on the slot's path (longest known
+    context first). ``size`` given (the ``per-slot`` domain): the slot's (x, b) with that blanket size, shortened
+    from the oldest lag until known. Either way, a slot with no known context at all uses the most frequent secret
+    at its location.
+    """
     keys = context_keys(sec.station, sec.lags, sec.size, k)
     order = np.argsort(keys)
     sorted_keys = keys[order]
     rows = np.full(len(station), -1, dtype=np.int64)
-    size = np.asarray(size, dtype=np.int64).copy()
-    for _ in range(lags.shape[1] + 1):  # one vectorised look-up per blanket length
-        want = context_keys(station, lags, size, k)
+    gamma = lags.shape[1]
+    cur = np.full(len(station), gamma, dtype=np.int64) if size is None else np.asarray(size, np.int64).copy()
+    for _ in range(gamma + 1):  # one vectorised look-up per blanket length
+        want = context_keys(station, lags, cur, k)
         at = np.minimum(np.searchsorted(sorted_keys, want), len(keys) - 1)
         hit = (sorted_keys[at] == want) & (rows < 0)
         rows[hit] = order[at[hit]]
-        size = np.maximum(size - 1, 0)
+        cur = np.maximum(cur - 1, 0)
     if (rows < 0).any():
         best = np.full(k, -1, dtype=np.int64)
         by_prior = np.argsort(sec.prior, kind="stable")  # later (more frequent) secrets overwrite earlier ones
@@ -301,12 +309,12 @@ def rows_for_slots(sec: AugmentedSecrets, station: NDArray[np.int64], lags: NDAr
 
 
 def holdout_loss(data: CmdpData, Q: NDArray[np.float64], sec: AugmentedSecrets | None, context: str = "none",
-                 **size_options: str) -> float:
+                 domain: str = "prefix-free", **size_options: str) -> float:
     """Expected next-location loss (m) on the held-out corpus, its true next locations, every task.
 
-    ``sec`` None: Q is a context-free Z (K, M) indexed by location. Otherwise held-out slots get blanket sizes
-    from this corpus's model (``context``, ``size_options`` as in ``CmdpData.sizes``) and report from
-    ``rows_for_slots``.
+    ``sec`` None: Q is a context-free Z (K, M) indexed by location. Otherwise held-out slots report from
+    ``rows_for_slots``: in the ``per-slot`` domain with blanket sizes from this corpus's model (``context``,
+    ``size_options`` as in ``CmdpData.sizes``), in the ``prefix-free`` domain from the trie leaf on their path.
     """
     slots, feat = data.holdout
     ok = slots.complete
@@ -314,7 +322,7 @@ def holdout_loss(data: CmdpData, Q: NDArray[np.float64], sec: AugmentedSecrets |
     if sec is None:
         rows = slots.station[ok]
     else:
-        size, _ = data.sizes(context, slots=slots, features=feat, **size_options)
+        size = data.sizes(context, slots=slots, features=feat, **size_options)[0] if domain == "per-slot" else None
         rows = rows_for_slots(sec, slots.station[ok], slots.lags[ok], size, pb.k)
     # Σ_y Q[row, y] C[next, y], averaged over held-out slots
     return float(np.mean(np.einsum("ij,ij->i", Q[rows], pb.c[slots.next_station[ok]])))
@@ -402,7 +410,7 @@ def diagnostics(data: CmdpData, sol: CmdpSolution, context: str, **size_options:
     sec = sol.secrets
     disc = data.discovery
     diag: dict[str, Any] = {
-        "context": context, "blankets": sol.sizes_note,
+        "context": context, "blankets": sol.sizes_note, "secret_domain": sol.domain,
         "rows": "Z[x, y] = Σ_b p(b|x) q_(x,b),y: the location marginal (population average over contexts); "
                 "the mechanism itself is Q (one row per augmented secret, see secret_*)",
         "caveat": CAVEAT,
@@ -424,7 +432,7 @@ def diagnostics(data: CmdpData, sol: CmdpSolution, context: str, **size_options:
     if sol.Q is not None:
         diag["examples"] = examples(data, sol, seed=data.settings.seed)
         if data.trajectories.source == "synthetic":
-            diag["heldout_loss_m"] = holdout_loss(data, sol.Q, sol.secrets, context, **size_options)
+            diag["heldout_loss_m"] = holdout_loss(data, sol.Q, sol.secrets, context, sol.domain, **size_options)
     oracle = data.slots.oracle_order[data.complete]
     if (oracle > 0).all():
         diag["blanket_hist_oracle"] = blanket_histogram(np.clip(oracle, 1, data.settings.max_lag),

@@ -53,6 +53,10 @@ _COMMON = (
           label="region grid"),
     Param("min_count", int, 5, "contexts seen fewer times lose their oldest lag (keeps the LP small)", low=1,
           high=10000, log=True, label="min context count"),
+    Param("domain", str, "prefix-free", "secret domain: 'prefix-free' splits each location's context trie "
+          "where most blankets ask for another lag and every child is frequent (no context is a prefix of "
+          "another); 'per-slot' keeps each report's blanket and shortens rare ones (a short context then ties the "
+          "longer ones at distance 0)", choices=("prefix-free", "per-slot"), label="secret domain"),
     Param("max_secrets", int, 150, "at most this many (location, context) secrets", low=2, high=2000, log=True,
           label="max secrets"),
     Param("method", str, "ipm", "HiGHS algorithm: interior point (with crossover) or dual simplex",
@@ -84,8 +88,8 @@ def solve_cmdp(problem: Problem, params: dict[str, Any], context: str, progress:
     sizes, note = data.sizes(context, **options)
     sol = solve_context(data, sizes, params["eps"], eta=params["eta"], decay=params["decay"],
                         neighbours=params["neighbours"], min_count=params["min_count"],
-                        max_secrets=params["max_secrets"], method=params["method"], time_limit=time_limit,
-                        progress=progress, note=note)
+                        max_secrets=params["max_secrets"], domain=params["domain"], method=params["method"],
+                        time_limit=time_limit, progress=progress, note=note)
     timings = {"prepare_s": prep_s, "build_s": sol.facts["build_s"], "solve_s": sol.facts["solve_s"]}
     claim = (f"augmented secrets (x, b): every pair within η = {params['eta']:g} km under Eq. 13 "
              f"(see diagnostics violations_enforced); Z is the location marginal, not claimed ε-mDP in d_x")
