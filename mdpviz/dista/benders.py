@@ -29,8 +29,10 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+import highspy
+
 from ..errors import SolverError
-from ..lp.highs import INF, solve_lp
+from ..lp.highs import INF, new_highs, solve_lp
 from ..lp.mdp_lp import all_pairs, mdp_lp_matrix
 from ..progress import Progress, no_progress
 
@@ -162,6 +164,62 @@ def solve_sub(u: UserLP, w: NDArray[np.float64], method: str = "simplex") -> Sub
     return SubOutcome(False, one.objective, -(u.B.T @ one.row_duals), None)
 
 
+def _model(cost: NDArray[np.float64], A: sp.spmatrix, lo: NDArray[np.float64],
+           hi: NDArray[np.float64]) -> highspy.Highs:
+    """A silent dual-simplex HiGHS model of min cost·z s.t. lo ≤ A z ≤ hi, z ≥ 0, kept for warm starts."""
+    A = sp.csc_matrix(A)
+    h = new_highs()
+    h.setOptionValue("solver", "simplex")
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = A.shape[1], A.shape[0]
+    lp.col_cost_ = np.asarray(cost, dtype=np.float64)
+    lp.col_lower_ = np.zeros(A.shape[1])
+    lp.col_upper_ = np.full(A.shape[1], INF)
+    lp.row_lower_ = np.asarray(lo, dtype=np.float64)
+    lp.row_upper_ = np.asarray(hi, dtype=np.float64)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = A.indices.astype(np.int32)
+    lp.a_matrix_.value_ = A.data.astype(np.float64)
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = A.shape[1], A.shape[0]
+    h.passModel(lp)
+    return h
+
+
+class WarmSub:
+    """User m's subproblem and its phase-1 as persistent HiGHS models: each Benders iteration only moves the row
+    bounds (rhs = bounds − B·w), so dual simplex restarts from the previous basis. Same results as ``solve_sub``."""
+
+    def __init__(self, u: UserLP) -> None:
+        self.u = u
+        r = u.A_free.shape[0]
+        self.rows = np.arange(r, dtype=np.int32)
+        self.lp = _model(u.cost_free, u.A_free, u.lower, u.upper)
+        eye = sp.identity(r, format="csr")
+        self.ph1 = _model(np.concatenate([np.zeros(u.n_free), np.ones(2 * r)]),
+                          sp.hstack([u.A_free, -eye, eye]), u.lower, u.upper)
+
+    def __call__(self, u: UserLP, w: NDArray[np.float64]) -> SubOutcome:
+        shift = self.u.B @ w
+        lo, hi = self.u.lower - shift, self.u.upper - shift
+        self.lp.changeRowsBounds(len(self.rows), self.rows, lo, hi)
+        self.lp.run()
+        st = self.lp.getModelStatus()
+        if st == highspy.HighsModelStatus.kOptimal:
+            sol = self.lp.getSolution()
+            value = float(self.lp.getInfo().objective_function_value)
+            return SubOutcome(True, value, -(self.u.B.T @ np.array(sol.row_dual)), np.array(sol.col_value))
+        if st not in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
+            raise SolverError(f"A DISTA-LP subproblem ended with status `{self.lp.modelStatusToString(st)}`.")
+        self.ph1.changeRowsBounds(len(self.rows), self.rows, lo, hi)
+        self.ph1.run()
+        if self.ph1.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            raise SolverError("The phase-1 of a DISTA-LP subproblem did not solve.")
+        sol = self.ph1.getSolution()
+        value = float(self.ph1.getInfo().objective_function_value)
+        return SubOutcome(False, value, -(self.u.B.T @ np.array(sol.row_dual)), None)
+
+
 @dataclass
 class BendersOutcome:
     """The result of the decomposition: best w and free entries, bounds and history."""
@@ -195,8 +253,11 @@ def w_upper(users: list[UserLP], n_w: int) -> NDArray[np.float64]:
 
 def benders_loop(users: list[UserLP], n_w: int, *, gap_tol: float = 1e-6, max_iter: int = 100,
                  time_limit: float | None = None, progress: Progress = no_progress,
-                 sub: Callable[[UserLP, NDArray[np.float64]], SubOutcome] = solve_sub) -> BendersOutcome:
-    """Benders decomposition with one subproblem per user (see the module doc). Bounds are in the cost's unit."""
+                 sub: Callable[[UserLP, NDArray[np.float64]], SubOutcome] | None = None) -> BendersOutcome:
+    """Benders decomposition with one subproblem per user (see the module doc). Bounds are in the cost's unit.
+
+    ``sub`` solves one subproblem at ŵ; by default each user gets a warm-started ``WarmSub``.
+    """
     t0 = time.perf_counter()
     n_u = len(users)
     alpha = sum((u.alpha for u in users), np.zeros(n_w))
@@ -208,6 +269,7 @@ def benders_loop(users: list[UserLP], n_w: int, *, gap_tol: float = 1e-6, max_it
     best_ub, best = np.inf, None
     history: list[dict[str, float]] = []
     status, lb = "iteration limit", -np.inf
+    warm = [WarmSub(u) for u in users] if sub is None else []
     for it in range(1, max_iter + 1):
         static = sp.hstack([S, sp.csr_matrix((S.shape[0], n_u))]).tocsr()
         if cut_rows:
@@ -220,7 +282,7 @@ def benders_loop(users: list[UserLP], n_w: int, *, gap_tol: float = 1e-6, max_it
             raise SolverError(f"The DISTA-LP Benders master ended with status `{mp.status}` ({mp.message}).")
         w, v = mp.x[:n_w], mp.x[n_w:]
         lb = max(lb, mp.objective)
-        outs = [sub(u, w) for u in users]
+        outs = [sub(u, w) if sub is not None else warm[m](u, w) for m, u in enumerate(users)]
         new = 0
         for m, o in enumerate(outs):
             # cut: value(w) ≥ value(ŵ) + grad·(w − ŵ)  →  grad·w − [v_m] ≤ grad·ŵ − value(ŵ)
