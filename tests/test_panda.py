@@ -14,7 +14,7 @@ from mdpviz.errors import ParameterError
 from mdpviz.lp.mdp_lp import all_pairs, solve_mdp_lp
 from mdpviz.mechanisms import get_mechanism
 from mdpviz.mechanisms.panda import selection_map
-from mdpviz.panda.anpo import anpo_exponents, solve_anpo
+from mdpviz.panda.anpo import solve_anpo
 from mdpviz.panda.budget import ball_lists, phase1_cost, phase1_cost_direct
 from mdpviz.panda.margins import pair_margins, safety_margins, success_bound, surrogate_probabilities
 from mdpviz.panda.selection import FLOORS, VARIANTS, decay, make_selection, sample_anchor_sets
@@ -110,7 +110,7 @@ def test_surrogate_probabilities_match_their_definition() -> None:
 
 
 def test_success_bound_is_non_decreasing_and_linear_search_matches_brute_force() -> None:
-    d, sel, _, F, nbr, mask, v, p0 = _margin_setup()
+    _, _, _, F, nbr, mask, v, p0 = _margin_setup()
     count = mask.sum(axis=1)
     pairs = [(q, r) for q in range(25) for r in range(25) if q != r][::17]
     q = np.array([a for a, _ in pairs])
@@ -127,7 +127,7 @@ def test_success_bound_is_non_decreasing_and_linear_search_matches_brute_force()
             else:
                 assert fell_back[n] and xi[n] == pytest.approx(cand.max(), abs=1e-12)
     # the instance exercises both branches
-    xi_hi, fb_hi = pair_margins(F, nbr, count, v, p0, q, r, 0.3)
+    _, fb_hi = pair_margins(F, nbr, count, v, p0, q, r, 0.3)
     _, fb_lo = pair_margins(F, nbr, count, v, p0, q, r, 1e-7)
     assert (~fb_hi).any() and fb_lo.any()
 
@@ -157,7 +157,7 @@ def test_anpo_reduction_is_exact_and_enforces_its_constraints() -> None:
     out = solve_anpo(E, w, c, how="monolithic")
     assert out.status == "optimal" and out.rows < n  # some rows merged
     i, j = all_pairs(n)
-    Z_ref, ref = solve_mdp_lp(w, c, i, j, E[i, j])
+    _, ref = solve_mdp_lp(w, c, i, j, E[i, j])
     assert out.objective_m == pytest.approx(ref.objective, rel=1e-6)
     for how in ("cuts", "colgen"):
         other = solve_anpo(E, w, c, how=how)
@@ -221,7 +221,7 @@ def test_mechanism_on_a_city_scale_instance(spread_problem, name: str) -> None:
 
 def test_same_seed_same_result_and_seed_changes_anchors(spread_problem) -> None:
     mech = get_mechanism("panda-e")
-    run = lambda seed: mech.solve(spread_problem, mech.validate({"n_users": 6, "seed": seed}),  # noqa: E731
+    run = lambda seed: mech.solve(spread_problem, mech.validate({"n_users": 6, "seed": seed}),
                                   lambda *_: None, None)
     a, b, c = run(1), run(1), run(2)
     np.testing.assert_array_equal(a.Z, b.Z)

@@ -28,8 +28,9 @@ DEFAULT_DIR = Path(__file__).resolve().parents[2] / "docs" / "benchmarks"
 
 def machine() -> str:
     """A one-line description of this machine and the solver stack."""
-    import highspy  # noqa: F401
     from importlib.metadata import version
+
+    import highspy  # noqa: F401
 
     cpu = platform.processor() or platform.machine()
     try:
@@ -98,7 +99,7 @@ def to_markdown(rows: list[dict[str, Any]], command: str, note: str) -> str:
             "user_loss_m", "v_pair"]
     out = io.StringIO()
     out.write("# PAnDA benchmark\n\n")
-    out.write(f"- date: {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}\n")
+    out.write(f"- date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}\n")
     out.write(f"- machine: {machine()}\n")
     out.write(f"- command: `{command}`\n")
     if rows:

@@ -18,11 +18,17 @@ import numpy as np
 from ..errors import ParameterError
 from ..panda.anpo import SOLVERS, anpo_exponents, solve_anpo
 from ..panda.budget import ball_lists, empty_probability, phase1_cost
-from ..panda.evaluate import (budget_split, counterfactual_violations, histogram, sample_reports,
-                              user_pair_violations)
+from ..panda.evaluate import budget_split, counterfactual_violations, histogram, sample_reports, user_pair_violations
 from ..panda.margins import PS_RULES, safety_margins
-from ..panda.selection import (EMPTY_RULES, FLOORS, VARIANT_NAMES, make_selection, nearest_member,
-                               sample_anchor_sets, sample_users)
+from ..panda.selection import (
+    EMPTY_RULES,
+    FLOORS,
+    VARIANT_NAMES,
+    make_selection,
+    nearest_member,
+    sample_anchor_sets,
+    sample_users,
+)
 from ..problem import Problem
 from .base import Mechanism, Param, Progress, Result, epsilon_param
 from .registry import register
@@ -132,10 +138,21 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
     left = None if time_limit is None else max(0.01, time_limit - (time.perf_counter() - t_start))
     out = solve_anpo(E, weights, c_a, how=params["anpo_solver"], method=params["method"], time_limit=left,
                      progress=progress, max_rows=params["max_lp_rows"])
+    fallback = ""
+    if out.Z is None and out.status == "error" and params["anpo_solver"] == "colgen":
+        fallback = out.message  # the structured solver failed: solve the same LP monolithically
+        left = None if time_limit is None else max(0.01, time_limit - (time.perf_counter() - t_start))
+        first = out
+        out = solve_anpo(E, weights, c_a, how="monolithic", method=params["method"], time_limit=left,
+                         progress=progress, max_rows=params["max_lp_rows"])
+        out.build_s += first.build_s
+        out.solve_s += first.solve_s
     timings["lp_build_s"] = out.build_s
     timings["lp_solve_s"] = out.solve_s
     lp_info = {"anchors": len(anchors), "rows_after_merge": out.rows, "pairs": out.pairs, "rounds": out.rounds,
-               "size": out.size, "status": out.status, "solver": params["anpo_solver"], "method": params["method"],
+               "size": out.size, "status": out.status,
+               "solver": params["anpo_solver"] if not fallback else f"monolithic (colgen failed: {fallback})",
+               "method": params["method"],
                "repair_mass_added": out.repair_mass, "clipped_pairs": clipped, "pair_radius_km": radius,
                "unconstrained_pairs": int(far.sum()),
                "clipped_fraction": clipped / max(1, len(anchors) * (len(anchors) - 1)), "message": out.message}

@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from ..errors import ParameterError
+from ..errors import ParameterError, SolverError
 from ..lp.mdp_lp import implied_free_pairs, solve_mdp_lp
 from ..metrics import ABS_SLACK, TOLERANCE
 from ..progress import Progress, no_progress
@@ -88,7 +88,7 @@ def merge_equal_rows(E: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray
     """Components of the zero-exponent graph and the exponent matrix between components (min over members)."""
     n = len(E)
     zero = (E <= 0) & ~np.eye(n, dtype=bool)
-    n_comp, label = connected_components(csr_matrix(zero | zero.T), directed=False)
+    _, label = connected_components(csr_matrix(zero | zero.T), directed=False)
     order = np.argsort(label, kind="stable")
     starts = np.flatnonzero(np.r_[True, np.diff(label[order]) != 0])
     Fc = np.minimum.reduceat(np.minimum.reduceat(E[np.ix_(order, order)], starts, axis=1), starts, axis=0)
@@ -245,7 +245,7 @@ def solve_anpo(E: NDArray[np.float64], weights: NDArray[np.float64], c: NDArray[
     vi, _, triples = violated_pairs(Z, E)
     build_s += time.perf_counter() - tb
     n = len(E)
-    enforced = {"violated_pairs": int(len(vi)), "checked_pairs": n * (n - 1), "violated_triples": triples,
+    enforced = {"violated_pairs": len(vi), "checked_pairs": n * (n - 1), "violated_triples": triples,
                 "checked_triples": n * (n - 1) * c.shape[1], "tolerance": TOLERANCE}
     objective = float(weights @ np.einsum("ij,ij->i", c, Z))
     assert out is not None
@@ -256,7 +256,7 @@ def solve_anpo(E: NDArray[np.float64], weights: NDArray[np.float64], c: NDArray[
 def _check(Z: NDArray[np.float64], E: NDArray[np.float64], m: int) -> dict[str, Any]:
     vi, _, triples = violated_pairs(Z, E)
     n = len(E)
-    return {"violated_pairs": int(len(vi)), "checked_pairs": n * (n - 1), "violated_triples": triples,
+    return {"violated_pairs": len(vi), "checked_pairs": n * (n - 1), "violated_triples": triples,
             "checked_triples": n * (n - 1) * m, "tolerance": TOLERANCE}
 
 
@@ -269,7 +269,11 @@ def _solve_colgen(E: NDArray[np.float64], label: NDArray[np.int64], Fc: NDArray[
     build_s = time.perf_counter() - t0
     left = None if time_limit is None else max(0.01, time_limit - build_s)
     t1 = time.perf_counter()
-    res = solve_structured(wc[:, None] * cc, Fc, time_limit=left, progress=progress)
+    try:
+        res = solve_structured(wc[:, None] * cc, Fc, time_limit=left, progress=progress)
+    except SolverError as e:  # e.g. a pricing LP stopped by the time limit: no usable point
+        return AnpoOutcome(None, "error", None, len(Fc), build_s=build_s, solve_s=time.perf_counter() - t1,
+                           message=f"colgen: {e}")
     solve_s = time.perf_counter() - t1
     if res.Z is None:
         return AnpoOutcome(None, res.status, None, len(Fc), size=res.size, build_s=build_s, solve_s=solve_s,

@@ -110,6 +110,6 @@ def histogram(values: NDArray[np.float64], bins: int = 30, log: bool = False) ->
         lo, hi = (np.log10(pos.min()), np.log10(pos.max())) if len(pos) else (0.0, 1.0)
         edges = np.logspace(lo, hi if hi > lo else lo + 1, bins + 1)
         counts, edges = np.histogram(pos, bins=edges)
-        return {"counts": counts, "edges": edges, "n": int(len(v)), "zeros": int((v <= 0).sum()), "log10_edges": True}
+        return {"counts": counts, "edges": edges, "n": len(v), "zeros": int((v <= 0).sum()), "log10_edges": True}
     counts, edges = np.histogram(v, bins=bins)
-    return {"counts": counts, "edges": edges, "n": int(len(v)), "log10_edges": False}
+    return {"counts": counts, "edges": edges, "n": len(v), "log10_edges": False}
