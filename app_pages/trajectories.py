@@ -88,6 +88,9 @@ with tab_blanket:
     if clf:
         st.caption("Blanket classifier (positive = fail to reject), per split")
         st.dataframe(pd.DataFrame(clf).T, width="stretch")
+    pc1, pc2 = st.columns(2)
+    pc1.plotly_chart(tv.pvalue_figure(diag["groups"], "speed_bin", diag["corpus"]["alpha"]), key="traj-p-speed")
+    pc2.plotly_chart(tv.pvalue_figure(diag["groups"], "hour_group", diag["corpus"]["alpha"]), key="traj-p-hour")
     st.caption("Algorithm 1 per (hour group, speed bin, region) group")
     st.dataframe(pd.DataFrame(diag["groups"]), hide_index=True, width="stretch")
 with tab_table:

@@ -138,3 +138,20 @@ def blanket_figure(diag: dict[str, Any]) -> go.Figure:
                       xaxis_title="blanket size |B| (lags)", yaxis_title="slots (count)", yaxis_type="log",
                       title={"text": "Blanket sizes (Fig. 9)", "font": {"size": 13}})
     return fig
+
+
+def pvalue_figure(groups: list[dict[str, Any]], by: str, alpha: float = 0.05) -> go.Figure:
+    """Mean CI-test p-value per speed bin or hour group, one line per hypothesis m, with the α line (Figs. 5–7)."""
+    df = pd.DataFrame(groups)
+    fig = go.Figure()
+    for col in [c for c in df.columns if c.startswith("p") and c[1:].isdigit()]:
+        g = df.dropna(subset=[col]).groupby(by)[col].mean()
+        if len(g):
+            fig.add_trace(go.Scatter(x=g.index, y=g.values, mode="lines+markers",
+                                     name=f"H0: x(t) ⫫ x(t−{int(col[1:]) + 1}) | {int(col[1:])} lag(s)"))
+    fig.add_hline(y=alpha, line_dash="dash", line_color="gray", annotation_text=f"α = {alpha:g}")
+    label = {"speed_bin": "speed bin (index)", "hour_group": "hour group (index)", "region": "region cell"}[by]
+    fig.update_layout(height=260, margin={"l": 10, "r": 10, "t": 30, "b": 10}, xaxis_title=label,
+                      yaxis_title="mean p-value", title={"text": f"CI-test p-values by {label}", "font": {"size": 13}},
+                      legend={"orientation": "h", "y": -0.35})
+    return fig
