@@ -11,6 +11,7 @@ PAGES = [
     st.Page("app_pages/explore.py", title="Explore", icon=":material/map:", url_path="explore"),
     st.Page("app_pages/compare.py", title="Compare", icon=":material/compare:", url_path="compare"),
     st.Page("app_pages/tradeoff.py", title="Trade-off", icon=":material/show_chart:", url_path="tradeoff"),
+    st.Page("app_pages/trajectories.py", title="Trajectories", icon=":material/route:", url_path="trajectories"),
     st.Page("app_pages/learn.py", title="Learn", icon=":material/school:", url_path="learn"),
 ]
 
