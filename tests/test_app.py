@@ -427,3 +427,10 @@ def test_tradeoff_sweeps_delta_for_panda() -> None:
     assert not at.exception, [e.value for e in at.exception]
     frame = at.session_state["sweep"].frame()
     assert list(frame.param.unique()) == ["delta"] and len(frame) == 2
+
+
+def test_dista_lp_gets_its_own_panel() -> None:
+    at = app("app_pages/explore.py", query={"mech": "dista-lp", "k": "60", "m": "25"})
+    solve_button(at).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "DISTA-LP: users, neighbourhoods and reports" in texts(at.markdown)

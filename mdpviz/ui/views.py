@@ -365,10 +365,28 @@ def panda_panel(diag: dict[str, Any], eps: float, k: int | None = None) -> None:
                         key="panda-split", config={"displayModeBar": False})
 
 
+# mechanism-specific panels that other modules of mdpviz/ui provide: mechanism name -> (module, function);
+# each function takes (problem, road segments, result) and lays out its own panel
+SPECIFIC_PANELS: dict[str, tuple[str, str]] = {"dista-lp": ("mdpviz.ui.dista", "render")}
+
+
+def specific_panel(prob: Problem, result: Result) -> None:
+    """The mechanism's own panel, when one is registered in ``SPECIFIC_PANELS``."""
+    entry = SPECIFIC_PANELS.get(result.mechanism)
+    if entry is None or not result.ok:
+        return
+    import importlib
+
+    render = getattr(importlib.import_module(entry[0]), entry[1])
+    roads = cache.road_segments(prob.city) if prob.city else pd.DataFrame({"s": [], "t": []})
+    render(prob, roads, result)
+
+
 def details_tabs(prob: Problem, result: Result, ev: dict[str, Any] | None, key: str) -> None:
     """Tabs below the map: diagnostics, time and LP size, downloads, the problem."""
     t_diag, t_time, t_dl, t_prob = st.tabs(["Diagnostics", "Time & LP size", "Downloads", "Problem"])
     with t_diag:
+        specific_panel(prob, result)
         diagnostics_panel(result, prob.k)
     with t_time:
         c1, c2 = st.columns([3, 2])
