@@ -220,6 +220,10 @@ def test_neighbour_rules_differ_only_in_pairs(pb, data) -> None:
     assert base.near.sum() > aug.near.sum()  # the appendix rule constrains more pairs
     assert base.loss_m >= aug.loss_m * (1 - 1e-6)
     assert base.enforced.violated == 0 and aug.enforced.violated == 0
+    # fewer neighbours (smaller η) never raise the optimum (spec §8.4 #4)
+    wide = solve_context(data, sizes, 4.0, eta=5.0)
+    assert aug.loss_m <= wide.loss_m * (1 + 1e-6)
+    assert aug.near.sum() < wide.near.sum()
 
 
 def test_trajectories_page_renders_maps_and_both_violation_views() -> None:
