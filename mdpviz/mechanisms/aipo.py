@@ -1,7 +1,7 @@
 """AIPO (seed 003): anchor lattice, anchor LP with per-axis budgets, log-space interpolation over the plane.
 
 Also its ablations ``aipo-r`` (full ε on every axis, no normalisation halving: not ε-mDP) and ``aipo-e``
-(equal axis split, no search), the truncated exponential mechanism ``tem``, and the universal lower bound
+(equal axis split, no search), and the universal lower bound
 (spec 003 §3.5). The ε-mDP claim of AIPO is in the ℓp distance of the local planar projection (km), for every
 pair of points of the plane, not only for road nodes.
 """
@@ -164,22 +164,6 @@ def _solve(variant: str, problem: Problem, params: dict[str, Any], progress: Pro
                   rows=AnchorInterpolant(lattice, log_anchor))
 
 
-def _solve_tem(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:
-    from ..errors import ParameterError
-
-    eps, beta, m = params["eps"], params["beta"], problem.m
-    arg = (m - 1) * (1 - beta) / beta
-    if m < 2 or arg <= 1:
-        raise ParameterError(f"`beta` = {beta:g} gives no positive truncation threshold with |Y| = {m}; "
-                             f"choose beta < {(m - 1) / m:.3g} (and |Y| ≥ 2).")
-    gamma = 2.0 / eps * np.log(arg)
-    score = -np.minimum(problem.d_xy, gamma)  # 1-Lipschitz in x, so exp(ε·score/2) normalised is ε-mDP
-    logw = eps * score / 2
-    w = np.exp(logw - logw.max(axis=1, keepdims=True))
-    return Result("tem", params, w / w.sum(axis=1, keepdims=True), "closed form", eps,
-                  diagnostics={"threshold_km": float(gamma)})
-
-
 _PAPER = ("Interpolation-based optimization for enforcing ℓp-norm mDP in continuous and fine-grained domains "
           "(AIPO), arXiv 2601.09946")
 AIPO = register(Mechanism(
@@ -197,9 +181,3 @@ AIPO_R = register(Mechanism(
     name="aipo-r", label="AIPO-R (relaxed, not ε-mDP)", family="aipo", paper=_PAPER, exact=False,
     info="AIPO with the full ε on each axis and no normalisation halving: lower loss, but violates ε-mDP.",
     params=(epsilon_param(), _P, _CELLS), solve=lambda pb, prm, prog, tl: _solve("aipo-r", pb, prm, prog, tl)))
-TEM = register(Mechanism(
-    name="tem", label="Truncated exponential mechanism (TEM)", family="baseline",
-    paper="Carvalho, Vasiloudis, Feyisetan, Wang: TEM: high utility metric differential privacy on text (2023)",
-    info="Scores −min(d, γ) with threshold γ = (2/ε)·ln((|Y|−1)(1−β)/β); weights exp(ε·score/2): ε-mDP.",
-    params=(epsilon_param(), Param("beta", float, 0.1, "truncation parameter β (smaller: larger threshold)",
-                                   low=1e-6, high=0.99, log=True, label="β")), solve=_solve_tem))

@@ -1,4 +1,4 @@
-"""The exponential mechanism over Y (Chatzikokolakis et al. 2015) and its Bayesian remapping (2017)."""
+"""The exponential mechanism over Y (2015), its Bayesian remapping (2017) and the truncated EM (TEM)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..errors import ParameterError
 from ..problem import Problem
 from .base import Mechanism, Param, Progress, Result, epsilon_param
 from .registry import register
@@ -69,3 +70,25 @@ EM_BR = register(Mechanism(
     info="EM (ε/2 exponent), then each output is remapped to the output with the least posterior expected cost. "
          "Remapping is post-processing, so ε-mDP is kept.",
     params=(epsilon_param(),), solve=_solve_em_br))
+
+
+def _solve_tem(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:
+    eps, beta, m = params["eps"], params["beta"], problem.m
+    arg = (m - 1) * (1 - beta) / beta
+    if m < 2 or arg <= 1:
+        raise ParameterError(f"`beta` = {beta:g} gives no positive truncation threshold with |Y| = {m}; "
+                             f"choose beta < {(m - 1) / m:.3g} (and |Y| ≥ 2).")
+    gamma = 2.0 / eps * np.log(arg)
+    score = -np.minimum(problem.d_xy, gamma)  # 1-Lipschitz in x, so exp(ε·score/2) normalised is ε-mDP
+    logw = eps * score / 2
+    w = np.exp(logw - logw.max(axis=1, keepdims=True))
+    return Result("tem", params, w / w.sum(axis=1, keepdims=True), "closed form", eps,
+                  diagnostics={"threshold_km": float(gamma)})
+
+
+TEM = register(Mechanism(
+    name="tem", label="Truncated exponential mechanism (TEM)", family="baseline",
+    paper="Carvalho, Vasiloudis, Feyisetan, Wang: TEM: high utility metric differential privacy on text (2023)",
+    info="Scores −min(d, γ) with threshold γ = (2/ε)·ln((|Y|−1)(1−β)/β); weights exp(ε·score/2): ε-mDP.",
+    params=(epsilon_param(), Param("beta", float, 0.1, "truncation parameter β (smaller: larger threshold)",
+                                   low=1e-6, high=0.99, log=True, label="β")), solve=_solve_tem))

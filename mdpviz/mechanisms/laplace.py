@@ -117,5 +117,5 @@ LAPLACE = register(Mechanism(
          "reported.",
     params=(epsilon_param(),
             Param("n_sub", int, 8, "angular sub-intervals per Voronoi edge (6 Gauss nodes each)", low=1, high=64,
-                  label="quadrature panels")),
+                  unit="panels per edge", label="quadrature")),
     solve=_solve_laplace))

@@ -6,6 +6,8 @@ from ..errors import ParameterError
 from .base import Mechanism
 
 _REGISTRY: dict[str, Mechanism] = {}
+# listing order: the classic baselines first, then each seed paper's family
+FAMILY_ORDER = ("baseline", "lp", "panda", "aipo", "cmdp", "distributed")
 
 
 def register(mechanism: Mechanism) -> Mechanism:
@@ -25,5 +27,6 @@ def get_mechanism(name: str) -> Mechanism:
 
 
 def mechanisms() -> list[Mechanism]:
-    """Every registered mechanism, in registration order."""
-    return list(_REGISTRY.values())
+    """Every registered mechanism: by family (``FAMILY_ORDER``, unknown families last), then registration order."""
+    rank = {family: i for i, family in enumerate(FAMILY_ORDER)}
+    return sorted(_REGISTRY.values(), key=lambda m: rank.get(m.family, len(rank)))
