@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import json
 import os
 import platform
 import resource
@@ -67,6 +68,7 @@ def run_one(problem: Any, method: str, eps: float, time_limit: float) -> dict[st
                            "process_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                            "objective_m": res.objective_m, "bound_m": res.bound_m,
                            "variables": res.lp_size.get("variables"), "iterations": res.diagnostics.get("iterations"),
+                           "timings": json.dumps({k: round(v, 3) for k, v in res.timings.items()}),
                            "message": res.message}
     Z = res.Z
     if Z is None and res.diagnostics.get("feasible_Z") is not None:
@@ -144,7 +146,7 @@ def _write(rows: list[dict[str, Any]], out: Path, a: argparse.Namespace) -> None
     """CSV and Markdown, each written to a temporary file then renamed."""
     cols = ["K", "outputs", "eps", "city", "metric", "method", "status", "wall_s", "peak_numpy_mb",
             "process_maxrss_mb", "objective_m", "bound_m", "gap_to_best_bound", "violated_pairs", "checked_pairs",
-            "speedup_vs_monolithic", "variables", "iterations", "message"]
+            "speedup_vs_monolithic", "variables", "iterations", "timings", "message"]
     df = pd.DataFrame(rows).reindex(columns=cols)
     tmp = out.with_suffix(".csv.tmp")
     df.to_csv(tmp, index=False)

@@ -271,7 +271,7 @@ class _Pricer:
 def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: bool = False,
                      tol: float = 1e-8, time_limit: float | None = None, progress: Progress = no_progress,
                      knn: int = 8, alpha: float = 0.5, max_iter: int = 5000,
-                     max_atoms_factor: float = 6.0, debug: bool = False, share: int = 3, lower_box: bool = True,
+                     max_atoms_factor: float = 6.0, share: int = 3, lower_box: bool = True,
                      full_every: int = 4, init_atoms: NDArray[np.float64] | None = None,
                      init_owner: NDArray[np.int64] | None = None,
                      init_pairs: list[NDArray[np.int64]] | None = None,
@@ -421,8 +421,6 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
         art = x[:n_art]
         lam = x[n_art:]
         art_used = bool(np.any(art > 1e-11))
-        if art_used and debug:
-            print("art", it, int((art[:n] > 1e-11).sum()), int((art[n:] > 1e-11).sum()), float(art.sum()))
         if not art_used:
             ub = min(ub, obj)
 

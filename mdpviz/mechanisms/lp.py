@@ -15,10 +15,11 @@ from ..problem import Problem
 from .base import Mechanism, Param, Progress, Result, epsilon_param
 from .registry import register
 
-_METHOD = Param("method", str, "ipm", "HiGHS algorithm: interior point (with crossover) or dual simplex",
+_METHOD = Param("method", str, "ipm", "monolithic engine: HiGHS algorithm, interior point (with crossover) or "
+                "dual simplex",
                 choices=("ipm", "simplex"), label="LP method")
 _PAIRS = Param("pairs", str, "exact",
-               "constrained pairs: 'exact' drops only pairs implied by a chain through another secret (exact for "
+               "monolithic engine's constrained pairs: 'exact' drops only pairs implied by a chain through another secret (exact for "
                "the metric); 'all' keeps every ordered pair; 'spanner' keeps a greedy t-spanner's edges at ε/t",
                choices=PAIR_SETS, label="constraint pairs")
 _SPANNER_T = Param("spanner_t", float, 1.5, "stretch t of the spanner (only with pairs = spanner)", low=1.01,
