@@ -14,7 +14,7 @@ from mdpviz.errors import ParameterError
 from mdpviz.lp.mdp_lp import all_pairs, solve_mdp_lp
 from mdpviz.mechanisms import get_mechanism
 from mdpviz.mechanisms.panda import selection_map
-from mdpviz.panda.anpo import solve_anpo
+from mdpviz.panda.anpo import anpo_exponents, solve_anpo
 from mdpviz.panda.budget import ball_lists, phase1_cost, phase1_cost_direct
 from mdpviz.panda.margins import pair_margins, safety_margins, success_bound, surrogate_probabilities
 from mdpviz.panda.selection import FLOORS, VARIANTS, decay, make_selection, sample_anchor_sets
@@ -215,6 +215,16 @@ def test_mechanism_on_a_city_scale_instance(spread_problem, name: str) -> None:
         v = dg["violations"][key]
         assert 0 <= v["violated"] <= v["checked"] and v["checked"] > 0
     assert set(res.timings) >= {"anchors_s", "eps_bar_s", "xi_s", "lp_build_s", "lp_solve_s"}
+    # the LP's own constraints, rebuilt here from the pipeline's pieces, hold on the anchor rows of Z
+    pb, prm = spread_problem, res.params
+    sel = make_selection(name[-1], prm["alpha"], prm["lam"], dg["gamma_km"], prm["floor"], prm["w_min"])
+    anchors = np.asarray(dg["anchors"])
+    cost = phase1_cost(pb.d, sel)
+    xi = safety_margins(pb.d, cost, pb.p, anchors, sel, prm["eps"], prm["delta"], prm["big_gamma"]).xi_hat
+    ix = np.ix_(anchors, anchors)
+    E, _ = anpo_exponents(pb.d[ix], cost[ix], xi, prm["eps"])
+    Za = Z[anchors]
+    assert not (Za[:, None, :] > (1 + 1e-9) * np.exp(E)[:, :, None] * Za[None, :, :] + 1e-12).any()
     sizes = [selection_map(spread_problem, res.params, int(x), name[-1]).sum() for x in users["secret"]]
     assert np.mean(sizes) == pytest.approx(dg["expected_anchor_set_size"])
 

@@ -22,7 +22,8 @@ import numpy as np
 PHASES = ("anchors_s", "eps_bar_s", "xi_s", "lp_build_s", "lp_solve_s", "relaxed_s", "reports_s", "evaluate_s")
 COLUMNS = ("city", "k", "outputs", "users", "variant", "eps", "build_problem_s", *PHASES, "total_s", "anchors",
            "anchor_fraction", "mean_anchor_set", "lp_rows", "lp_pairs", "status", "clipped_fraction",
-           "phase1_pct", "margin_pct", "phase2_pct", "user_loss_m", "anchor_loss_m", "v_pair", "v_cf")
+           "phase1_pct", "margin_pct", "phase2_pct", "user_loss_m", "anchor_loss_m", "anpo_objective_m",
+           "relaxed_bound_m", "relaxed_status", "ratio", "v_pair", "v_cf")
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "docs" / "benchmarks"
 
 
@@ -72,6 +73,9 @@ def run(city: str | None, ks: Sequence[int], variants: Sequence[str], users: int
                    "clipped_fraction": dg.get("lp", {}).get("clipped_fraction"),
                    "phase1_pct": split.get("phase1"), "margin_pct": split.get("margin"), "phase2_pct": split.get("phase2"),
                    "user_loss_m": util.get("user_level_m"), "anchor_loss_m": util.get("anchor_level_m"),
+                   "anpo_objective_m": res.objective_m, "relaxed_bound_m": dg.get("relaxed", {}).get("bound_m"),
+                   "relaxed_status": dg.get("relaxed", {}).get("status", "skipped"),
+                   "ratio": dg.get("relaxed", {}).get("ratio"),
                    "v_pair": f"{vio['V_pair']['violated']}/{vio['V_pair']['checked']}" if "V_pair" in vio else "",
                    "v_cf": f"{vio['V_cf']['violated']}/{vio['V_cf']['checked']}" if "V_cf" in vio else ""}
             rows.append(row)
@@ -93,10 +97,10 @@ def to_markdown(rows: list[dict[str, Any]], command: str, note: str) -> str:
     """The Markdown report: header with date, machine and command, then one table row per run."""
     head = ["K", "variant", "anchors", "anchors/K", "mean A_n size", "anchor sampling s", "ε̄ s", "ξ̂ s", "LP build s",
             "LP solve s", "relaxed s", "total s", "LP rows", "Phase I %", "margin %", "Phase II %", "user loss m",
-            "V_pair"]
+            "AnPO objective m", "relaxed bound m", "ratio ≤", "V_pair"]
     keys = ["k", "variant", "anchors", "anchor_fraction", "mean_anchor_set", "anchors_s", "eps_bar_s", "xi_s",
             "lp_build_s", "lp_solve_s", "relaxed_s", "total_s", "lp_rows", "phase1_pct", "margin_pct", "phase2_pct",
-            "user_loss_m", "v_pair"]
+            "user_loss_m", "anpo_objective_m", "relaxed_bound_m", "ratio", "v_pair"]
     out = io.StringIO()
     out.write("# PAnDA benchmark\n\n")
     out.write(f"- date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}\n")
