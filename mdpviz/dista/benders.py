@@ -13,7 +13,9 @@ one v_m per user; constraints that involve fixed entries only are linear in w an
 as does Σ_{k fixed} z[i, k] ≤ 1 for every row. Subproblem m, given ŵ, is an LP over user m's free entries; its
 row duals y give the optimality cut v_m ≥ φ_m(ŵ) − yᵀB_m(w − ŵ); an infeasible subproblem is replaced by its
 phase-1 (sum of slacks ψ_m) and gives the feasibility cut ψ_m(ŵ) − yᵀB_m(w − ŵ) ≤ 0. The loop stops when
-UB − LB ≤ ``gap_tol``·UB. ``solve_direct`` solves the same LP in one piece (a check on the decomposition).
+UB − LB ≤ ``gap_tol``·UB. When some subproblem is infeasible at ŵ, points between ŵ and the incumbent weights
+are tried for a better upper bound (the feasible set in w is convex). ``solve_direct`` solves the same LP in one
+piece (a check on the decomposition).
 
 This is DISTA-LP's own adapter: the cut algebra is generic (``Cut``, ``benders_loop`` take any per-user
 subproblem of the form min cᵀz s.t. L − Bw ≤ Az ≤ U − Bw, z ≥ 0).
@@ -210,11 +212,12 @@ class WarmSub:
             value = float(self.lp.getInfo().objective_function_value)
             return SubOutcome(True, value, -(self.u.B.T @ np.array(sol.row_dual)), np.array(sol.col_value))
         if st not in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
-            raise SolverError(f"A DISTA-LP subproblem ended with status `{self.lp.modelStatusToString(st)}`.")
+            # a warm start can end in numerical trouble (HiGHS status "Unknown"): solve this one from scratch
+            return solve_sub(self.u, w)
         self.ph1.changeRowsBounds(len(self.rows), self.rows, lo, hi)
         self.ph1.run()
         if self.ph1.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            raise SolverError("The phase-1 of a DISTA-LP subproblem did not solve.")
+            return solve_sub(self.u, w)  # same fallback: a cold solve of the subproblem and its phase-1
         sol = self.ph1.getSolution()
         value = float(self.ph1.getInfo().objective_function_value)
         return SubOutcome(False, value, -(self.u.B.T @ np.array(sol.row_dual)), None)
@@ -299,6 +302,17 @@ def benders_loop(users: list[UserLP], n_w: int, *, gap_tol: float = 1e-6, max_it
         ub = float(alpha @ w + sum(o.value for o in outs)) if feasible else np.inf
         if ub < best_ub:
             best_ub, best = ub, (w.copy(), [o.z for o in outs])
+        elif not feasible and best is not None:
+            # primal heuristic: the feasible set in w is convex, so points between ŵ and the incumbent are
+            # feasible close enough to the incumbent; try a few and keep any better upper bound
+            for lam in (0.5, 0.25):
+                w_try = lam * w + (1 - lam) * best[0]
+                tries = [sub(u, w_try) if sub is not None else warm[m](u, w_try) for m, u in enumerate(users)]
+                if all(o.feasible for o in tries):
+                    ub_try = float(alpha @ w_try + sum(o.value for o in tries))
+                    if ub_try < best_ub:
+                        best_ub, best = ub_try, (w_try, [o.z for o in tries])
+                    break
         history.append({"iteration": it, "lower": lb, "upper": best_ub, "cuts": len(cut_rows),
                         "infeasible_users": sum(not o.feasible for o in outs), "time_s": time.perf_counter() - t0})
         progress("Benders", min(it / max_iter, 1.0))

@@ -35,7 +35,7 @@ PAPER = ("Oluwole, Liu, Stevens, Qiu: DISTA-LP: privacy-preserving distributed l
 
 PARAMS = (
     epsilon_param(5.0),
-    Param("users", int, 6, "number of users M, with true records drawn from the prior", low=1, high=50,
+    Param("users", int, 6, "number of users M, with true records drawn from the prior", low=1, high=500,
           label="users M"),
     Param("hood", int, 20, "neighbourhood size |N_m|: the secrets nearest the user's record", low=2, high=60,
           label="|N_m|"),
