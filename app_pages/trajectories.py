@@ -18,7 +18,7 @@ with st.sidebar, st.form("traj_form", border=False):
         "cmdp-truemb": "LP+TrueMB (oracle blanket)"}.get)
     st.select_slider("ε (km⁻¹)", [0.5, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 20.0], value=5.0, key="traj_eps")
     st.markdown("**Corpus**")
-    st.slider("Vehicles (count)", 50, 2000, 400, step=50, key="traj_vehicles")
+    st.slider("Vehicles (count)", 50, 3000, 1000, step=50, key="traj_vehicles")
     st.slider("Dependence on earlier locations", 0.0, 8.0, 3.0, step=0.5, key="traj_dependence")
     st.selectbox("Planted memory", ("mixed", "1", "2", "3"), key="traj_memory")
     st.markdown("**Stations**")

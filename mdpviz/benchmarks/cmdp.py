@@ -28,7 +28,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--problem-seed", type=int, default=0, help="seed of the stations and tasks (default 0)")
     ap.add_argument("--eps", type=float, nargs="+", default=[0.5, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0],
                     help="ε values in km⁻¹ (default: the paper's 0.5..2.5 plus 5 and 10 for this small city)")
-    ap.add_argument("--vehicles", type=int, default=400, help="trajectories in the corpus (default 400)")
+    ap.add_argument("--vehicles", type=int, default=1000, help="trajectories in the corpus (default 1000)")
     ap.add_argument("--baseline-cost", choices=("no-motion", "context-averaged"), default="no-motion",
                     help="cost the context-free lp/lp-em optimise (spec §3.4 default: no-motion)")
     ap.add_argument("--time-limit", type=float, default=300.0, help="seconds per solve (default 300)")

@@ -49,7 +49,7 @@ CAVEAT = ("C-mDP protects (location, blanket context) pairs under the augmented 
 class DataSettings:
     """Everything that fixes the corpus and the blanket model (not ε, η or the metric weights)."""
 
-    n_vehicles: int = 400
+    n_vehicles: int = 1000
     n_steps: int = 60
     interval_s: float = 5.0
     dependence: float = 3.0

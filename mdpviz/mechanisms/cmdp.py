@@ -30,7 +30,7 @@ _COMMON = (
     Param("neighbours", str, "augmented", "which pairs are constrained: 'augmented' (Eq. 14, augmented distance "
           "≤ η) or 'base' (Appendix B.1: locations within η, every context)", choices=("augmented", "base"),
           label="neighbour rule"),
-    Param("vehicles", int, 400, "number of synthetic trajectories (one per vehicle)", low=10, high=20000, log=True,
+    Param("vehicles", int, 1000, "number of synthetic trajectories (one per vehicle)", low=10, high=20000, log=True,
           label="vehicles"),
     Param("steps", int, 60, "station-to-station hops per vehicle", low=5, high=1000, log=True, label="hops"),
     Param("interval_s", float, 5.0, "seconds between GPS fixes; long intervals skip stations", low=1.0, high=300.0,
