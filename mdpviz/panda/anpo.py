@@ -4,7 +4,7 @@ Constraints are ``z_i,y ≤ e^{E_ij} z_j,y`` for ordered anchor pairs, with E_ij
 (tightened AnPO; negative exponents clipped to 0, paper §3.2 patch) or E_ij = ε·d_ij (relaxed AnPO, the lower bound
 of Prop. 10). Two exact reductions come before the solver:
 
-1. **Equal rows merge.** E_ij = 0 both ways forces z_i = z_j, so the connected components of the zero-exponent
+1. **Equal rows merge.** E_ij = E_ji = 0 forces z_i = z_j, so the connected components of the zero-exponent
    graph become single rows (weight = summed prior, cost = prior-weighted mean), and the exponent between two
    components is the smallest exponent between their members.
 2. **Implied pairs drop.** A pair (i, j) with E_ik + E_kj ≤ E_ij for some k is implied by chaining through k
@@ -88,7 +88,8 @@ def merge_equal_rows(E: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray
     """Components of the zero-exponent graph and the exponent matrix between components (min over members)."""
     n = len(E)
     zero = (E <= 0) & ~np.eye(n, dtype=bool)
-    _, label = connected_components(csr_matrix(zero | zero.T), directed=False)
+    # only a zero exponent in both directions forces equality (one direction gives z_i ≤ z_j only)
+    _, label = connected_components(csr_matrix(zero & zero.T), directed=False)
     order = np.argsort(label, kind="stable")
     starts = np.flatnonzero(np.r_[True, np.diff(label[order]) != 0])
     Fc = np.minimum.reduceat(np.minimum.reduceat(E[np.ix_(order, order)], starts, axis=1), starts, axis=0)
