@@ -154,8 +154,12 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
         "audit_pl": {t: a.pl for t, a in out.audit.blocks.items()},
         "naive_upload": out.audit.naive,
         "audit_samples": out.audit.samples,
-        "prop2_confidence": prop2_confidence(out.audit.samples, max(b.delta_total, 1e-4)),
+        # Prop. 2 at the paper's δ = 10⁻⁴ in its best case ξ = 0 (negative: the bound says nothing)
+        "prop2_confidence": prop2_confidence(out.audit.samples, 1e-4, 0.0),
         "prop2_samples_needed": prop2_samples_needed(1e-4),
+        # Hoeffding at 95 %: each upload's true violation probability is below δ̂_t + √(ln(2/0.05)/(2S))
+        "delta_t_upper_95": {t: a.delta_t + float(np.sqrt(np.log(40.0) / (2 * out.audit.samples)))
+                             for t, a in out.audit.blocks.items()},
         "gamma_km": out.gamma,
         "tau_km": cfg.tau,
         "per_user": per_user,

@@ -143,6 +143,8 @@ def render(prob: Problem, roads: pd.DataFrame, result: Result) -> None:
     fig = benders_figure(result)
     if fig is not None:
         st.plotly_chart(fig, key="dista-benders", config={"displayModeBar": False})
-    st.caption(f"Prop. 2 confidence at S = {d['audit_samples']}: {d['prop2_confidence']:.3g} (negative = says "
-               f"nothing); S needed for δ = 10⁻⁴ at 95 %: {d['prop2_samples_needed']:,}.")
+    upper = ", ".join(f"δ_{t} ≤ {v:.3g}" for t, v in d["delta_t_upper_95"].items())
+    st.caption(f"Audit with S = {d['audit_samples']} pairs: at 95 % confidence {upper} (Hoeffding). The paper's "
+               f"Prop. 2 at δ = 10⁻⁴ gives confidence {d['prop2_confidence']:.3g} (negative = says nothing); it needs "
+               f"S ≈ {d['prop2_samples_needed']:,}.")
     st.dataframe(pd.DataFrame(d["per_user"]), hide_index=True, width="stretch")
