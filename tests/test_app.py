@@ -434,3 +434,77 @@ def test_dista_lp_gets_its_own_panel() -> None:
     solve_button(at).click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert "DISTA-LP: users, neighbourhoods and reports" in texts(at.markdown)
+
+
+# ---------------------------------------------------------------- continuous-domain mechanisms (Result.rows)
+
+AIPO_QUERY = {"mech": "aipo", "k": "40", "m": "12", "cells": "3", "budget_steps": "3", "lb_grid": "2"}
+
+
+def html_text(at: AppTest) -> str:
+    return " ".join(h.proto.body for h in at.get("html"))
+
+
+def test_aipo_explore_picks_any_point_heat_map_lattice_and_budget_curve() -> None:
+    from mdpviz.problem import build_problem
+    from mdpviz.solve import solve
+
+    at = app("app_pages/explore.py", query=AIPO_QUERY)
+    solve_button(at).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    # diagnostics: the budget-search curve, and no PAnDA wording for a lattice
+    assert "Budget search: utility loss against the east–west budget ε₁" in texts(at.markdown)
+    assert "anchors on a" in texts(at.caption) and "PAnDA" not in texts(at.caption)
+    # map: lattice toggle with its legend entry, heat map on by default for rows, output picker works
+    assert at.checkbox(key="show_lattice").value and "anchor lattice (" in html_text(at)
+    assert at.checkbox(key="show_heat").value
+    at.selectbox(key="heat_y").set_value(3).run()
+    assert not at.exception
+    assert "z(y3 | x) = Pr[report y3 | true location x] (probability), interpolated over the plane" in html_text(at)
+    at.checkbox(key="show_lattice").uncheck().run()
+    assert "anchor lattice (" not in html_text(at)
+    # an arbitrary point (not a node) gives the mechanism's own row there
+    prob = build_problem(at.session_state["city"], 40, n_outputs=12)
+    lat, lon = float(prob.x_lat.mean()) + 1e-4, float(prob.x_lon.mean()) - 2e-4
+    at.session_state["point"] = f"{lat:.6f},{lon:.6f}"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    result = solve(prob, "aipo", {"eps": 5.0, "p": 2, "cells": 3, "budget_steps": 3, "lb_grid": 2})  # cached
+    row = result.rows(np.array([lat]), np.array([lon]))[0]
+    caption = next(m.value for m in at.markdown if m.value.startswith("**Picked point**"))
+    assert f"most likely report y{int(np.argmax(row))} with Pr = {row.max():.3g}" in caption
+    assert at.query_params["pt"] == f"{lat:.6f},{lon:.6f}"
+    assert "Pr[report y | true location picked point]" in html_text(at)
+    # the continuous privacy check: pairs of arbitrary points, no additive tolerance
+    at.number_input(key="ccheck_pairs").set_value(1000).run()
+    at.button(key="ccheck_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = next(df.value for df in at.dataframe if "kind of pair" in df.value.columns)
+    assert list(table["kind of pair"]) == ["uniform", "edge", "diagonal"] and set(table["violating pairs"]) == {"0"}
+    assert "no violations" in texts(at.caption) and "no additive tolerance" in texts(at.caption)
+    # back to the secret: the point is dropped from the state and the URL
+    at.button(key="clear_point").click().run()
+    assert at.session_state["point"] is None and "pt" not in at.query_params
+
+
+def test_point_from_url_and_nearest_secret_heat_map_for_a_matrix_mechanism() -> None:
+    at = app("app_pages/explore.py", query={**AIPO_QUERY, "pt": "north"})
+    assert "`pt=north` is not a point" in texts(at.warning)
+    # a mechanism with Z only: the heat map uses the nearest secret's row, and a picked point is not kept
+    at = app("app_pages/explore.py", query={"mech": "em", "k": "40", "m": "12", "pt": "60.17,24.94"})
+    solve_button(at).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["point"] is None and not at.checkbox(key="show_heat").value
+    at.checkbox(key="show_heat").check().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "nearest secret (piecewise constant)" in html_text(at)
+    assert not [c for c in at.checkbox if c.key == "show_lattice"]
+
+
+def test_clicked_point_and_parse_point() -> None:
+    from mdpviz.ui.continuous import parse_point
+    from mdpviz.ui.maps import clicked_point
+
+    assert clicked_point(None) is None and clicked_point({"objects": {"secrets": [{"i": 2}]}}) is None
+    assert clicked_point({"objects": {"plane": [{"lat": 60.1, "lon": 24.9, "i": 7}]}}) == (60.1, 24.9, 7)
+    assert parse_point("60.1,24.9") == (60.1, 24.9) and parse_point("1,2,3") is None and parse_point("") is None

@@ -26,11 +26,13 @@ from .registry import register
 _P = Param("p", int, 2, "ℓp norm of the privacy metric in the planar projection (1 = Manhattan, 2 = Euclidean)",
            low=1, high=2, label="norm p")
 _CELLS = Param("cells", int, 8, "anchor-lattice cells across the wider side of the region", low=1, high=40,
-               label="lattice cells")
+               unit="count", label="lattice cells")
 _STEPS = Param("budget_steps", int, 10, "resolution n of the budget search: ε₁ = (ε/2)·t for t = 1/n … (n−1)/n "
-               "(ℓ2 only)", low=2, high=50, label="budget search steps")
+               "(ℓ2 only)", low=2, high=50, unit="count",
+               label="budget search steps")
 _LB_GRID = Param("lb_grid", int, 6, "grid of the universal lower bound (0 = skip); coarser is faster and looser",
-                 low=0, high=12, label="lower-bound grid")
+                 low=0, high=12, unit="cells per side",
+                 label="lower-bound grid")
 
 
 def axis_budgets(eps: float, p: int, variant: str, steps: int) -> list[tuple[float, float]]:

@@ -144,3 +144,52 @@ def line(x: NDArray[np.float64], ys: dict[str, NDArray[np.float64]], x_title: st
                       title={"text": title, "font": {"size": 13}}, legend={"orientation": "h", "y": -0.25},
                       yaxis_type="log" if log_y else "linear")
     return fig
+
+
+def budget_curve(curve: Sequence[dict], chosen: tuple[float | None, float | None], lower_bound_m: float | None,
+                 eps: float, height: int = 300) -> go.Figure:
+    """AIPO's budget search: true loss (m) against ε₁ (km⁻¹); the chosen split, the equal split (AIPO-E) and the
+    universal lower bound (dashed) marked."""
+    pts = sorted((float(c["eps1"]), float(c["eps2"]), float(c["loss_m"])) for c in curve
+                 if c.get("loss_m") is not None)
+    fig = go.Figure()
+    if pts:
+        e1, e2, loss = (np.array(v) for v in zip(*pts, strict=True))
+        fig.add_trace(go.Scatter(x=e1, y=loss, mode="lines+markers", name="candidate splits",
+                                 line={"color": "#2563eb"}, customdata=e2,
+                                 hovertemplate="ε₁ = %{x:.3g} km⁻¹, ε₂ = %{customdata:.3g} km⁻¹<br>loss %{y:.1f} m"
+                                               "<extra></extra>"))
+        eq = int(np.argmin(np.abs(e1 - e2)))
+        if abs(e1[eq] - e2[eq]) <= 1e-6 * max(eps, 1e-12):
+            fig.add_trace(go.Scatter(x=[e1[eq]], y=[loss[eq]], mode="markers", name="equal split ε₁ = ε₂ (AIPO-E)",
+                                     marker={"symbol": "diamond-open", "size": 14, "color": "#ea580c",
+                                             "line": {"width": 2}},
+                                     hovertemplate="AIPO-E: ε₁ = ε₂ = %{x:.3g} km⁻¹<br>loss %{y:.1f} m<extra></extra>"))
+        if chosen[0] is not None:
+            best = int(np.argmin(np.abs(e1 - float(chosen[0]))))
+            fig.add_trace(go.Scatter(x=[e1[best]], y=[loss[best]], mode="markers", name="chosen (lowest loss)",
+                                     marker={"symbol": "star", "size": 16, "color": "#16a34a"},
+                                     hovertemplate="chosen: ε₁ = %{x:.3g} km⁻¹<br>loss %{y:.1f} m<extra></extra>"))
+    if lower_bound_m is not None:
+        fig.add_hline(y=lower_bound_m, line_dash="dash", line_color="gray",
+                      annotation_text=f"universal lower bound {lower_bound_m:.1f} m", annotation_position="top left")
+    fig.update_layout(height=height, margin=MARGIN, xaxis_title="ε₁: east–west budget (km⁻¹)",
+                      yaxis_title="utility loss (m)", legend={"orientation": "h", "y": -0.3})
+    return fig
+
+
+def factor_histogram(factors: NDArray[np.float64], allowed: str, height: int = 260) -> go.Figure:
+    """Histogram of per-pair privacy factors |Δ ln z| / (ε·d), with the budget (factor 1) as a red line."""
+    f = np.asarray(factors, float)
+    f = f[np.isfinite(f)]
+    fig = go.Figure(go.Histogram(x=f, marker_color="#2563eb", nbinsx=60,
+                                 hovertemplate="factor %{x}: %{y} pairs<extra></extra>"))
+    fig.add_vline(x=1.0, line_color="#dc2626", line_width=2, annotation_text="budget: factor 1",
+                  annotation_position="top left")
+    top = max(1.1, float(f.max()) * 1.05) if len(f) else 1.1
+    fig.update_layout(height=height, margin=MARGIN, bargap=0.05, yaxis_title="pairs (count)",
+                      xaxis={"title": f"factor |Δ ln z| / ({allowed}) per pair (worst output; no unit)",
+                             "range": [0, top]},
+                      title={"text": f"Privacy factors of {len(f):,} pairs (≤ 1: within the budget)",
+                             "font": {"size": 13}})
+    return fig

@@ -13,7 +13,7 @@ from mdpviz.mechanisms import Result
 from mdpviz.metrics import posterior
 from mdpviz.problem import Problem
 
-from . import cache, maps, state, views
+from . import cache, continuous, maps, state, views
 
 VIOLATION_LINES = 150  # more lines hide the map
 COLOUR_MODES = ("plain", "expected loss (m)", "attacker's posterior Pr[x | y]")
@@ -21,16 +21,28 @@ COLOUR_MODES = ("plain", "expected loss (m)", "attacker's posterior Pr[x | y]")
 
 def _on_click(map_key: str) -> None:
     """Map click: a secret (or an output, which is also a secret) becomes the selected secret; in the
-    attacker's view a click on an output picks the observed report instead."""
-    event = st.session_state.get(map_key)
-    hit = maps.clicked_secret(event.get("selection") if event else None)
-    if hit is None:
-        return
-    _layer, i, k = hit
-    if st.session_state.get("colour_mode") == COLOUR_MODES[2] and k is not None:
-        st.session_state["attack_y"] = k
+    attacker's view a click on an output picks the observed report instead. A click on empty map space picks
+    that point of the plane when the mechanism has rows for any point, else the nearest secret."""
+    ss = st.session_state
+    event = ss.get(map_key)
+    selection = event.get("selection") if event else None
+    hit = maps.clicked_secret(selection)
+    plane = maps.clicked_point(selection) if hit is None else None
+    if hit is not None:
+        _layer, i, k = hit
+        if ss.get("colour_mode") == COLOUR_MODES[2] and k is not None:
+            ss["attack_y"] = k
+        else:
+            ss["secret"] = i
+            ss["point"] = None
+    elif plane is not None:
+        lat, lon, near = plane
+        if ss.get("_point_ok"):
+            ss["point"] = f"{lat:.6f},{lon:.6f}"
+        elif near >= 0:
+            ss["secret"] = near
     else:
-        st.session_state["secret"] = i
+        return
     # a fresh chart key drops pydeck's selection, which would otherwise dim every other point on the map
     st.session_state["map_generation"] = st.session_state.get("map_generation", 0) + 1
 
@@ -58,8 +70,15 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
     clamp_secret(prob)
     has_z = result is not None and result.Z is not None
     c1, c2 = st.columns([1, 3])
+    rows_ok = continuous.has_rows(result)
+    ss["_point_ok"] = rows_ok
+    if result is not None and result.ok and not rows_ok:
+        ss["point"] = None  # a picked point needs rows for any point; this mechanism has rows for X only
+    pt = continuous.parse_point(ss.get("point")) if rows_ok else None
     c1.number_input("Selected secret x (index)", min_value=0, max_value=prob.k - 1, step=1, key="secret",
-                    help="Or click a point on the map.")
+                    on_change=_clear_point,
+                    help="Or click a point on the map." + (" A click on empty map space picks that point of the "
+                                                           "plane instead." if rows_ok else ""))
     ss.setdefault("colour_mode", COLOUR_MODES[0])
     if not has_z:
         ss["colour_mode"] = COLOUR_MODES[0]
@@ -78,10 +97,12 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
         t3.checkbox("violations", key="show_viol", disabled=not has_z,
                     help=f"Red lines between pairs of secrets that break ε-mDP (the worst {VIOLATION_LINES}).")
     i = int(ss["secret"])
-    layers = maps.MapLayers(secret=i, show_outputs=bool(ss["show_outputs"]))
+    layers = maps.MapLayers(secret=i, show_outputs=bool(ss["show_outputs"]), point=pt)
     legends: list[str] = []
-    symbols: list[tuple[str, list[int], str]] = [("selected secret (true location)", maps.TRUE, "dot"),
-                                                 ("secrets X", maps.SECRET, "dot")]
+    symbols: list[tuple[str, list[int], str]] = [
+        ("picked point (true location)", maps.POINT, "square") if pt else ("selected secret (true location)",
+                                                                          maps.TRUE, "dot"),
+        ("secrets X", maps.SECRET, "dot")]
     if ss["show_outputs"]:
         symbols.append(("outputs Y", maps.OUTPUT_RING, "ring"))
     caption = f"Secret x{i} selected. Press **Solve** to see its distribution over the outputs."
@@ -89,13 +110,21 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
         assert result is not None and result.Z is not None and key is not None
         Z = result.Z
         loss, expected = cache.per_secret(prob, result, key)
-        layers.expected = (float(expected[i, 0]), float(expected[i, 1]))
+        row, who = Z[i], f"x{i}"
+        if pt is not None:
+            row, who = continuous.point_row(result, *pt), "picked point"
+            p_exp, p_dist, p_off, p_near, p_near_m = continuous.point_summary(prob, row, *pt)
+            layers.expected = p_exp
+        else:
+            layers.expected = (float(expected[i, 0]), float(expected[i, 1]))
         symbols.append(("expected report", maps.EXPECTED, "dot"))
         mode = ss["colour_mode"]
         if ss["show_dist"] and mode != COLOUR_MODES[2]:
-            layers.Z_row = Z[i]
-            legends.append(maps.legend_html(f"Pr[report y | true x{i}] (probability; size and colour)", "prob",
-                                            "0", f"{Z[i].max():.3g}"))
+            layers.Z_row = row
+            layers.row_label = who
+            legends.append(maps.legend_html(f"Pr[report y | true location {who}] (probability; size and colour)",
+                                            "prob", "0", f"{row.max():.3g}"))
+        _plane_controls(prob, result, key, row, layers, symbols, legends)
         if mode == COLOUR_MODES[1]:
             layers.secret_values, layers.secret_scale = loss, "loss"
             layers.secret_value_label = "expected loss"
@@ -119,6 +148,9 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
         pts = views.diagnostic_points(result.diagnostics or {}, prob)
         users = views.user_reports(result.diagnostics or {}, prob.k)
         e1, e2 = st.columns(2) if pts is not None or users is not None else (None, None)
+        if pts is not None and continuous.lattice_of(result) is not None:
+            pts = None  # the anchors are drawn with their lattice (toggle above)
+            e1, e2 = (None, None) if users is None else st.columns(2)
         if pts is not None and e1 is not None:
             ss.setdefault("show_extra", True)
             if e1.checkbox(f"show {pts[0]} ({len(pts[1]):,} points)", key="show_extra",
@@ -140,6 +172,12 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
         d_exp = float(haversine_km(prob.x_lat[i], prob.x_lon[i], *layers.expected)) * 1000
         caption = (f"**x{i}**: expected loss {format_m(float(loss[i]))}; expected report {format_m(d_exp)} from the "
                    f"truth; most likely report y{int(np.argmax(Z[i]))} with Pr = {Z[i].max():.3g}.")
+        if pt is not None:
+            caption = (f"**Picked point** {pt[0]:.5f}, {pt[1]:.5f} (any location of the plane; nearest secret "
+                       f"x{p_near} is {format_m(p_near_m)} away): expected straight-line distance to the report "
+                       f"{format_m(p_dist)}; expected report {format_m(p_off)} from the point; most likely report "
+                       f"y{int(np.argmax(row))} with Pr = {row.max():.3g}. Distribution computed by the "
+                       "mechanism's rows for this point, not copied from a node.")
         if mode == COLOUR_MODES[2]:
             k = int(ss["attack_y"])
             post = posterior(prob, Z, k)
@@ -155,7 +193,57 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
                                                         "selected secret's report distribution")
     st.html(maps.symbol_legend_html(symbols) + "".join(legends))
     st.markdown(caption)
+    if pt is not None:
+        st.button(f"Back to secret x{i}", key="clear_point", on_click=_clear_point, icon=":material/undo:")
     state.write_url("explore")
+
+
+def _clear_point() -> None:
+    st.session_state["point"] = None
+
+
+def _plane_controls(prob: Problem, result: Result, key: str, row: np.ndarray, layers: maps.MapLayers,
+                    symbols: list[tuple[str, list[int], str]], legends: list[str]) -> None:
+    """The clickable grid over the plane, the heat map of z(y | x) for a chosen output, and the anchor lattice."""
+    ss = st.session_state
+    rows_ok = continuous.has_rows(result)
+    lattice = continuous.lattice_of(result)
+    h1, h2, h3 = st.columns([1.1, 1.3, 1])
+    ss.setdefault("show_heat", rows_ok)
+    src = continuous.heat_source(result)
+    h1.checkbox("heat map z(y | x)", key="show_heat",
+                help=f"Pr[report y | true x] for one output y at every point of an {continuous.HEAT_CELLS}-cell grid "
+                     f"over the region ({src}). Interpolating mechanisms vary smoothly; others jump at the "
+                     "borders between secrets.")
+    hy = ss.get("heat_y")
+    if hy is None or not 0 <= int(hy) < prob.m:
+        ss["heat_y"] = int(np.argmax(row))  # default: the most likely report of what is selected
+    h2.selectbox("heat-map output y (index)", list(range(prob.m)), key="heat_y", disabled=not ss["show_heat"],
+                 format_func=lambda k: f"y{k} (= x{prob.y_index[k]})",
+                 help="The reported location whose probability the heat map shows (violet ring on the map).")
+    if lattice is not None:
+        ss.setdefault("show_lattice", True)
+        h3.checkbox(f"anchor lattice ({lattice.nx} × {lattice.ny})", key="show_lattice",
+                    help=f"The anchors whose distributions the LP optimises (cell side {lattice.step * 1000:,.0f} m); "
+                         "every other point interpolates the four corners of its cell.")
+        if ss["show_lattice"]:
+            layers.lattice = continuous.lattice_latlon(lattice)
+            name = f"anchor lattice ({lattice.nx * lattice.ny:,} anchors, cells of {lattice.step * 1000:,.0f} m)"
+            symbols.append((name, maps.LATTICE, "line"))
+            symbols.append(("anchors", maps.ANCHOR, "ring"))
+    lat, lon, side_m, nearest = continuous.plane_grid(prob, prob.fingerprint, continuous.region(prob, result))
+    grid = maps.PlaneGrid(lat=lat, lon=lon, side_m=side_m, nearest=nearest)
+    if ss["show_heat"]:
+        k = int(ss["heat_y"])
+        values = continuous.plane_values(prob, result, key)[:, k]
+        vmax = float(values.max())
+        grid.values, grid.vmax = values, vmax if vmax > 0 else 1.0
+        grid.label = f"z(y{k} | here) ="
+        layers.heat_y = k
+        symbols.append((f"heat-map output y{k}", maps.HEAT_Y, "ring"))
+        legends.append(maps.legend_html(f"Heat map: z(y{k} | x) = Pr[report y{k} | true location x] (probability), "
+                                        f"{src}; grid cells of {side_m:,.0f} m", "heat", "0", f"{vmax:.3g}"))
+    layers.plane = grid
 
 
 def _no_roads():  # points-only problems have no network to draw

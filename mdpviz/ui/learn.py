@@ -45,7 +45,7 @@ def tiny_labels(prob: Problem) -> list[str]:
 
 def tiny_summary(prob: Problem, result: Result) -> str:
     assert result.Z is not None
-    v = violations(prob, result.Z, result.eps)
+    v = violations(prob, result.Z, result.eps, metric=result.check_metric)
     return (f"utility loss **{utility_loss_m(prob, result.Z):.0f} m** · violated pairs "
             f"{v.violated_pairs}/{v.checked_pairs}")
 

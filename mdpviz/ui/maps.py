@@ -24,6 +24,7 @@ SCALES: dict[str, list[tuple[int, int, int]]] = {
     "prob": [(254, 240, 217), (253, 204, 138), (252, 141, 89), (227, 74, 51), (179, 0, 0)],        # OrRd
     "loss": [(68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37)],          # viridis
     "post": [(218, 218, 235), (188, 189, 220), (158, 154, 200), (117, 107, 177), (63, 0, 125)],    # Purples
+    "heat": [(255, 255, 204), (161, 218, 180), (65, 182, 196), (44, 127, 184), (37, 52, 148)],     # YlGnBu
 }
 ROAD = [150, 150, 150, 110]
 SECRET = [37, 99, 235, 170]
@@ -32,7 +33,10 @@ TRUE = [16, 185, 129, 255]
 EXPECTED = [236, 72, 153, 255]
 VIOLATION = [220, 38, 38, 150]
 ANCHOR = [234, 179, 8, 255]
-USER = [14, 165, 233, 220]  # users' sampled reports (PAnDA): sky-blue lines from x_n to y_n  # amber squares-ish rings: anchors and other diagnostic points
+USER = [14, 165, 233, 220]  # users' sampled reports (PAnDA): sky-blue lines from x_n to y_n
+LATTICE = [202, 138, 4, 170]  # anchor-lattice grid lines (amber, like the anchors)
+POINT = [16, 185, 129, 255]   # a picked point of the plane (same green as the true location)
+HEAT_Y = [124, 58, 237, 255]  # the output whose heat map is shown (violet ring)
 
 
 class CompactDeck(pdk.Deck):
@@ -68,12 +72,15 @@ def legend_html(title: str, scale: str, vmin: str, vmax: str) -> str:
 
 
 def symbol_legend_html(items: list[tuple[str, list[int], str]]) -> str:
-    """Legend entries ``(label, rgba, shape)`` with shape ``dot``, ``ring`` or ``line``."""
+    """Legend entries ``(label, rgba, shape)`` with shape ``dot``, ``ring``, ``square`` or ``line``."""
     parts = []
     for label, c, shape in items:
         rgb = f"rgba({c[0]},{c[1]},{c[2]},{c[3] / 255:.2f})"
         if shape == "line":
             sw = f'<span style="display:inline-block;width:16px;height:3px;background:{rgb};vertical-align:middle"></span>'
+        elif shape == "square":
+            sw = (f'<span style="display:inline-block;width:10px;height:10px;background:{rgb};'
+                  f'outline:1px solid rgba(128,128,128,.8);vertical-align:middle"></span>')
         elif shape == "ring":
             sw = (f'<span style="display:inline-block;width:10px;height:10px;border-radius:50%;'
                   f'border:2px solid {rgb};vertical-align:middle"></span>')
@@ -103,6 +110,7 @@ class MapLayers:
     """What to draw on an Explore-style map (None/False: the layer is off)."""
 
     Z_row: NDArray[np.float64] | None = None          # distribution of the selected secret over Y
+    row_label: str = ""                               # whose distribution Z_row is ("x3", "the picked point")
     secret: int | None = None                         # selected secret (index into X)
     expected: tuple[float, float] | None = None       # expected reported (lat, lon) of the selected secret
     show_secrets: bool = True
@@ -114,14 +122,39 @@ class MapLayers:
     attack_y: int | None = None                       # output whose posterior is shown (index into Y)
     extra_points: tuple[str, NDArray[np.float64], NDArray[np.float64]] | None = None  # (name, lat, lon): anchors
     user_reports: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None  # (true secret, reported secret)
+    plane: PlaneGrid | None = None                    # clickable grid over the plane, coloured when a heat map
+    lattice: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None  # anchor (lat, lon), (ny, nx) each
+    point: tuple[float, float] | None = None          # a picked point of the plane (lat, lon), shown as the truth
+    heat_y: int | None = None                         # output whose heat map is shown (index into Y)
+
+
+@dataclass
+class PlaneGrid:
+    """Square cells covering the region (centres in degrees, side in metres); ``values`` colour them.
+
+    Without values the cells are drawn almost transparent: still pickable, so a click on empty map space
+    reports the cell's centre (pydeck reports only picked objects, never a bare coordinate).
+    """
+
+    lat: NDArray[np.float64]
+    lon: NDArray[np.float64]
+    side_m: float
+    nearest: NDArray[np.int64]                        # nearest secret of each cell centre
+    values: NDArray[np.float64] | None = None         # probability per cell, or None: invisible pick grid
+    vmax: float = 1.0
+    label: str = ""                                   # tooltip text before the value, e.g. "z(y3 | here) ="
 
 
 def deck(prob: Problem, roads: pd.DataFrame, layers: MapLayers, *, height_px: int = 520,
          width_px: int = 800, small: bool = False) -> pdk.Deck:
     """The map: roads, then secrets, outputs, the distribution Z[x,·], markers and violation lines."""
-    out: list[pdk.Layer] = [pdk.Layer("LineLayer", id="roads", data=roads, get_source_position="s",
-                                      get_target_position="t", get_color=ROAD, get_width=1, width_min_pixels=1,
-                                      pickable=False)]
+    out: list[pdk.Layer] = []
+    if layers.plane is not None:
+        out.append(plane_layer(layers.plane))
+    out.append(pdk.Layer("LineLayer", id="roads", data=roads, get_source_position="s", get_target_position="t",
+                         get_color=ROAD, get_width=1, width_min_pixels=1, pickable=False))
+    if layers.lattice is not None:
+        out.extend(lattice_layers(*layers.lattice))
     radius_px = 2 if small else 3
     if layers.show_secrets:
         df = pd.DataFrame({"lon": prob.x_lon, "lat": prob.x_lat, "i": np.arange(prob.k)})
@@ -171,8 +204,8 @@ def deck(prob: Problem, roads: pd.DataFrame, layers: MapLayers, *, height_px: in
                             "i": prob.y_index[keep], "k": np.flatnonzero(keep), "z": z[keep]})
         ydf["r"] = 3 + (14 if not small else 9) * np.sqrt(ydf.z / zmax)
         ydf["color"] = colours(ydf.z.to_numpy(), 0.0, zmax, "prob", alpha=210)
-        ydf["tip"] = [f"output y{k} · Pr[report | x{layers.secret}] = {v:.3g}" for k, v in zip(ydf.k, ydf.z,
-                                                                                               strict=True)]
+        who = layers.row_label or f"x{layers.secret}"
+        ydf["tip"] = [f"output y{k} · Pr[report | {who}] = {v:.3g}" for k, v in zip(ydf.k, ydf.z, strict=True)]
         ydf = ydf.sort_values("z")
         out.append(pdk.Layer("ScatterplotLayer", id="dist", data=ydf, get_position=["lon", "lat"],
                              get_fill_color="color", get_radius="r", radius_units="'pixels'", stroked=True,
@@ -191,7 +224,30 @@ def deck(prob: Problem, roads: pd.DataFrame, layers: MapLayers, *, height_px: in
                              stroked=True, get_line_color=[124, 58, 237, 255], line_width_min_pixels=3,
                              get_radius=1, radius_units="'pixels'", radius_min_pixels=12, radius_max_pixels=12,
                              pickable=True))
-    if layers.secret is not None:
+    if layers.heat_y is not None:
+        k = layers.heat_y
+        hdf = pd.DataFrame({"lon": [prob.y_lon[k]], "lat": [prob.y_lat[k]], "tip": [f"heat-map output y{k}"]})
+        out.append(pdk.Layer("ScatterplotLayer", id="heat-y", data=hdf, get_position=["lon", "lat"], filled=False,
+                             stroked=True, get_line_color=HEAT_Y, line_width_min_pixels=3, get_radius=1,
+                             radius_units="'pixels'", radius_min_pixels=10, radius_max_pixels=10, pickable=True))
+    if layers.point is not None:
+        plat, plon = layers.point
+        if layers.expected is not None:
+            elat, elon = layers.expected
+            out.append(pdk.Layer("LineLayer", id="expected-line", data=pd.DataFrame(
+                {"s": [[plon, plat]], "t": [[elon, elat]]}), get_source_position="s", get_target_position="t",
+                get_color=EXPECTED, get_width=2, width_min_pixels=2))
+            out.append(pdk.Layer("ScatterplotLayer", id="expected", data=pd.DataFrame(
+                {"lon": [elon], "lat": [elat], "tip": ["expected reported location (mean of Pr[y | point])"]}),
+                get_position=["lon", "lat"], get_fill_color=EXPECTED, get_radius=1, radius_units="'pixels'",
+                radius_min_pixels=6, radius_max_pixels=6, pickable=True))
+        pdf = pd.DataFrame({"lon": [plon], "lat": [plat], "tip": [f"picked point {plat:.5f}, {plon:.5f}"]})
+        # a white-edged square, unlike the round secrets: this is a location of the plane, not a node
+        out.append(pdk.Layer("ColumnLayer", id="point", data=pdf, get_position=["lon", "lat"], disk_resolution=4,
+                             angle=45, radius=_px_to_m(prob, 9), extruded=False, filled=True, stroked=True,
+                             get_fill_color=POINT, get_line_color=[255, 255, 255, 255], line_width_min_pixels=2,
+                             pickable=True))
+    elif layers.secret is not None:
         i = layers.secret
         tdf = pd.DataFrame({"lon": [prob.x_lon[i]], "lat": [prob.x_lat[i]], "i": [i],
                             "tip": [f"true location x{i}"]})
@@ -210,6 +266,56 @@ def deck(prob: Problem, roads: pd.DataFrame, layers: MapLayers, *, height_px: in
                              radius_max_pixels=8, pickable=True))
     return CompactDeck(layers=out, initial_view_state=view_state(prob, width_px, height_px), map_provider=None,
                     map_style=None, tooltip={"text": "{tip}"})
+
+
+def _px_to_m(prob: Problem, px: float, width_px: int = 600, height_px: int = 470) -> float:
+    """About ``px`` screen pixels in metres at the initial zoom (for shapes whose size is set in metres)."""
+    vs = view_state(prob, width_px, height_px)
+    # deck.gl draws the world 512 px wide at zoom 0: 78,272 m per pixel on the equator
+    return px * 78_271.52 * math.cos(math.radians(vs.latitude)) / 2 ** vs.zoom
+
+
+def plane_layer(g: PlaneGrid) -> pdk.Layer:
+    """The plane's cells as flat squares (a ColumnLayer with 4 corners turned 45°), pickable for clicks."""
+    df = pd.DataFrame({"lon": np.round(g.lon, 6), "lat": np.round(g.lat, 6), "i": g.nearest})
+    if g.values is not None:
+        df["color"] = colours(g.values, 0.0, g.vmax, "heat", alpha=185)
+        df["tip"] = [f"{g.label} {v:.3g} (click: distribution here)" for v in g.values]
+        fill: str | list[int] = "color"
+    else:
+        df["tip"] = "click: distribution at this point"
+        fill = [255, 255, 255, 1]  # alpha 1/255: invisible, but deck.gl still picks it
+    # half-diagonal of the square, 1 % larger so that neighbouring cells leave no hairline gaps
+    return pdk.Layer("ColumnLayer", id="plane", data=df, get_position=["lon", "lat"], disk_resolution=4, angle=45,
+                     radius=g.side_m / math.sqrt(2) * 1.01, extruded=False, get_fill_color=fill, pickable=True,
+                     auto_highlight=g.values is not None, highlight_color=[255, 255, 255, 90])
+
+
+def lattice_layers(lat: NDArray[np.float64], lon: NDArray[np.float64]) -> list[pdk.Layer]:
+    """Grid lines between neighbouring anchors and rings at the anchors; ``lat``/``lon`` are (ny, nx)."""
+    ny, nx = lat.shape
+    rows = [[[lon[j, 0], lat[j, 0]], [lon[j, -1], lat[j, -1]]] for j in range(ny)]
+    cols = [[[lon[0, i], lat[0, i]], [lon[-1, i], lat[-1, i]]] for i in range(nx)]
+    segs = np.round(np.asarray(rows + cols, dtype=float), 6)
+    ldf = pd.DataFrame({"s": segs[:, 0].tolist(), "t": segs[:, 1].tolist()})
+    adf = pd.DataFrame({"lon": np.round(lon.ravel(), 6), "lat": np.round(lat.ravel(), 6)})
+    adf["tip"] = [f"anchor #{n} (row {n // nx}, column {n % nx})" for n in range(len(adf))]
+    return [pdk.Layer("LineLayer", id="lattice-lines", data=ldf, get_source_position="s", get_target_position="t",
+                      get_color=LATTICE, get_width=1, width_min_pixels=1, pickable=False),
+            pdk.Layer("ScatterplotLayer", id="lattice-anchors", data=adf, get_position=["lon", "lat"], filled=False,
+                      stroked=True, get_line_color=ANCHOR, line_width_min_pixels=2, get_radius=1,
+                      radius_units="'pixels'", radius_min_pixels=4, radius_max_pixels=4, pickable=True)]
+
+
+def clicked_point(selection: dict | None) -> tuple[float, float, int] | None:
+    """(lat, lon, nearest secret) of a click on the plane grid (empty map space), or None."""
+    if not selection:
+        return None
+    objs = (selection.get("objects", {}) or {}).get("plane") or []
+    if not objs or "lat" not in objs[0]:
+        return None
+    o = objs[0]
+    return float(o["lat"]), float(o["lon"]), int(o.get("i", -1))
 
 
 def clicked_secret(selection: dict | None) -> tuple[str, int, int | None] | None:

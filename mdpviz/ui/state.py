@@ -30,7 +30,8 @@ TIME_LIMIT_RANGE = (1.0, 1800.0)
 PROBLEM_KEYS = ("city", "k", "m", "metric", "prior", "cost", "tasks", "seed")
 # keys whose values survive page switches (the widget clean-up is interrupted for them in app.py)
 SHARED_KEYS = (*PROBLEM_KEYS, "mech", "secret", "time_limit", "compare", "sweep_mechs", "sweep_param", "sweep_n",
-               "colour_mode", "show_dist", "show_outputs", "show_viol", "attack_y")
+               "colour_mode", "show_dist", "show_outputs", "show_viol", "attack_y", "point", "show_heat", "heat_y",
+               "show_lattice")
 PERSIST_PREFIXES = ("mp.",)
 
 
@@ -118,6 +119,14 @@ def parse_query(query: dict[str, str]) -> Parsed:
     if "secret" in q:
         v = _int(q["secret"], "secret", 0, K_RANGE[1], notices, "the selected secret")
         out["secret"] = v  # None: the page picks the secret nearest the middle
+    if "pt" in q:  # a picked point of the plane "lat,lon" (mechanisms with rows for any point)
+        from .continuous import parse_point
+
+        pt = parse_point(q["pt"])
+        if pt is None:
+            notices.append(f"URL parameter `pt={q['pt']}` is not a point `lat,lon` in degrees; showing the selected "
+                           "secret instead.")
+        out["point"] = None if pt is None else f"{pt[0]:.6f},{pt[1]:.6f}"
     if "time_limit" in q:
         try:
             t = float(q["time_limit"])
@@ -170,6 +179,8 @@ def query_for(page: str) -> dict[str, str]:
             q[param_url_name(p.name)] = _fmt(ss.get(param_key(mech.name, p.name), p.default))
         if ss.get("secret") is not None:
             q["secret"] = str(ss["secret"])
+        if ss.get("point"):
+            q["pt"] = str(ss["point"])
     if page == "compare":
         q["compare"] = ",".join(ss.get("compare", []))
         if ss.get("secret") is not None:

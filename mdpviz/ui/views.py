@@ -19,7 +19,7 @@ from mdpviz.mechanisms import Mechanism, Result
 from mdpviz.problem import Problem
 from mdpviz.solve import solve
 
-from . import cache, charts
+from . import cache, charts, continuous
 
 
 @contextmanager
@@ -262,9 +262,12 @@ def user_reports(diag: dict[str, Any], k: int) -> tuple[np.ndarray, np.ndarray] 
     return src[ok], dst[ok]
 
 
+DRAWN_ELSEWHERE = ("budget_curve",)  # diagnostics with their own chart (mdpviz.ui.continuous)
+
+
 def diagnostics_panel(result: Result, k: int | None = None) -> None:
     """Generic view of ``result.diagnostics`` plus a specific PAnDA panel when its keys are present."""
-    diag = result.diagnostics or {}
+    diag = {n: v for n, v in (result.diagnostics or {}).items() if n not in DRAWN_ELSEWHERE}
     if not diag:
         st.caption("This mechanism reports no diagnostics.")
         return
@@ -353,8 +356,13 @@ def panda_panel(diag: dict[str, Any], eps: float, k: int | None = None) -> None:
     if anchors is not None:
         name, n = anchors
         share = f" ({n / k:.1%} of K = {k:,})" if k else ""
-        st.caption(f"{name}: **{n:,}** anchors{share}. The LP is solved over anchors only; PAnDA reports ≈ 15 % "
-                   "of K in the paper.")
+        lat = diag.get("lattice")
+        if isinstance(lat, dict) and {"nx", "ny", "step_km"} <= lat.keys():  # a regular lattice (AIPO)
+            st.caption(f"{name}: **{n:,}** anchors on a {lat['nx']} × {lat['ny']} lattice with cells of "
+                       f"{float(lat['step_km']) * 1000:,.0f} m{share}. The LP is solved over anchors only.")
+        else:
+            st.caption(f"{name}: **{n:,}** anchors{share}. The LP is solved over anchors only; PAnDA reports "
+                       "≈ 15 % of K in the paper.")
     sizes = [(label, diag.get(key)) for key, label in (("expected_anchor_set_size", "expected anchor set size E|A_n|"),
                                                         ("mean_anchor_set_size", "mean sampled |A_n|"))
              if isinstance(diag.get(key), (int, float))]
@@ -387,6 +395,8 @@ def details_tabs(prob: Problem, result: Result, ev: dict[str, Any] | None, key: 
     t_diag, t_time, t_dl, t_prob = st.tabs(["Diagnostics", "Time & LP size", "Downloads", "Problem"])
     with t_diag:
         specific_panel(prob, result)
+        if result.ok:
+            continuous.diagnostics(prob, result, cache.result_key(prob, result))
         diagnostics_panel(result, prob.k)
     with t_time:
         c1, c2 = st.columns([3, 2])
