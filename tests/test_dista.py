@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -43,7 +45,7 @@ def test_users_blocks_and_bytes(pb):
 def test_reconstruction_error_falls_with_rank(pb):
     A = make_user(pb, 7, 20, 20).blocks.dx
     errors = [relative_error(A, fit_svd(A, k).reconstruct()) for k in range(1, 8)]
-    assert all(b < a for a, b in zip(errors, errors[1:])), errors
+    assert all(b < a for a, b in itertools.pairwise(errors)), errors
     s = np.linalg.svd(A, compute_uv=False)
     k = 5  # Eckart–Young: the squared Frobenius error is the tail of the spectrum
     assert np.linalg.norm(A - fit_svd(A, k).reconstruct()) ** 2 == pytest.approx((s[k:] ** 2).sum(), rel=1e-9)

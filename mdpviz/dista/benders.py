@@ -27,11 +27,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import highspy
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
-
-import highspy
 
 from ..errors import SolverError
 from ..lp.highs import INF, new_highs, solve_lp
@@ -204,7 +203,7 @@ class WarmSub:
     def __call__(self, u: UserLP, w: NDArray[np.float64]) -> SubOutcome:
         shift = self.u.B @ w
         lo, hi = self.u.lower - shift, self.u.upper - shift
-        self.lp.changeRowsBounds(len(self.rows), self.rows, lo, hi)
+        self.lp.changeRowsBounds(len(self.rows), self.rows, lo, hi)  # type: ignore[attr-defined]
         self.lp.run()
         st = self.lp.getModelStatus()
         if st == highspy.HighsModelStatus.kOptimal:
@@ -214,7 +213,7 @@ class WarmSub:
         if st not in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
             # a warm start can end in numerical trouble (HiGHS status "Unknown"): solve this one from scratch
             return solve_sub(self.u, w)
-        self.ph1.changeRowsBounds(len(self.rows), self.rows, lo, hi)
+        self.ph1.changeRowsBounds(len(self.rows), self.rows, lo, hi)  # type: ignore[attr-defined]
         self.ph1.run()
         if self.ph1.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return solve_sub(self.u, w)  # same fallback: a cold solve of the subproblem and its phase-1
@@ -333,7 +332,8 @@ def benders_loop(users: list[UserLP], n_w: int, *, gap_tol: float = 1e-6, max_it
                           len(cut_rows), size)
 
 
-def solve_direct(users: list[UserLP], n_w: int, method: str = "ipm") -> tuple[NDArray[np.float64], list[NDArray[np.float64]], float]:
+def solve_direct(users: list[UserLP], n_w: int, method: str = "ipm",
+                 time_limit: float | None = None) -> tuple[NDArray[np.float64], list[NDArray[np.float64]], float]:
     """The same WEM+LP in one piece: variables [z_free of every user, w]. Returns (w, z_free per user, objective)."""
     n_u = len(users)
     S, s_lo, s_hi = master_static(users, n_w)
@@ -348,8 +348,9 @@ def solve_direct(users: list[UserLP], n_w: int, method: str = "ipm") -> tuple[ND
     alpha = sum((u.alpha for u in users), np.zeros(n_w))
     cost = np.concatenate([u.cost_free for u in users] + [alpha])
     col_hi = np.concatenate([np.full(sum(z_width), INF), w_upper(users, n_w)])
-    out = solve_lp(cost, A, lo, hi, np.zeros(len(cost)), col_hi, method=method)
+    out = solve_lp(cost, A, lo, hi, np.zeros(len(cost)), col_hi, method=method, time_limit=time_limit)
     if out.status != "optimal" or out.x is None or out.objective is None:
-        raise SolverError(f"The direct DISTA-LP solve ended with status `{out.status}` ({out.message}).")
+        raise SolverError(f"The direct DISTA-LP solve ended with status `{out.status}` ({out.message}); raise the time "
+                          "limit or use the Benders solver, which keeps its best feasible point.")
     splits = np.cumsum([0] + z_width)
     return out.x[splits[-1]:], [out.x[splits[m]:splits[m + 1]] for m in range(n_u)], out.objective

@@ -195,7 +195,7 @@ def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
                           progress=progress)
         w, z_free, objective = bd.w, bd.z_free, bd.upper
     else:
-        w, z_free, objective = solve_direct(lps, len(used))
+        w, z_free, objective = solve_direct(lps, len(used), time_limit=time_limit)
     timings["lp_solve_s"] = time.perf_counter() - t1
     lp_size = {"variables": sum(u.n_free for u in lps) + len(used),
                "constraints": sum(u.A_free.shape[0] + u.static_B.shape[0] for u in lps),

@@ -147,7 +147,7 @@ def fit_parametric(A: NDArray[np.float64], family: str, maxfev: int = FIT_MAXFEV
     elif family in ("polynomial", "rbf"):
         B = _poly_basis(n, m) if family == "polynomial" else np.column_stack([_rbf_basis(n, m), np.ones(n * m)])
         ridge = POLY_RIDGE if family == "polynomial" else 1e-2
-        x0 = np.linalg.solve(B.T @ B + ridge * np.eye(B.shape[1]), B.T @ a)
+        x0 = np.asarray(np.linalg.solve(B.T @ B + ridge * np.eye(B.shape[1]), B.T @ a), dtype=np.float64)
 
         def loss(t: NDArray[np.float64]) -> float:
             return float(np.abs(B @ t - a).sum() + ridge * float(t @ t))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -108,7 +108,7 @@ class PeakRss:
         while not self._stop.wait(0.005):
             self.peak_mb = max(self.peak_mb, self._rss_mb())
 
-    def __enter__(self) -> PeakRss:
+    def __enter__(self) -> Self:
         import os
 
         self._page = float(os.sysconf("SC_PAGE_SIZE")) if hasattr(os, "sysconf") else 4096.0
