@@ -60,7 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows.append(row)
             print(row, flush=True)
     path = report.write(rows, a.out, "AIPO benchmark",
-                        notes=f"ε = {a.eps} km⁻¹, |Y| = {a.outputs}; `python -m mdpviz bench aipo`. AIPO's violations "
-                              "are checked in the planar ℓ2 metric it claims, the others in the problem's metric.")
+                        notes=f"ε = {a.eps} km⁻¹, |Y| = {a.outputs}; `python -m mdpviz bench aipo`. Each "
+                              "mechanism's violations are checked in the metric of its claim (planar ℓ2 for AIPO and "
+                              "Laplace, haversine for the others).")
     print(f"wrote {path}")
     return 0
