@@ -1,11 +1,12 @@
 """LP+EM (ConstOPT, Imola et al. UAI 2022, as the PAnDA authors reimplement it; spec 000 §3.4).
 
 An LP optimises the columns of a *candidate set* of outputs (those where the exponential mechanism loses most
-utility); the exponential mechanism (ε/2 exponent) keeps its columns for every other output. Each candidate
-output's column is constrained locally, as in the authors' artifact: every ordered pair among the r secrets
-nearest to it, plus a link from each other secret to its nearest member of that neighbourhood. Local constraints
-do not imply ε-mDP for every pair, so the LP solution is checked and repaired exactly (Lipschitz repair of each
-column, then a cone-preserving fix of the row sums); the breach found before the repair is reported.
+utility); the exponential mechanism (ε/2 exponent) keeps its columns for every other output. As in the authors'
+artifact, only the r secrets nearest to a candidate output get LP variables for it (every ordered pair among them
+is an mDP row); all other entries keep their EM values, which turns each free–fixed pair into an exact bound on
+the free entry. Each secret's free entries keep EM's total on them, so rows stay distributions. The LP solution
+is then checked and repaired exactly (Lipschitz repair of each column, then a cone-preserving fix of the row
+sums; only solver tolerances can make this necessary); the breach found before the repair is reported.
 """
 
 from __future__ import annotations
@@ -35,49 +36,59 @@ def _solve_lp_em(problem: Problem, params: dict[str, Any], progress: Progress, t
     share = (W * em).sum(axis=0)
     n_cand = min(params["candidates"], m)
     cand = np.sort(np.argsort(-share, kind="stable")[:n_cand])
-    rest = np.setdiff1d(np.arange(m), cand)
-    q = em[:, cand].sum(axis=1)  # row mass the LP must place on the candidates
     r = min(params["neighbours"], n)
     d = problem.d
-    # local pairs for each candidate output (vectorised over candidates)
-    near = np.argsort(d[problem.y_index[cand]], axis=1, kind="stable")[:, :r]  # (C, r) secret indices
-    a, b = np.nonzero(~np.eye(r, dtype=bool))
-    loc_i = near[:, a].ravel()
-    loc_j = near[:, b].ravel()
-    loc_y = np.repeat(np.arange(n_cand), len(a))
-    in_nb = np.zeros((n_cand, n), dtype=bool)
-    in_nb[np.arange(n_cand)[:, None], near] = True
-    oy, ox = np.nonzero(~in_nb)
-    anchor = near[oy, np.argmin(d[ox[:, None], near[oy]], axis=1)]
-    pi = np.concatenate([loc_i, ox, anchor])
-    pj = np.concatenate([loc_j, anchor, ox])
-    py = np.concatenate([loc_y, oy, oy])
-    coef = np.minimum(np.exp(np.minimum(eps * d[pi, pj], 700.0)), COEF_CAP)
+    Es = eps * d
+    # free LP entries: z[x, y] for y in the candidate set and x among the r secrets nearest to y; every other
+    # entry keeps its EM value. Pairs of free entries are LP rows; a pair of a free and a fixed entry is a bound
+    # on the free one (max/min over every fixed secret, exact); fixed pairs hold because EM columns are ε-mDP.
+    near = np.sort(np.argsort(d[problem.y_index[cand]], axis=1, kind="stable")[:, :r], axis=1)  # (C, r)
+    C = n_cand
+    free = np.zeros((C, n), dtype=bool)
+    free[np.arange(C)[:, None], near] = True
+    em_c = em[:, cand].T  # (C, n): EM value of candidate column c at secret x
+    with np.errstate(divide="ignore"):
+        log_fixed = np.where(free, -np.inf, np.log(em_c))  # (C, n), −inf on free entries
+    lo = np.empty((C, r))
+    hi = np.empty((C, r))
+    for c in range(C):  # one vectorised (r × n) step per candidate output (≤ |Y|)
+        lo[c] = np.exp(np.max(log_fixed[c][None, :] - Es[:, near[c]].T, axis=1))  # z_i ≥ e^{−E_ji} z_j
+        hi[c] = np.exp(np.min(np.where(free[c], np.inf, log_fixed[c])[None, :] + Es[near[c]], axis=1))  # z_i ≤ e^{E_ij} z_j
+    hi = np.minimum(hi, 1.0)
+    var = (np.arange(C)[:, None] * r + np.arange(r)[None, :])  # variable index of (c, slot)
+    a_, b_ = np.nonzero(~np.eye(r, dtype=bool))
+    pi = (near[:, a_]).ravel()
+    pj = (near[:, b_]).ravel()
+    vi = var[:, a_].ravel()
+    vj = var[:, b_].ravel()
+    coef = np.minimum(np.exp(np.minimum(Es[pi, pj], 700.0)), COEF_CAP)
     n_pairs = len(pi)
-    nv = n * n_cand
+    nv = C * r
     rows = np.arange(n_pairs)
     A_pairs = sp.csr_matrix((np.concatenate([np.ones(n_pairs), -coef]),
-                             (np.concatenate([rows, rows]), np.concatenate([pi * n_cand + py, pj * n_cand + py]))),
-                            shape=(n_pairs, nv))
-    S = sp.csr_matrix((np.ones(nv), (np.repeat(np.arange(n), n_cand), np.arange(nv))), shape=(n, nv))
+                             (np.concatenate([rows, rows]), np.concatenate([vi, vj]))), shape=(n_pairs, nv))
+    # row sums: for each secret x in some neighbourhood, its free entries keep EM's total on them
+    sec = near.ravel()
+    used, row_of = np.unique(sec, return_inverse=True)
+    S = sp.csr_matrix((np.ones(nv), (row_of, np.arange(nv))), shape=(len(used), nv))
+    target = np.bincount(row_of, weights=em_c[np.repeat(np.arange(C), r), sec], minlength=len(used))
     A = sp.vstack([A_pairs, S]).tocsc()
-    lower = np.concatenate([np.full(n_pairs, -INF), q])
-    upper = np.concatenate([np.zeros(n_pairs), q])
+    lower = np.concatenate([np.full(n_pairs, -INF), target])
+    upper = np.concatenate([np.zeros(n_pairs), target])
+    cost = W[sec, cand[np.repeat(np.arange(C), r)]]
     timings["build_s"] = time.perf_counter() - t0
-    out = solve_lp(W[:, cand].ravel(), A, lower, upper, np.zeros(nv), np.ones(nv), method=params["method"],
+    out = solve_lp(cost, A, lower, upper, np.minimum(lo.ravel(), hi.ravel()), hi.ravel(), method=params["method"],
                    time_limit=time_limit, progress=progress, phase="LP over candidate outputs")
     timings["solve_s"] = out.solve_s
     diag: dict[str, Any] = {"candidates": cand, "candidate_count": int(n_cand), "neighbours": int(r),
-                            "local_pairs": int(n_pairs)}
+                            "local_pairs": int(n_pairs), "free_entries": int(nv)}
     if out.x is None:
         return Result("lp-em", params, None, out.status, eps, timings=timings, lp_size=out.size,
                       message=out.message or "the candidate LP did not finish", diagnostics=diag)
     t0 = time.perf_counter()
     progress("check and repair", None)
     Z = em.copy()
-    Z[:, cand] = np.clip(out.x.reshape(n, n_cand), 0.0, None)
-    Z[:, rest] = em[:, rest]
-    Es = eps * d
+    Z[sec, cand[np.repeat(np.arange(C), r)]] = np.clip(out.x, 0.0, None)
     with np.errstate(divide="ignore"):
         logz = np.log(Z)
     top = logz.max(axis=0, keepdims=True)
@@ -104,9 +115,8 @@ LP_EM = register(Mechanism(
     name="lp-em", label="LP + EM (ConstOPT)", family="lp",
     paper="Imola, Kasiviswanathan, White, Chaudhuri: Balancing utility and scalability in metric differential "
           "privacy (UAI 2022); as reimplemented in PAnDA (CCS 2025) §4.3",
-    info="An LP optimises the outputs where the exponential mechanism loses most; EM (ε/2) keeps the other "
-         "outputs. Local constraints (r nearest secrets per output); the result is checked and repaired to be "
-         "exactly ε-mDP.",
+    info="An LP optimises the outputs where the exponential mechanism loses most, on the r secrets nearest to "
+         "each; EM (ε/2) keeps every other entry. The result is checked and repaired to be exactly ε-mDP.",
     params=(epsilon_param(),
             Param("candidates", int, 20, "number of outputs the LP optimises (largest share of EM's loss)", low=1,
                   high=10000, label="candidate outputs"),
