@@ -508,3 +508,17 @@ def test_clicked_point_and_parse_point() -> None:
     assert clicked_point(None) is None and clicked_point({"objects": {"secrets": [{"i": 2}]}}) is None
     assert clicked_point({"objects": {"plane": [{"lat": 60.1, "lon": 24.9, "i": 7}]}}) == (60.1, 24.9, 7)
     assert parse_point("60.1,24.9") == (60.1, 24.9) and parse_point("1,2,3") is None and parse_point("") is None
+
+
+def test_heat_map_image_is_a_valid_png_of_the_grid() -> None:
+    import base64
+    import zlib
+
+    from mdpviz.ui.maps import png_data_url
+
+    rgba = np.arange(2 * 3 * 4, dtype=np.uint8).reshape(2, 3, 4)
+    png = base64.b64decode(png_data_url(rgba).split(",", 1)[1])
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[16:20], "big") == 3  # width
+    idat = png[png.index(b"IDAT") + 4:]
+    raw = zlib.decompress(idat[:int.from_bytes(png[png.index(b"IDAT") - 4:png.index(b"IDAT")], "big")])
+    assert raw == b"\x00" + rgba[0].tobytes() + b"\x00" + rgba[1].tobytes()

@@ -49,22 +49,23 @@ def region(prob: Problem, result: Result | None) -> tuple[float, float, float, f
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def plane_grid(_prob: Problem, fingerprint: str, bbox: tuple[float, float, float, float], cells: int = HEAT_CELLS
-               ) -> tuple[NDArray[np.float64], NDArray[np.float64], float, NDArray[np.int64]]:
-    """Cell centres (lat, lon in degrees) of a square grid over ``bbox`` (see :func:`region`), the cell side in
-    metres and each centre's nearest secret (planar km, so distances are those of the map)."""
+               ) -> tuple[NDArray[np.float64], NDArray[np.float64], float, NDArray[np.int64], tuple[int, int]]:
+    """Cell centres (lat, lon in degrees; row-major from the south-west) of a square grid over ``bbox`` (see
+    :func:`region`), the cell side in metres, each centre's nearest secret (planar km, so distances are those of
+    the map) and the grid's shape (rows, columns)."""
     grid = Lattice.covering(np.array(bbox[:2]), np.array(bbox[2:]), cells)
     ll = grid.anchor_latlon()
     xy_x = project_km(_prob.x_lat, _prob.x_lon, grid.lat0, grid.lon0)
     xy_g = project_km(ll[:, 0], ll[:, 1], grid.lat0, grid.lon0)
     _d, nearest = cKDTree(xy_x).query(xy_g)
-    return ll[:, 0], ll[:, 1], grid.step * 1000, np.asarray(nearest, dtype=np.int64)
+    return ll[:, 0], ll[:, 1], grid.step * 1000, np.asarray(nearest, dtype=np.int64), (grid.ny, grid.nx)
 
 
 @st.cache_resource(max_entries=4, show_spinner="Evaluating the mechanism over the plane…")
 def plane_values(_prob: Problem, _result: Result, key: str, cells: int = HEAT_CELLS) -> NDArray[np.float64]:
     """Pr[y | cell centre] for every cell and output, (n_cells, M): ``rows`` in one call where the mechanism
     has them, else the nearest secret's row of Z (piecewise constant)."""
-    lat, lon, _side, nearest = plane_grid(_prob, _prob.fingerprint, region(_prob, _result), cells)
+    lat, lon, _side, nearest, _shape = plane_grid(_prob, _prob.fingerprint, region(_prob, _result), cells)
     if _result.rows is not None:
         return np.asarray(_result.rows(lat, lon), dtype=float)
     assert _result.Z is not None

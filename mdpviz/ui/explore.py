@@ -231,8 +231,8 @@ def _plane_controls(prob: Problem, result: Result, key: str, row: np.ndarray, la
             name = f"anchor lattice ({lattice.nx * lattice.ny:,} anchors, cells of {lattice.step * 1000:,.0f} m)"
             symbols.append((name, maps.LATTICE, "line"))
             symbols.append(("anchors", maps.ANCHOR, "ring"))
-    lat, lon, side_m, nearest = continuous.plane_grid(prob, prob.fingerprint, continuous.region(prob, result))
-    grid = maps.PlaneGrid(lat=lat, lon=lon, side_m=side_m, nearest=nearest)
+    lat, lon, side_m, nearest, shape = continuous.plane_grid(prob, prob.fingerprint, continuous.region(prob, result))
+    grid = maps.PlaneGrid(lat=lat, lon=lon, side_m=side_m, nearest=nearest, shape=shape)
     if ss["show_heat"]:
         k = int(ss["heat_y"])
         values = continuous.plane_values(prob, result, key)[:, k]

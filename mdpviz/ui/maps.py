@@ -136,10 +136,11 @@ class PlaneGrid:
     reports the cell's centre (pydeck reports only picked objects, never a bare coordinate).
     """
 
-    lat: NDArray[np.float64]
+    lat: NDArray[np.float64]                          # cell centres, row-major from the south-west corner
     lon: NDArray[np.float64]
     side_m: float
     nearest: NDArray[np.int64]                        # nearest secret of each cell centre
+    shape: tuple[int, int] = (0, 0)                   # (rows south→north, columns west→east)
     values: NDArray[np.float64] | None = None         # probability per cell, or None: invisible pick grid
     vmax: float = 1.0
     label: str = ""                                   # tooltip text before the value, e.g. "z(y3 | here) ="
@@ -149,6 +150,8 @@ def deck(prob: Problem, roads: pd.DataFrame, layers: MapLayers, *, height_px: in
          width_px: int = 800, small: bool = False) -> pdk.Deck:
     """The map: roads, then secrets, outputs, the distribution Z[x,·], markers and violation lines."""
     out: list[pdk.Layer] = []
+    if layers.plane is not None and layers.plane.values is not None:
+        out.append(heat_layer(layers.plane))
     if layers.plane is not None:
         out.append(plane_layer(layers.plane))
     out.append(pdk.Layer("LineLayer", id="roads", data=roads, get_source_position="s", get_target_position="t",
@@ -275,20 +278,48 @@ def _px_to_m(prob: Problem, px: float, width_px: int = 600, height_px: int = 470
     return px * 78_271.52 * math.cos(math.radians(vs.latitude)) / 2 ** vs.zoom
 
 
+def png_data_url(rgba: NDArray[np.uint8]) -> str:
+    """An (h, w, 4) uint8 image as a ``data:image/png;base64,...`` URL (no imaging library needed)."""
+    import base64
+    import struct
+    import zlib
+
+    h, w, _ = rgba.shape
+    raw = b"".join(b"\x00" + rgba[r].tobytes() for r in range(h))  # filter type 0 on every row
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
+    return "data:image/png;base64," + base64.b64encode(png).decode()
+
+
+def heat_layer(g: PlaneGrid) -> pdk.Layer:
+    """The heat map as one image, a pixel per cell (nearest-pixel sampling: exactly the computed values, no
+    seams between cells), stretched over the grid's extent."""
+    assert g.values is not None
+    ny, nx = g.shape
+    rgba = np.asarray(colours(g.values, 0.0, g.vmax, "heat", alpha=200), dtype=np.uint8).reshape(ny, nx, 4)[::-1]
+    lat, lon = g.lat.reshape(ny, nx), g.lon.reshape(ny, nx)
+    half_lat = (lat[1, 0] - lat[0, 0]) / 2 if ny > 1 else 0.0
+    half_lon = (lon[0, 1] - lon[0, 0]) / 2 if nx > 1 else 0.0
+    bounds = [float(lon.min() - half_lon), float(lat.min() - half_lat), float(lon.max() + half_lon),
+              float(lat.max() + half_lat)]
+    # quoted: pydeck's JSON converter reads a bare string prop as an expression
+    return pdk.Layer("BitmapLayer", id="heat", image=f"'{png_data_url(rgba)}'", bounds=bounds, pickable=False,
+                     texture_parameters={"minFilter": "nearest", "magFilter": "nearest"})
+
+
 def plane_layer(g: PlaneGrid) -> pdk.Layer:
-    """The plane's cells as flat squares (a ColumnLayer with 4 corners turned 45°), pickable for clicks."""
-    df = pd.DataFrame({"lon": np.round(g.lon, 6), "lat": np.round(g.lat, 6), "i": g.nearest})
-    if g.values is not None:
-        df["color"] = colours(g.values, 0.0, g.vmax, "heat", alpha=185)
-        df["tip"] = [f"{g.label} {v:.3g} (click: distribution here)" for v in g.values]
-        fill: str | list[int] = "color"
-    else:
-        df["tip"] = "click: distribution at this point"
-        fill = [255, 255, 255, 1]  # alpha 1/255: invisible, but deck.gl still picks it
-    # half-diagonal of the square, 1 % larger so that neighbouring cells leave no hairline gaps
+    """The plane's cells as invisible flat squares (a ColumnLayer with 4 corners turned 45°): a click on empty
+    map space picks a cell, and its centre is the clicked point; over a heat map the tooltip gives the value."""
+    # 5 decimals of a degree is about 1 m, well below a cell; this layer is the largest part of the page
+    df = pd.DataFrame({"lon": np.round(g.lon, 5), "lat": np.round(g.lat, 5), "i": g.nearest})
+    df["tip"] = [f"{g.label} {v:.3g}" for v in g.values] if g.values is not None else ""  # "": no tooltip
     return pdk.Layer("ColumnLayer", id="plane", data=df, get_position=["lon", "lat"], disk_resolution=4, angle=45,
-                     radius=g.side_m / math.sqrt(2) * 1.01, extruded=False, get_fill_color=fill, pickable=True,
-                     auto_highlight=g.values is not None, highlight_color=[255, 255, 255, 90])
+                     radius=g.side_m / math.sqrt(2), extruded=False, get_fill_color=[255, 255, 255, 1],
+                     pickable=True)  # alpha 1/255: invisible, but deck.gl still picks it
 
 
 def lattice_layers(lat: NDArray[np.float64], lon: NDArray[np.float64]) -> list[pdk.Layer]:
