@@ -455,6 +455,7 @@ def test_aipo_explore_picks_any_point_heat_map_lattice_and_budget_curve() -> Non
     # diagnostics: the budget-search curve, and no PAnDA wording for a lattice
     assert "Budget search: utility loss against the east–west budget ε₁" in texts(at.markdown)
     assert "anchors on a" in texts(at.caption) and "PAnDA" not in texts(at.caption)
+    assert "chosen ε₁ = " in texts(at.caption) and "(universal lower bound)" in texts(at.caption)
     # map: lattice toggle with its legend entry, heat map on by default for rows, output picker works
     assert at.checkbox(key="show_lattice").value and "anchor lattice (" in html_text(at)
     assert at.checkbox(key="show_heat").value

@@ -136,10 +136,17 @@ def budget_curve_panel(result: Result) -> None:
     st.plotly_chart(fig, key="budget-curve", config={"displayModeBar": False})
     solved = [c for c in curve if c.get("loss_m") is not None]
     failed = len(curve) - len(solved)
-    st.caption(f"{len(curve)} candidate splits (ε₁, ε₂) on the composition curve at ε/2 = {result.eps / 2:g} km⁻¹; "
-               f"each is one anchor LP"
-               + (f"; {failed} ended without a solution and are not drawn" if failed else "") + ". "
-               "Loss is the true utility loss over the secrets, in metres.")
+    parts = [f"{len(curve)} candidate splits (ε₁, ε₂) on the composition curve at ε/2 = {result.eps / 2:g} km⁻¹, "
+             "each one anchor LP" + (f"; {failed} ended without a solution and are not drawn" if failed else "")]
+    if solved:
+        best = min(solved, key=lambda c: c["loss_m"])
+        parts.append(f"chosen ε₁ = {best['eps1']:.3g}, ε₂ = {best['eps2']:.3g} km⁻¹ with loss {best['loss_m']:.1f} m")
+        equal = [c for c in solved if abs(c["eps1"] - c["eps2"]) <= 1e-6 * max(result.eps, 1e-12)]
+        if equal and len(solved) > 1:
+            parts.append(f"equal split (AIPO-E) {equal[0]['loss_m']:.1f} m")
+    if isinstance(bound, (int, float)):
+        parts.append(f"no ε-mDP mechanism can go below {bound:.1f} m (universal lower bound)")
+    st.caption("; ".join(parts) + ". Loss is the true utility loss over the secrets, in metres.")
 
 
 def check_panel(result: Result, key: str) -> None:

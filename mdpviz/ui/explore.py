@@ -209,7 +209,9 @@ def _plane_controls(prob: Problem, result: Result, key: str, row: np.ndarray, la
     rows_ok = continuous.has_rows(result)
     lattice = continuous.lattice_of(result)
     h1, h2, h3 = st.columns([1.1, 1.3, 1])
-    ss.setdefault("show_heat", rows_ok)
+    ss.setdefault("show_heat", False)
+    if rows_ok and not ss.get("_heat_shown_for_rows"):  # the first continuous mechanism opens with its heat map
+        ss["show_heat"] = ss["_heat_shown_for_rows"] = True
     src = continuous.heat_source(result)
     h1.checkbox("heat map z(y | x)", key="show_heat",
                 help=f"Pr[report y | true x] for one output y at every point of an {continuous.HEAT_CELLS}-cell grid "
