@@ -488,6 +488,16 @@ def test_aipo_explore_picks_any_point_heat_map_lattice_and_budget_curve() -> Non
     assert at.session_state["point"] is None and "pt" not in at.query_params
 
 
+def test_relaxed_variant_shows_its_fixed_split_and_fails_the_continuous_check() -> None:
+    at = app("app_pages/explore.py", query={"mech": "aipo-r", "k": "40", "m": "12", "cells": "3"})
+    solve_button(at).click().run()
+    assert "One fixed split, no search: ε₁ = 5 km⁻¹" in texts(at.caption)
+    at.number_input(key="ccheck_pairs").set_value(1000).run()
+    at.button(key="ccheck_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "violating pairs**. Worst factor" in texts(at.caption)  # AIPO-R is not ε-mDP
+
+
 def test_point_from_url_and_nearest_secret_heat_map_for_a_matrix_mechanism() -> None:
     at = app("app_pages/explore.py", query={**AIPO_QUERY, "pt": "north"})
     assert "`pt=north` is not a point" in texts(at.warning)

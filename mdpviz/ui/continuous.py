@@ -129,15 +129,22 @@ def budget_curve_panel(result: Result) -> None:
     curve = diag.get("budget_curve")
     if not isinstance(curve, list) or not curve:
         return
-    st.markdown("**Budget search: utility loss against the east–west budget ε₁**")
     chosen = (diag.get("eps1"), diag.get("eps2"))
     bound = diag.get("lower_bound_m")
-    fig = charts.budget_curve(curve, chosen, bound if isinstance(bound, (int, float)) else None, result.eps)
-    st.plotly_chart(fig, key="budget-curve", config={"displayModeBar": False})
     solved = [c for c in curve if c.get("loss_m") is not None]
     failed = len(curve) - len(solved)
-    parts = [f"{len(curve)} candidate splits (ε₁, ε₂) on the composition curve at ε/2 = {result.eps / 2:g} km⁻¹, "
-             "each one anchor LP" + (f"; {failed} ended without a solution and are not drawn" if failed else "")]
+    if len(curve) < 2:  # a fixed split (equal split, relaxed variant, ℓ1): nothing was searched
+        st.markdown("**Budget split**")
+        if solved:
+            c = solved[0]
+            st.caption(f"One fixed split, no search: ε₁ = {c['eps1']:.3g} km⁻¹ (east–west), ε₂ = {c['eps2']:.3g} "
+                       f"km⁻¹ (north–south); utility loss {c['loss_m']:.1f} m.")
+        return
+    st.markdown("**Budget search: utility loss against the east–west budget ε₁**")
+    fig = charts.budget_curve(curve, chosen, bound if isinstance(bound, (int, float)) else None, result.eps)
+    st.plotly_chart(fig, key="budget-curve", config={"displayModeBar": False})
+    parts = [f"{len(curve)} candidate splits (ε₁ east–west, ε₂ north–south) of the budget, each one anchor LP"
+             + (f"; {failed} ended without a solution and are not drawn" if failed else "")]
     if solved:
         best = min(solved, key=lambda c: c["loss_m"])
         parts.append(f"chosen ε₁ = {best['eps1']:.3g}, ε₂ = {best['eps2']:.3g} km⁻¹ with loss {best['loss_m']:.1f} m")
