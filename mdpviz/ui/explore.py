@@ -145,12 +145,11 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
             symbols.append((f"observed report y{ss['attack_y']}", [124, 58, 237, 255], "ring"))
             legends.append(maps.legend_html(f"Attacker's posterior Pr[x | y{ss['attack_y']}] (probability)", "post",
                                             "0", f"{post.max():.3g}"))
-        pts = views.diagnostic_points(result.diagnostics or {}, prob)
+        # anchors of a lattice are drawn with their grid lines (toggle above), not a second time here
+        pts = (views.diagnostic_points(result.diagnostics or {}, prob) if continuous.lattice_of(result) is None
+               else None)
         users = views.user_reports(result.diagnostics or {}, prob.k)
         e1, e2 = st.columns(2) if pts is not None or users is not None else (None, None)
-        if pts is not None and continuous.lattice_of(result) is not None:
-            pts = None  # the anchors are drawn with their lattice (toggle above)
-            e1, e2 = (None, None) if users is None else st.columns(2)
         if pts is not None and e1 is not None:
             ss.setdefault("show_extra", True)
             if e1.checkbox(f"show {pts[0]} ({len(pts[1]):,} points)", key="show_extra",
