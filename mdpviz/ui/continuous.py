@@ -138,7 +138,9 @@ def budget_curve_panel(result: Result) -> None:
         if solved:
             c = solved[0]
             st.caption(f"One fixed split, no search: ε₁ = {c['eps1']:.3g} km⁻¹ (east–west), ε₂ = {c['eps2']:.3g} "
-                       f"km⁻¹ (north–south); utility loss {c['loss_m']:.1f} m.")
+                       f"km⁻¹ (north–south); utility loss {c['loss_m']:.1f} m"
+                       + (f"; no ε-mDP mechanism can go below {bound:.1f} m (universal lower bound)"
+                          if isinstance(bound, (int, float)) else "") + ".")
         return
     st.markdown("**Budget search: utility loss against the east–west budget ε₁**")
     fig = charts.budget_curve(curve, chosen, bound if isinstance(bound, (int, float)) else None, result.eps)
