@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 import pandas as pd
@@ -29,25 +29,8 @@ def read_points(source: PointsSource) -> pd.DataFrame:
         ProblemError: unreadable file, missing or non-numeric columns, coordinates out of range, no rows,
             negative weights, or weights that sum to zero.
     """
-    if isinstance(source, pd.DataFrame):
-        raw = source.copy()
-    else:
-        try:
-            if isinstance(source, (bytes, bytearray)):
-                source = io.BytesIO(source)
-            raw = pd.read_csv(source)
-        except FileNotFoundError as e:
-            raise ProblemError(f"Points file `{source}` does not exist.") from e
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as e:
-            raise ProblemError(f"Points file could not be read as CSV ({e}). Expected columns lat, lon[, weight].") from e
-    lower = {str(c).strip().lower(): c for c in raw.columns}
-    cols = {}
-    for key, names in _ALIASES.items():
-        found = next((lower[n] for n in names if n in lower), None)
-        if found is None and key != "weight":
-            msg = f"Points need a `{key}` column (or one of {', '.join(names)}); found columns: {list(raw.columns)}."
-            raise ProblemError(msg)
-        cols[key] = found
+    raw = read_table(source, "Points", "lat, lon[, weight]")
+    cols = find_columns(raw, _ALIASES, "Points", optional=("weight",))
     if len(raw) == 0:
         raise ProblemError("The points file has no rows; give at least one point (lat, lon).")
     out = pd.DataFrame()
@@ -85,3 +68,40 @@ def snap_to_nodes(lat: NDArray[np.float64], lon: NDArray[np.float64], node_lat: 
 def snap_points(points: pd.DataFrame, network: RoadNetwork, max_km: float) -> NDArray[np.int64]:
     """Nearest network node for each point of ``read_points``'s output."""
     return snap_to_nodes(points.lat.to_numpy(), points.lon.to_numpy(), network.lat, network.lon, max_km)
+
+
+def read_table(source: PointsSource, what: str, expected: str, **read_csv: Any) -> pd.DataFrame:
+    """A CSV from a path, an open file, upload bytes or a DataFrame, as a DataFrame (nothing is written).
+
+    Raises:
+        ProblemError: a missing file, or one that cannot be parsed as CSV; ``what`` names the file's kind and
+            ``expected`` its columns in the message.
+    """
+    if isinstance(source, pd.DataFrame):
+        return source.copy()
+    try:
+        if isinstance(source, (bytes, bytearray)):
+            source = io.BytesIO(source)
+        return pd.read_csv(source, **read_csv)
+    except FileNotFoundError as e:
+        raise ProblemError(f"{what} file `{source}` does not exist.") from e
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as e:
+        raise ProblemError(f"{what} file could not be read as CSV ({e}). Expected columns {expected}.") from e
+
+
+def find_columns(raw: pd.DataFrame, aliases: dict[str, tuple[str, ...]], what: str,
+                 optional: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Map each key of ``aliases`` to the first matching column (case-insensitive); None for a missing optional.
+
+    Raises:
+        ProblemError: a required column is missing; the message lists the accepted names and the columns found.
+    """
+    lower = {str(c).strip().lower(): c for c in raw.columns}
+    cols = {}
+    for key, names in aliases.items():
+        found = next((lower[n] for n in names if n in lower), None)
+        if found is None and key not in optional:
+            msg = f"{what} need a `{names[0]}` column (or one of {', '.join(names)}); found columns: {list(raw.columns)}."
+            raise ProblemError(msg)
+        cols[key] = found
+    return cols

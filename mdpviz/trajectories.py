@@ -14,7 +14,6 @@ rule on speed and region, and by a destination-seeking term. The order used for 
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -28,7 +27,7 @@ from scipy.sparse.csgraph import dijkstra
 from .cities import RoadNetwork
 from .errors import ProblemError
 from .geo import haversine_km, project_km
-from .points import snap_to_nodes
+from .points import find_columns, read_table, snap_to_nodes
 
 TrajectorySource = str | Path | IO[str] | IO[bytes] | bytes | pd.DataFrame
 MEMORY_RULES = ("mixed", "1", "2", "3")
@@ -351,27 +350,8 @@ def read_trajectories(source: TrajectorySource, network: RoadNetwork, max_snap_k
         ProblemError: unreadable file, missing columns, unparsable times or coordinates, points farther than
             ``max_snap_km`` from the network, or a trajectory with fewer than 2 fixes.
     """
-    if isinstance(source, pd.DataFrame):
-        raw = source.copy()
-    else:
-        try:
-            if isinstance(source, (bytes, bytearray)):
-                source = io.BytesIO(source)
-            raw = pd.read_csv(source, dtype=str)
-        except FileNotFoundError as e:
-            raise ProblemError(f"Trajectory file `{source}` does not exist.") from e
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as e:
-            msg = f"Trajectory file could not be read as CSV ({e}). Expected columns trajectory_id, timestamp, lat, lon."
-            raise ProblemError(msg) from e
-    lower = {str(c).strip().lower(): c for c in raw.columns}
-    cols = {}
-    for key, names in _ALIASES.items():
-        found = next((lower[n] for n in names if n in lower), None)
-        if found is None:
-            msg = (f"Trajectories need a `{names[0]}` column (or one of {', '.join(names)}); "
-                   f"found columns: {list(raw.columns)}.")
-            raise ProblemError(msg)
-        cols[key] = found
+    raw = read_table(source, "Trajectory", "trajectory_id, timestamp, lat, lon", dtype=str)
+    cols = find_columns(raw, _ALIASES, "Trajectories")
     if len(raw) == 0:
         raise ProblemError("The trajectory file has no rows; give at least one trajectory of 2 or more fixes.")
     ids = raw[cols["traj"]].astype(str).str.strip()
