@@ -286,7 +286,8 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
             break
         t0 = time.perf_counter()
         if deadline is not None:
-            mp.setOptionValue("time_limit", float(max(deadline - time.perf_counter(), 0.01)))
+            # HiGHS's clock is cumulative over the instance's runs: the limit is run time so far + what is left
+            mp.setOptionValue("time_limit", float(mp.getRunTime() + max(deadline - time.perf_counter(), 0.01)))
         mp.run()
         dt_mp = time.perf_counter() - t0
         t_mp += dt_mp

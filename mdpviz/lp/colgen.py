@@ -259,7 +259,8 @@ class _Pricer:
         h = self.models[y]
         h.changeColsCost(self.n, np.arange(self.n, dtype=np.int32), g)
         if time_limit is not None:
-            h.setOptionValue("time_limit", float(max(time_limit, 0.01)))
+            # HiGHS's clock is cumulative over the instance's runs: the limit is run time so far + what is left
+            h.setOptionValue("time_limit", float(h.getRunTime() + max(time_limit, 0.01)))
         h.run()
         st = h.getModelStatus()
         if st != highspy.HighsModelStatus.kOptimal:
@@ -399,7 +400,8 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
             break
         t0 = time.perf_counter()
         if deadline is not None:
-            master.setOptionValue("time_limit", float(max(deadline - time.perf_counter(), 0.01)))
+            # HiGHS's clock is cumulative over the instance's runs: the limit is run time so far + what is left
+            master.setOptionValue("time_limit", float(master.getRunTime() + max(deadline - time.perf_counter(), 0.01)))
         master.run()
         t_master += time.perf_counter() - t0
         if master.getModelStatus() not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit):
@@ -533,7 +535,7 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
         # make sure the last master solution is current and uses no artificial mass
         master.changeColsCost(n, eye_idx, np.full(n, 1e6))
         master.changeColsBounds(n, np.arange(n, 2 * n, dtype=np.int32), np.zeros(n), np.zeros(n))
-        master.setOptionValue("time_limit", 60.0)
+        master.setOptionValue("time_limit", float(master.getRunTime() + 60.0))
         master.run()
         x = np.array(master.getSolution().col_value)
         lam = x[n_art:]
