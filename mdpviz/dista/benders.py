@@ -33,7 +33,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ..errors import SolverError
-from ..lp.highs import INF, new_highs, solve_lp
+from ..lp.highs import INF, new_highs, pass_model, solve_lp
 from ..lp.mdp_lp import all_pairs, mdp_lp_matrix
 from ..progress import Progress, no_progress
 
@@ -168,22 +168,9 @@ def solve_sub(u: UserLP, w: NDArray[np.float64], method: str = "simplex") -> Sub
 def _model(cost: NDArray[np.float64], A: sp.spmatrix, lo: NDArray[np.float64],
            hi: NDArray[np.float64]) -> highspy.Highs:
     """A silent dual-simplex HiGHS model of min cost·z s.t. lo ≤ A z ≤ hi, z ≥ 0, kept for warm starts."""
-    A = sp.csc_matrix(A)
     h = new_highs()
     h.setOptionValue("solver", "simplex")
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = A.shape[1], A.shape[0]
-    lp.col_cost_ = np.asarray(cost, dtype=np.float64)
-    lp.col_lower_ = np.zeros(A.shape[1])
-    lp.col_upper_ = np.full(A.shape[1], INF)
-    lp.row_lower_ = np.asarray(lo, dtype=np.float64)
-    lp.row_upper_ = np.asarray(hi, dtype=np.float64)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = A.indices.astype(np.int32)
-    lp.a_matrix_.value_ = A.data.astype(np.float64)
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = A.shape[1], A.shape[0]
-    h.passModel(lp)
+    pass_model(h, cost, A, lo, hi)
     return h
 
 

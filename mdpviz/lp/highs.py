@@ -67,6 +67,27 @@ def new_highs() -> highspy.Highs:
     return h
 
 
+def pass_model(h: highspy.Highs, cost: NDArray[np.float64], A: sp.spmatrix, row_lower: NDArray[np.float64],
+               row_upper: NDArray[np.float64], col_lower: NDArray[np.float64] | None = None,
+               col_upper: NDArray[np.float64] | None = None) -> None:
+    """Load ``min cost·x, row_lower ≤ A x ≤ row_upper, col_lower ≤ x ≤ col_upper`` into ``h`` (default x ≥ 0)."""
+    A = sp.csc_matrix(A)
+    n_rows, n_cols = A.shape
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n_cols, n_rows
+    lp.col_cost_ = np.asarray(cost, dtype=np.float64)
+    lp.col_lower_ = np.zeros(n_cols) if col_lower is None else np.asarray(col_lower, dtype=np.float64)
+    lp.col_upper_ = np.full(n_cols, INF) if col_upper is None else np.asarray(col_upper, dtype=np.float64)
+    lp.row_lower_ = np.asarray(row_lower, dtype=np.float64)
+    lp.row_upper_ = np.asarray(row_upper, dtype=np.float64)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = A.indices.astype(np.int32)
+    lp.a_matrix_.value_ = A.data.astype(np.float64)
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_cols, n_rows
+    h.passModel(lp)
+
+
 def solve_lp(cost: NDArray[np.float64], A: sp.spmatrix, row_lower: NDArray[np.float64],
              row_upper: NDArray[np.float64], col_lower: NDArray[np.float64] | None = None,
              col_upper: NDArray[np.float64] | None = None, *, method: str = "ipm",
@@ -85,19 +106,7 @@ def solve_lp(cost: NDArray[np.float64], A: sp.spmatrix, row_lower: NDArray[np.fl
     h.setOptionValue("solver", method)
     if time_limit is not None:
         h.setOptionValue("time_limit", float(max(time_limit, 0.01)))
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = n_cols, n_rows
-    lp.col_cost_ = np.asarray(cost, dtype=np.float64)
-    lp.col_lower_ = np.zeros(n_cols) if col_lower is None else np.asarray(col_lower, dtype=np.float64)
-    lp.col_upper_ = np.full(n_cols, INF) if col_upper is None else np.asarray(col_upper, dtype=np.float64)
-    lp.row_lower_ = np.asarray(row_lower, dtype=np.float64)
-    lp.row_upper_ = np.asarray(row_upper, dtype=np.float64)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = A.indices.astype(np.int32)
-    lp.a_matrix_.value_ = A.data.astype(np.float64)
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_cols, n_rows
-    h.passModel(lp)
+    pass_model(h, cost, A, row_lower, row_upper, col_lower, col_upper)
 
     def report(event: object) -> None:
         progress(phase, None)
