@@ -263,6 +263,8 @@ class _Pricer:
             h.setOptionValue("time_limit", float(h.getRunTime() + max(time_limit, 0.01)))
         h.run()
         st = h.getModelStatus()
+        if st == highspy.HighsModelStatus.kTimeLimit:
+            return np.zeros(self.n), 0.0, "time limit"
         if st != highspy.HighsModelStatus.kOptimal:
             return np.zeros(self.n), 0.0, h.modelStatusToString(st)
         v = np.clip(np.array(h.getSolution().col_value), 0.0, 1.0)
@@ -445,7 +447,7 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
                 rem = None if deadline is None else deadline - time.perf_counter()
                 v, val, st = pricer.price(int(y), G[:, y], rem)
                 if st != "optimal":
-                    if rem is not None and rem <= 0.05:
+                    if st == "time limit" or (rem is not None and rem <= 0.05):
                         status, message = "time limit", f"time limit while pricing at iteration {it}"
                         break
                     raise SolverError(f"A pricing LP failed ({st}).")
