@@ -31,7 +31,7 @@ from scipy.cluster.vq import kmeans2
 
 from ..errors import ParameterError, SolverError
 from ..progress import Progress, no_progress
-from .highs import INF, new_highs
+from .highs import INF, new_highs, pass_model
 
 PARTITIONERS = ("kmeans-dv", "kmeans-rec", "kmeans-adj", "spectral")
 
@@ -58,7 +58,7 @@ def partition(method: str, n_parts: int, d: NDArray[np.float64], coords: NDArray
         data = adj.toarray()
     elif method == "spectral":
         L = sp.diags(np.asarray(adj.sum(axis=1)).ravel()) - adj
-        w, v = np.linalg.eigh(L.toarray())
+        _, v = np.linalg.eigh(L.toarray())
         data = v[:, :k]
     else:
         raise ParameterError(f"Unknown partitioner `{method}`; choose one of {', '.join(PARTITIONERS)}.")
@@ -81,24 +81,6 @@ class BendersOutcome:
     size: dict[str, int] = field(default_factory=dict)
     diagnostics: dict[str, Any] = field(default_factory=dict)
     message: str = ""
-
-
-def _pass_lp(h: highspy.Highs, cost: NDArray[np.float64], A: sp.spmatrix, lower: NDArray[np.float64],
-             upper: NDArray[np.float64], col_upper: NDArray[np.float64] | None = None) -> None:
-    A = sp.csc_matrix(A)
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = A.shape[1], A.shape[0]
-    lp.col_cost_ = np.asarray(cost, dtype=np.float64)
-    lp.col_lower_ = np.zeros(A.shape[1])
-    lp.col_upper_ = np.full(A.shape[1], INF) if col_upper is None else col_upper
-    lp.row_lower_ = np.asarray(lower, dtype=np.float64)
-    lp.row_upper_ = np.asarray(upper, dtype=np.float64)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = A.indices.astype(np.int32)
-    lp.a_matrix_.value_ = A.data.astype(np.float64)
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = A.shape[1], A.shape[0]
-    h.passModel(lp)
 
 
 def _pair_rows(pi: NDArray[np.int64], pj: NDArray[np.int64], coef: NDArray[np.float64], m: int,
@@ -160,12 +142,12 @@ class _Sub:
         upper = np.concatenate([self.h, np.ones(self.nx)])
         self.lp = new_highs()
         self.lp.setOptionValue("solver", "simplex")
-        _pass_lp(self.lp, self.cost, A, lower, upper)
+        pass_model(self.lp, self.cost, A, lower, upper)
         # phase 1: the same rows with an elastic slack s ≥ 0 on each pair row, minimise Σ s
         A1 = sp.hstack([A, sp.vstack([-sp.eye(n_rows), sp.csr_matrix((self.nx, n_rows))])]).tocsc()
         self.ph1 = new_highs()
         self.ph1.setOptionValue("solver", "simplex")
-        _pass_lp(self.ph1, np.concatenate([np.zeros(nv), np.ones(n_rows)]), A1, lower, upper)
+        pass_model(self.ph1, np.concatenate([np.zeros(nv), np.ones(n_rows)]), A1, lower, upper)
         self.size = {"variables": nv, "constraints": A.shape[0], "nonzeros": int(A.nnz)}
 
     def solve(self, zY: NDArray[np.float64]) -> tuple[str, float, NDArray[np.float64], float, NDArray[np.float64] | None]:
@@ -250,8 +232,8 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
     mp = new_highs()
     mp.setOptionValue("solver", "simplex")
     cost = np.concatenate([W[b_rows].ravel(), np.ones(n_parts)])
-    _pass_lp(mp, cost, A, np.concatenate([np.full(A_pairs.shape[0], -INF), np.ones(nb)]),
-             np.concatenate([np.full(A_pairs.shape[0], float(slack)), np.ones(nb)]))
+    pass_model(mp, cost, A, np.concatenate([np.full(A_pairs.shape[0], -INF), np.ones(nb)]),
+               np.concatenate([np.full(A_pairs.shape[0], float(slack)), np.ones(nb)]))
     mp_size = {"variables": nvm, "constraints": int(A.shape[0]), "nonzeros": int(A.nnz)}
     timings["master_build_s"] = time.perf_counter() - t0
 
@@ -303,7 +285,7 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
         zY, wbar = np.maximum(x[: nb * m], 0.0), x[nb * m:]
         ub = float(W[b_rows].ravel() @ zY)
         feasible = True
-        cut_rows, cut_lo, cut_cols, cut_vals = [], [], [], []
+        cut_lo, cut_cols, cut_vals = [], [], []
         t0 = time.perf_counter()
         dt_max = 0.0
         zX: list[NDArray[np.float64] | None] = []
