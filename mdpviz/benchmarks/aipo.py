@@ -7,26 +7,16 @@ loss is its true (interpolated) loss on the secrets; the LP's is the optimum ove
 from __future__ import annotations
 
 import argparse
-import time
 from collections.abc import Sequence
 from typing import Any
 
-from .. import metrics
 from ..problem import build_problem
-from ..solve import solve
 from . import report
 
 
 def _run(pb: Any, mechanism: str, params: dict[str, Any], time_limit: float) -> dict[str, Any]:
-    t0 = time.perf_counter()
-    r = solve(pb, mechanism, params, time_limit=time_limit, use_cache=False)
-    wall = time.perf_counter() - t0
-    if r.Z is None:
-        return {"status": r.status, "wall_s": wall}
-    v = metrics.violations(pb, r.Z, r.eps, metric=r.check_metric)
-    return {"status": r.status, "wall_s": wall, "loss_m": metrics.utility_loss_m(pb, r.Z),
-            "violated_pairs": v.violated_pairs, "checked_pairs": v.checked_pairs,
-            "anchors": r.diagnostics.get("anchors"), "lower_bound_m": r.bound_m}
+    r, row = report.timed_solve(pb, mechanism, params, time_limit)
+    return {**row, "anchors": r.diagnostics.get("anchors"), "lower_bound_m": r.bound_m}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -43,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = ap.parse_args(argv)
 
     rows: list[dict[str, Any]] = []
-    pb = build_problem(a.city, a.k_for_cells, n_outputs=a.outputs)
+    pb = build_problem(a.city, a.k_for_cells, n_outputs=min(a.outputs, a.k_for_cells))
     for cells in a.cells:
         row = {"sweep": "cells", "K": pb.k, "cells": cells, "method": "aipo",
                **_run(pb, "aipo", {"eps": a.eps, "cells": cells, "lb_grid": 0}, a.time_limit)}

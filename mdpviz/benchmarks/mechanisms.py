@@ -8,15 +8,12 @@ ordered pairs in the metric of its claim, and the time of that all-pairs check.
 from __future__ import annotations
 
 import argparse
-import time
 from collections.abc import Sequence
 from typing import Any
 
-from .. import metrics
 from ..errors import MdpvizError
 from ..mechanisms import get_mechanism, mechanisms
 from ..problem import build_problem
-from ..solve import solve
 from . import report
 
 
@@ -38,19 +35,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             row: dict[str, Any] = {"K": k, "|Y|": pb.m, "mechanism": name}
             try:
                 params = {"eps": a.eps} if "eps" in {p.name for p in get_mechanism(name).params} else {}
-                t0 = time.perf_counter()
-                r = solve(pb, name, params, time_limit=a.time_limit, use_cache=False)
-                row.update(status=r.status, solve_s=time.perf_counter() - t0)
+                row.update(report.timed_solve(pb, name, params, a.time_limit)[1])
             except MdpvizError as e:
                 row.update(status=f"error: {e}"[:80])
-                rows.append(row)
-                print(row, flush=True)
-                continue
-            if r.Z is not None:
-                t0 = time.perf_counter()
-                v = metrics.violations(pb, r.Z, r.eps, metric=r.check_metric)
-                row.update(check_s=time.perf_counter() - t0, loss_m=metrics.utility_loss_m(pb, r.Z),
-                           violations=f"{v.violated_pairs}/{v.checked_pairs}", claim_metric=r.check_metric or pb.metric)
             rows.append(row)
             print(row, flush=True)
     path = report.write(rows, a.out, "Solve time of every mechanism",
