@@ -209,3 +209,11 @@ def test_problem_from_a_points_file_end_to_end(tmp_path: Path) -> None:
     csv.write_text("lat,lon\n60.1700,24.9400\n60.1710,24.9450\n60.1690,24.9480\n")
     assert main(["solve", "--points", str(csv), "--mechanism", "em", "--no-cache"]) == 0
     assert problem_from_points(io.StringIO(csv.read_text())).k == 3
+
+
+def test_an_lp_too_large_for_memory_is_refused_before_it_is_built(small: Problem,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("mdpviz.lp.highs.MAX_PAIR_ROWS", 50)
+    for name, params in (("lp", {"solver": "monolithic"}), ("lp-bd", {})):
+        with pytest.raises(ParameterError, match=r"constraint rows \(limit 50: more would exhaust memory\)"):
+            solve(small, name, params, use_cache=False)

@@ -12,12 +12,24 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from ..errors import ParameterError
 from ..progress import Progress, no_progress
 
 INF = highspy.kHighsInf
 # Largest constraint coefficient handed to HiGHS: e^{ε·d} overflows its "large matrix value" check (1e15)
 # long before ε·d is large. Capping a coefficient k in `z_x − k·z_x' ≤ 0` only tightens the constraint.
 COEF_CAP = 1e9
+# Largest number of pair-constraint rows an explicit LP may have: 1M rows took about 0.75 GB here, and an lp-bd run
+# with 25M rows (K = 500, |Y| = 100, all pairs) was killed for exhausting 24 GB.
+MAX_PAIR_ROWS = 5_000_000
+
+
+def check_lp_rows(n_rows: int, what: str) -> None:
+    """Refuse an explicit LP too large for memory, with what to change instead of crashing the process."""
+    if n_rows > MAX_PAIR_ROWS:
+        msg = (f"{what} would need {n_rows:,} constraint rows (limit {MAX_PAIR_ROWS:,}: more would exhaust memory). "
+               "Lower K or |Y|, or use `lp` with solver = structured, which never builds all pair rows.")
+        raise ParameterError(msg)
 
 _STATUS = {
     highspy.HighsModelStatus.kOptimal: "optimal",

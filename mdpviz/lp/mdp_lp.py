@@ -12,7 +12,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ..progress import Progress, no_progress
-from .highs import COEF_CAP, INF, LPOutcome, solve_lp
+from .highs import COEF_CAP, INF, LPOutcome, check_lp_rows, solve_lp
 
 PAIR_SETS = ("exact", "all", "spanner")
 
@@ -77,6 +77,7 @@ def mdp_lp_matrix(n: int, m: int, pi: NDArray[np.int64], pj: NDArray[np.int64],
                   exponent: NDArray[np.float64]) -> tuple[sp.csr_matrix, NDArray[np.float64], NDArray[np.float64]]:
     """Constraint matrix and row bounds: pair rows ``z_i − min(e^E, cap) z_j ≤ 0`` then row-sum equalities."""
     n_pairs = len(pi)
+    check_lp_rows(n_pairs * m, "This mDP LP")
     y = np.tile(np.arange(m), n_pairs)
     row = np.repeat(np.arange(n_pairs) * m, m) + y
     coef = np.minimum(np.exp(np.minimum(exponent, 700.0)), COEF_CAP)

@@ -10,6 +10,7 @@ import numpy as np
 from ..geo import project_km
 from ..lp.benders import PARTITIONERS, partition, solve_benders
 from ..lp.colgen import exponent_closure, lipschitz_repair, make_row_stochastic
+from ..lp.highs import check_lp_rows
 from ..lp.mdp_lp import implied_free_pairs
 from ..problem import Problem
 from .base import Mechanism, Param, Progress, Result, epsilon_param
@@ -43,13 +44,14 @@ def _solve_lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, t
     coords = project_km(problem.x_lat, problem.x_lon, float(problem.x_lat.mean()), float(problem.x_lon.mean()))
     labels = partition(params["partitioner"], params["subsets"], d, coords, pi, pj, seed=params["seed"])
     timings["partition_s"] = time.perf_counter() - t0
+    check_lp_rows(len(pi) * problem.m, "Benders over these pairs")  # master + subproblems hold every pair row
     W = problem.p[:, None] * problem.c
     out = solve_benders(W, pi, pj, expo, closure, labels, gap=params["gap"], max_iter=params["max_iter"],
                         initial_cuts=params["initial_cuts"], slack=params["slack"], time_limit=time_limit,
                         progress=progress)
     timings.update(out.timings)
     diag = dict(out.diagnostics)
-    diag["pairs"] = int(len(pi))
+    diag["pairs"] = len(pi)
     Z = out.Z
     objective = None
     if Z is not None:
