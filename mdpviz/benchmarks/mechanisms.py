@@ -32,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for k in a.ks:
         pb = build_problem(a.city, k, n_outputs=min(a.outputs, k))
         for name in names:
-            row: dict[str, Any] = {"K": k, "|Y|": pb.m, "mechanism": name}
+            row: dict[str, Any] = {"K": k, "outputs": pb.m, "mechanism": name}
             try:
                 params = {"eps": a.eps} if "eps" in {p.name for p in get_mechanism(name).params} else {}
                 row.update(report.timed_solve(pb, name, params, a.time_limit)[1])
