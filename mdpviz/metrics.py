@@ -52,9 +52,7 @@ def check_distance(problem: Problem, metric: str = "") -> NDArray[np.float64]:
     """Distances (km) between secrets for a claim's metric: the problem's own, or ``l1-planar``/``l2-planar``."""
     if not metric:
         return problem.d
-    from .geo import project_km
-
-    xy = project_km(problem.x_lat, problem.x_lon, float(problem.x_lat.mean()), float(problem.x_lon.mean()))
+    xy = problem.xy_km
     order = {"l1-planar": 1, "l2-planar": 2}[metric]
     return np.linalg.norm(xy[:, None, :] - xy[None, :, :], ord=order, axis=2)
 

@@ -15,7 +15,7 @@ from scipy.sparse.csgraph import dijkstra
 
 from .cities import RoadNetwork, load_city
 from .errors import ProblemError
-from .geo import pairwise_haversine_km
+from .geo import pairwise_haversine_km, project_km
 from .points import PointsSource, read_points, snap_points
 
 Metric = Literal["haversine", "road"]
@@ -84,6 +84,16 @@ class Problem:
     def d_xy(self) -> NDArray[np.float64]:
         """mDP metric from each secret to each output, km, shape (K, M)."""
         return self.d[:, self.y_index]
+
+    @functools.cached_property
+    def xy_km(self) -> NDArray[np.float64]:
+        """Secrets in planar km, (K, 2): equirectangular projection around their mean (lat, lon).
+
+        The plane in which planar mechanisms (Laplace, grids) work and their ``l1``/``l2-planar`` claims are checked.
+        """
+        xy = project_km(self.x_lat, self.x_lon, float(self.x_lat.mean()), float(self.x_lon.mean()))
+        xy.setflags(write=False)
+        return xy
 
     @property
     def metric(self) -> str:

@@ -21,7 +21,6 @@ import numpy as np
 import shapely
 from numpy.typing import NDArray
 
-from ..geo import project_km
 from ..problem import Problem
 from .base import Mechanism, Param, Progress, Result, epsilon_param
 from .registry import register
@@ -39,8 +38,7 @@ def voronoi_edges(y_xy: NDArray[np.float64], margin: float) -> tuple[NDArray[np.
     box = shapely.box(lo[0], lo[1], hi[0], hi[1])
     cells = shapely.voronoi_polygons(shapely.multipoints(y_xy), extend_to=box, ordered=True)
     polys = shapely.intersection(np.asarray(shapely.get_parts(cells)), box)
-    polys = shapely.orient_polygons(polys) if hasattr(shapely, "orient_polygons") else \
-        np.array([shapely.geometry.polygon.orient(p, 1.0) for p in polys])
+    polys = shapely.orient_polygons(polys)  # counter-clockwise exteriors
     a_list, b_list, owner = [], [], []
     for k, poly in enumerate(polys):  # one polygon per output (M of them), not per pair
         ring = np.asarray(poly.exterior.coords)
@@ -61,11 +59,10 @@ def _gauss(n_sub: int, n_nodes: int) -> tuple[NDArray[np.float64], NDArray[np.fl
 def laplace_matrix(problem: Problem, eps: float, n_sub: int = 8, n_nodes: int = 6,
                    progress: Progress | None = None) -> NDArray[np.float64]:
     """Z (K, M) of planar Laplace + nearest-output remap (module docstring), rows summing to 1."""
-    lat0, lon0 = float(problem.x_lat.mean()), float(problem.x_lon.mean())
-    xy = project_km(problem.x_lat, problem.x_lon, lat0, lon0)
-    y_xy = xy[problem.y_index]
     if problem.m == 1:
         return np.ones((problem.k, 1))
+    xy = problem.xy_km
+    y_xy = xy[problem.y_index]
     a, b, owner = voronoi_edges(y_xy, TAIL_RADII / eps + float(np.ptp(xy, axis=0).max()))
     s, w = _gauss(n_sub, n_nodes)
     edge = b - a
