@@ -101,13 +101,13 @@ def universal_lower_bound(problem: Problem, eps: float, p: int, grid: int,
     lat = Lattice.covering(problem.x_lat, problem.x_lon, grid)
     xy = planar_xy(problem, lat)
     ci = np.minimum(((xy - [lat.x0, lat.y0]) / lat.step).astype(int), [lat.nx - 2, lat.ny - 2])
-    cell_id = ci[:, 1] * grid * 4 + ci[:, 0]
+    cell_id = ci[:, 1] * lat.nx + ci[:, 0]
     cells, owner = np.unique(cell_id, return_inverse=True)
     n = len(cells)
     weight = np.bincount(owner, weights=problem.p, minlength=n)
     c_min = np.full((n, problem.m), np.inf)
     np.minimum.at(c_min, owner, problem.c)
-    lo = np.column_stack([cells % (grid * 4), cells // (grid * 4)]) * lat.step
+    lo = np.column_stack([cells % lat.nx, cells // lat.nx]) * lat.step  # cell corners, relative
     gap = np.abs(lo[:, None, :] - lo[None, :, :]) + lat.step  # largest per-axis separation of two cells
     d_max = np.linalg.norm(gap, ord=p, axis=2)
     pi, pj = all_pairs(n)
