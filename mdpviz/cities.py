@@ -69,7 +69,7 @@ class RoadNetwork:
         return m.tocsr()
 
 
-def _read_info(folder: Path, bundled: bool, entry: dict[str, object]) -> CityInfo:
+def _read_info(bundled: bool, entry: dict[str, object]) -> CityInfo:
     bbox = tuple(float(b) for b in entry["bbox"])  # type: ignore[attr-defined]
     return CityInfo(slug=str(entry["slug"]), label=str(entry["label"]), source=str(entry["source"]),
                     nodes=int(entry["nodes"]), edges=int(entry["edges"]),  # type: ignore[call-overload]
@@ -79,7 +79,7 @@ def _read_info(folder: Path, bundled: bool, entry: dict[str, object]) -> CityInf
 def bundled_cities() -> list[CityInfo]:
     """The cities shipped in ``data/``, largest first (the first is the default)."""
     entries = json.loads((DATA_DIR / "cities.json").read_text())
-    return [_read_info(DATA_DIR / e["slug"], True, e) for e in entries]
+    return [_read_info(True, e) for e in entries]
 
 
 def default_city() -> str:
@@ -97,7 +97,7 @@ def cached_cities() -> list[CityInfo]:
     found = []
     for meta in sorted(root.glob("*/meta.json")) if root.exists() else []:
         try:
-            found.append(_read_info(meta.parent, False, json.loads(meta.read_text())))
+            found.append(_read_info(False, json.loads(meta.read_text())))
         except (OSError, ValueError, KeyError):
             continue
     return found
@@ -203,7 +203,7 @@ def save_network(slug: str, label: str, source: str, *, osmid: NDArray[np.int64]
         raise CityError(f"The network for `{label}` has fewer than 2 connected nodes; try a larger area.")
     meta = write_city(_cities_cache() / slug, nodes, edges, slug=slug, label=label, source=source)
     _load_folder.cache_clear()
-    return _read_info(_cities_cache() / slug, False, meta)
+    return _read_info(False, meta)
 
 
 def write_city(folder: Path, nodes: pd.DataFrame, edges: pd.DataFrame, *, slug: str, label: str,
