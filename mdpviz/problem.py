@@ -16,7 +16,7 @@ from scipy.sparse.csgraph import dijkstra
 from .cities import RoadNetwork, load_city
 from .errors import ProblemError
 from .geo import pairwise_haversine_km, project_km
-from .points import PointsSource, read_points, snap_points
+from .points import PointsSource, read_points, snap_points, snap_to_nodes
 
 Metric = Literal["haversine", "road"]
 CostModel = Literal["travel", "distance"]
@@ -247,7 +247,6 @@ def build_problem(city: str | RoadNetwork | None = None, k: int = 500, *, n_outp
     x_node = np.sort(x_node).astype(np.int64)
     if prior == "points":
         # every point counts towards its nearest secret (not only points that snap onto a secret's node)
-        from .points import snap_to_nodes
         owner = snap_to_nodes(network.lat[pts_nodes], network.lon[pts_nodes],  # type: ignore[index]
                               network.lat[x_node], network.lon[x_node], max_km=np.inf)
         p = np.bincount(owner, weights=pts_w, minlength=k)
