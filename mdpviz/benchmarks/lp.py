@@ -13,9 +13,7 @@ import argparse
 import datetime as _dt
 import json
 import os
-import platform
 import resource
-import subprocess
 import time
 import tracemalloc
 from collections.abc import Sequence
@@ -24,6 +22,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from .report import machine
 
 METHODS: dict[str, tuple[str, dict[str, Any]]] = {
     "monolithic": ("lp", {"solver": "monolithic", "pairs": "all", "method": "ipm"}),
@@ -35,23 +35,6 @@ METHODS: dict[str, tuple[str, dict[str, Any]]] = {
     "em": ("em", {}),
 }
 DEFAULT_METHODS = ("monolithic", "structured", "lp-bd", "lp-em", "em")
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
-def _nproc() -> int:
-    try:
-        return int(subprocess.run(["nproc"], capture_output=True, text=True, check=True).stdout.strip())
-    except (OSError, subprocess.CalledProcessError, ValueError):
-        return os.cpu_count() or 1
 
 
 def run_one(problem: Any, method: str, eps: float, time_limit: float) -> dict[str, Any]:
@@ -163,8 +146,8 @@ def _write(rows: list[dict[str, Any]], out: Path, a: argparse.Namespace) -> None
     lines = [
         "# LP engines benchmark (`python -m mdpviz bench lp`)",
         "",
-        f"- date: {_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
-        f"- machine: {_nproc()} CPUs (`nproc`), {_cpu_model()}, Python {platform.python_version()}",
+        f"- date: {_dt.datetime.now(_dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}",
+        f"- machine: {machine()}",
         f"- instance: city {rows[0].get('city') or 'default'}, metric {a.metric}, |Y| = {a.outputs}, "
         f"ε = {a.eps:g} km⁻¹, seed {a.seed}; time limit {a.time_limit:g} s per run",
         "- peak memory: numpy/Python allocations traced by tracemalloc during the run (HiGHS's C++ memory is not "

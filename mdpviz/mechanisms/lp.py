@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..geo import project_km
-from ..lp.colgen import lipschitz_repair, make_row_stochastic, solve_structured
+from ..lp.colgen import repair_into_cone, solve_structured
 from ..lp.mdp_lp import PAIR_SETS, all_pairs, greedy_spanner, implied_free_pairs, solve_mdp_lp
 from ..problem import Problem
 from .base import Mechanism, Param, Progress, Result, epsilon_param
@@ -65,7 +65,7 @@ def solve_lp_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArr
                                progress=progress, out_rows=out_rows)
         for k in ("closure_s", "init_s", "pricing_setup_s", "master_s", "pricing_s", "repair_s", "assemble_s"):
             timings[k] = out.timings[k]
-        diag = {k: v for k, v in out.diagnostics.items()}
+        diag = dict(out.diagnostics)
         msg = out.message
         Z = out.Z
         if out.status != "optimal" and Z is not None:
@@ -90,16 +90,8 @@ def solve_lp_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArr
     if Z is not None and params["repair"]:
         progress("repair", None)
         t0 = time.perf_counter()
-        Es = eps * d
-        with np.errstate(divide="ignore"):
-            logz = np.log(Z)
-        top = logz.max(axis=0, keepdims=True)
-        top = np.where(np.isfinite(top), top, 0.0)  # an all-zero column stays zero
-        u, _ = lipschitz_repair(logz - top, Es)
-        Zr = np.exp(u + top)
-        diag["repair_mass_added"] = float((Zr - Z).sum(axis=1).max())
-        Z, fix = make_row_stochastic(Zr, Es, W)
-        diag.update(fix)
+        Z, facts = repair_into_cone(Z, eps * d, W)
+        diag.update(facts)
         timings["repair_s"] = time.perf_counter() - t0
         objective = float(np.sum(W * Z))
     return Z, {"status": out.status, "objective": objective, "bound": None, "size": out.size,

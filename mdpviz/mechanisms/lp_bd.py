@@ -9,7 +9,7 @@ import numpy as np
 
 from ..geo import project_km
 from ..lp.benders import PARTITIONERS, partition, solve_benders
-from ..lp.colgen import exponent_closure, lipschitz_repair, make_row_stochastic
+from ..lp.colgen import exponent_closure, repair_into_cone
 from ..lp.highs import check_lp_rows
 from ..lp.mdp_lp import implied_free_pairs
 from ..problem import Problem
@@ -57,15 +57,8 @@ def _solve_lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, t
     if Z is not None:
         # solver tolerances (and a nonzero slack) leave rows slightly outside the cone: repair, then fix the rows
         t0 = time.perf_counter()
-        with np.errstate(divide="ignore"):
-            logz = np.log(Z)
-        top = logz.max(axis=0, keepdims=True)
-        top = np.where(np.isfinite(top), top, 0.0)
-        u, _ = lipschitz_repair(logz - top, closure)
-        Zr = np.exp(u + top)
-        diag["repair_mass_added"] = float((Zr - Z).sum(axis=1).max())
-        Z, fix = make_row_stochastic(Zr, closure, W)
-        diag.update(fix)
+        Z, facts = repair_into_cone(Z, closure, W)
+        diag.update(facts)
         objective = float(np.sum(W * Z))
         timings["repair_s"] = time.perf_counter() - t0
     status = out.status

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..lp.colgen import lipschitz_repair, make_row_stochastic
+from ..lp.colgen import repair_into_cone
 from ..lp.highs import COEF_CAP, INF, solve_lp
 from ..problem import Problem
 from .base import Mechanism, Param, Progress, Result, epsilon_param
@@ -89,20 +89,8 @@ def _solve_lp_em(problem: Problem, params: dict[str, Any], progress: Progress, t
     progress("check and repair", None)
     Z = em.copy()
     Z[sec, cand[np.repeat(np.arange(C), r)]] = np.clip(out.x, 0.0, None)
-    with np.errstate(divide="ignore"):
-        logz = np.log(Z)
-    top = logz.max(axis=0, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    u, _ = lipschitz_repair(logz - top, Es)
-    Zr = np.exp(u + top)
-    base = logz - top
-    with np.errstate(invalid="ignore"):
-        gap = np.where(np.isneginf(base), np.where(np.isneginf(u), 0.0, np.inf), u - base)
-    diag["breach_before_repair"] = float(gap.max())  # max log-ratio above ε·d before the repair (0: none)
-    diag["entries_raised"] = int((gap > 1e-9).sum())
-    diag["repair_mass_added"] = float((Zr - Z).sum(axis=1).max())
-    Z, fix = make_row_stochastic(Zr, Es, W)
-    diag.update(fix)
+    Z, facts = repair_into_cone(Z, Es, W, report_breach=True)
+    diag.update(facts)  # breach_before_repair: max log-ratio above ε·d before the repair (0: none)
     timings["repair_s"] = time.perf_counter() - t0
     objective = float(np.sum(W * Z))
     msg = ("local constraints broke ε-mDP for some pairs; the columns were repaired"
