@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.sparse.csgraph import csgraph_from_dense, shortest_path
 
+from ..lp.colgen import exponent_closure, lipschitz_repair
 from ..lp.mdp_lp import solve_mdp_lp
 from ..progress import Progress, no_progress
 
@@ -73,11 +73,10 @@ def cone_repair(q: NDArray[np.float64], expo: NDArray[np.float64],
     the augmented distance does not). Solver tolerances leave only tiny gaps, so little mass is added; returns
     the repaired rows and the largest row-sum excess before renormalisation.
     """
-    graph = csgraph_from_dense(np.where(near, expo, np.inf), null_value=np.inf)
-    closure = shortest_path(graph, directed=True)
+    closure = exponent_closure(np.where(near, expo, np.inf))
     with np.errstate(divide="ignore"):
         logq = np.log(q)
-    lifted = np.exp(np.max(logq[:, None, :] - closure[:, :, None], axis=0))  # (S, M): max over sources s'
+    lifted = np.exp(lipschitz_repair(logq, closure)[0])  # (S, M): max over sources s' (chunked), capped at 1
     sums = lifted.sum(axis=1)
     return lifted / sums[:, None], float(np.max(sums) - 1.0)
 
