@@ -10,7 +10,6 @@ import argparse
 import csv
 import datetime as dt
 import io
-import os
 import platform
 import time
 from collections.abc import Sequence
@@ -28,19 +27,12 @@ DEFAULT_DIR = Path(__file__).resolve().parents[2] / "docs" / "benchmarks"
 
 
 def machine() -> str:
-    """A one-line description of this machine and the solver stack."""
+    """A one-line description of this machine (``report.machine``) and the solver stack."""
     from importlib.metadata import version
 
-    import highspy  # noqa: F401
+    from .report import machine as base
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return (f"{cpu}, {os.cpu_count()} logical cores, Python {platform.python_version()}, numpy {np.__version__}, "
-            f"highspy {version('highspy')}, {platform.system()} {platform.release()}")
+    return f"{base()}, numpy {np.__version__}, highspy {version('highspy')}, {platform.system()} {platform.release()}"
 
 
 def run(city: str | None, ks: Sequence[int], variants: Sequence[str], users: int, outputs: int, seed: int,
