@@ -36,6 +36,11 @@ def road_segments(slug: str) -> pd.DataFrame:
                          "t": np.column_stack([net.lon[net.v], net.lat[net.v]]).round(6).tolist()})
 
 
+def roads_of(prob: Problem) -> pd.DataFrame:
+    """The problem's road segments, or no segments for a points-only problem (no network to draw)."""
+    return road_segments(prob.city) if prob.city else pd.DataFrame({"s": [], "t": []})
+
+
 @st.cache_resource(max_entries=6, show_spinner="Building the problem (secrets, outputs, distances, costs)…")
 def problem(city: str, k: int, m: int, metric: str, prior: str, cost: str, tasks: int, seed: int) -> Problem:
     """The mDP problem for these settings (raises MdpvizError on bad settings; errors are not cached)."""

@@ -52,7 +52,7 @@ def maps_view(prob: Problem, items: list[tuple[Mechanism, Result | None]]) -> No
                                        key="secret", help="Or click a point on any map.")
     i = int(st.session_state["secret"])
     cols = st.columns(len(items))
-    roads = cache.road_segments(prob.city) if prob.city else pd.DataFrame({"s": [], "t": []})
+    roads = cache.roads_of(prob)
     zmax = max((float(r.Z[i].max()) for _, r in items if r is not None and r.Z is not None), default=1.0)
     for col, (mech, result) in zip(cols, items, strict=True):
         with col:

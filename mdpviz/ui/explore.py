@@ -178,13 +178,12 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
                        f"y{int(np.argmax(row))} with Pr = {row.max():.3g}. Distribution computed by the "
                        "mechanism's rows for this point, not copied from a node.")
         if mode == COLOUR_MODES[2]:
-            k = int(ss["attack_y"])
-            post = posterior(prob, Z, k)
+            k = int(ss["attack_y"])  # ``post`` above is already Pr[x | y_k]
             guess = int(np.argmax(post))
             caption += (f" An attacker who sees **y{k}** finds x{guess} most likely (Pr = {post[guess]:.3g}); "
                         f"the selected x{i} has Pr = {post[i]:.3g}.")
     # the map column is about 600 × 470 px at 1280×800: fit the secrets to that
-    deck = maps.deck(prob, cache.road_segments(prob.city) if prob.city else _no_roads(), layers, width_px=600,
+    deck = maps.deck(prob, cache.roads_of(prob), layers, width_px=600,
                      height_px=470)
     map_key = f"explore_map_{ss.get('map_generation', 0)}"
     st.pydeck_chart(deck, on_select=lambda: _on_click(map_key), selection_mode="single-object",
@@ -245,12 +244,6 @@ def _plane_controls(prob: Problem, result: Result, key: str, row: np.ndarray, la
         legends.append(maps.legend_html(f"Heat map: z(y{k} | x) = Pr[report y{k} | true location x] (probability), "
                                         f"{src}; grid cells of {side_m:,.0f} m", "heat", "0", f"{vmax:.3g}"))
     layers.plane = grid
-
-
-def _no_roads():  # points-only problems have no network to draw
-    import pandas as pd
-
-    return pd.DataFrame({"s": [], "t": []})
 
 
 def headline(prob: Problem, mech: Any, params: dict[str, Any]) -> str:

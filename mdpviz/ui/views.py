@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from mdpviz.errors import MdpvizError
-from mdpviz.explain import format_m, format_s, solve_warning
+from mdpviz.explain import format_s, solve_warning
 from mdpviz.export import result_bytes
 from mdpviz.mechanisms import Mechanism, Result
 from mdpviz.problem import Problem
@@ -386,8 +386,7 @@ def specific_panel(prob: Problem, result: Result) -> None:
     import importlib
 
     render = getattr(importlib.import_module(entry[0]), entry[1])
-    roads = cache.road_segments(prob.city) if prob.city else pd.DataFrame({"s": [], "t": []})
-    render(prob, roads, result)
+    render(prob, cache.roads_of(prob), result)
 
 
 def details_tabs(prob: Problem, result: Result, ev: dict[str, Any] | None, key: str) -> None:
@@ -447,6 +446,3 @@ def problem_table(prob: Problem) -> None:
             ("fingerprint", s["fingerprint"])]
     st.dataframe(pd.DataFrame([{"setting": a, "value": str(b)} for a, b in rows]), hide_index=True, width="stretch")
 
-
-def loss_text(metres: float) -> str:
-    return format_m(metres)
