@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..geo import project_km
 from ..lp.colgen import repair_into_cone, solve_structured
 from ..lp.mdp_lp import PAIR_SETS, all_pairs, greedy_spanner, implied_free_pairs, solve_mdp_lp
 from ..problem import Problem
@@ -113,7 +112,7 @@ def grid_cells(problem: Problem, g: int) -> tuple[NDArray[np.int64], NDArray[np.
     Returns (cell index per secret, compacted to non-empty cells; representative secret per non-empty cell:
     the secret nearest the cell's centre).
     """
-    xy = project_km(problem.x_lat, problem.x_lon, float(problem.x_lat.mean()), float(problem.x_lon.mean()))
+    xy = problem.xy_km
     lo, hi = xy.min(axis=0), xy.max(axis=0)
     span = np.where(hi > lo, hi - lo, 1.0)
     ij = np.minimum((g * (xy - lo) / span).astype(np.int64), g - 1)

@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 
-from ..geo import project_km
 from ..lp.benders import PARTITIONERS, partition, solve_benders
 from ..lp.colgen import exponent_closure, repair_into_cone
 from ..lp.highs import check_lp_rows
@@ -41,8 +40,7 @@ def _solve_lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, t
     timings["pairs_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     progress("partition", None)
-    coords = project_km(problem.x_lat, problem.x_lon, float(problem.x_lat.mean()), float(problem.x_lon.mean()))
-    labels = partition(params["partitioner"], params["subsets"], d, coords, pi, pj, seed=params["seed"])
+    labels = partition(params["partitioner"], params["subsets"], d, problem.xy_km, pi, pj, seed=params["seed"])
     timings["partition_s"] = time.perf_counter() - t0
     check_lp_rows(len(pi) * problem.m, "Benders over these pairs")  # master + subproblems hold every pair row
     W = problem.p[:, None] * problem.c
