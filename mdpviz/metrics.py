@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -19,7 +19,8 @@ class Violations:
 
     A pair (x, x') is violated when some output y has ``Z[x,y] > (1 + tolerance)·e^{ε·d(x,x')}·Z[x',y] + 1e-12``.
     ``worst_factor`` is max ln(Z[x,y] / Z[x',y]) / (ε·d(x,x')): 1.0 means exactly at the budget, above 1 a breach
-    (inf when Z[x',y] = 0 < Z[x,y]).
+    (inf when Z[x',y] = 0 < Z[x,y]). ``worst_pairs`` holds (i, j, factor) arrays of the worst violating pairs
+    when the check was asked for them (``pairs_limit``), for drawing.
     """
 
     violated_pairs: int
@@ -29,13 +30,15 @@ class Violations:
     worst_factor: float
     eps: float
     tolerance: float
+    worst_pairs: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]] | None = field(
+        default=None, compare=False)
 
     @property
     def ratio(self) -> float:
         return self.violated_pairs / self.checked_pairs if self.checked_pairs else 0.0
 
     def as_dict(self) -> dict[str, float | int]:
-        return {**asdict(self), "ratio": self.ratio}
+        return {**{k: v for k, v in asdict(self).items() if k != "worst_pairs"}, "ratio": self.ratio}
 
 
 def utility_loss_m(problem: Problem, Z: NDArray[np.float64]) -> float:
@@ -58,16 +61,19 @@ def check_distance(problem: Problem, metric: str = "") -> NDArray[np.float64]:
 
 
 def violations(problem: Problem, Z: NDArray[np.float64], eps: float, tolerance: float = TOLERANCE,
-               rows: NDArray[np.int64] | None = None, chunk: int = 32, metric: str = "") -> Violations:
+               rows: NDArray[np.int64] | None = None, chunk: int = 32, metric: str = "",
+               pairs_limit: int = 0) -> Violations:
     """Check ε-mDP of Z over all ordered pairs of ``rows`` (default: all of X) and all outputs, vectorised.
 
     ``metric`` selects the distance of the claim (see ``check_distance``); the problem's metric by default.
+    With ``pairs_limit`` > 0 the result also lists the worst violating pairs (at most that many).
     """
     idx = np.arange(problem.k) if rows is None else np.asarray(rows)
     Zs, d = Z[idx], check_distance(problem, metric)[np.ix_(idx, idx)]
     n, m = Zs.shape
     bad_pairs = bad_triples = 0
     worst = 0.0
+    found: list[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]] = []
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         logz = np.log(Zs)
         for s in range(0, n, chunk):
@@ -75,12 +81,22 @@ def violations(problem: Problem, Z: NDArray[np.float64], eps: float, tolerance: 
             bound = (1 + tolerance) * np.exp(eps * d[e])[:, :, None] * Zs[None, :, :] + ABS_SLACK
             over = Zs[e, None, :] > bound  # (b, n, m): z[x, y] above the bound from x'
             bad_triples += int(over.sum())
-            bad_pairs += int(over.any(axis=2).sum())
+            bad = over.any(axis=2)
+            bad_pairs += int(bad.sum())
             lr = logz[e, None, :] - logz[None, :, :]  # ln z[x,y] − ln z[x',y]
             lr = np.where(Zs[e, None, :] > 0, lr, -np.inf)
             factor = np.where(d[e] > 0, np.max(lr, axis=2) / (eps * d[e]), -np.inf)  # d = 0 on the diagonal
             worst = max(worst, float(np.max(factor)))
-    return Violations(bad_pairs, n * (n - 1), bad_triples, n * (n - 1) * m, worst, eps, tolerance)
+            if pairs_limit > 0 and bad.any():
+                ii, jj = np.nonzero(bad)
+                found.append((idx[ii + s], idx[jj], factor[ii, jj]))
+    worst_pairs = None
+    if pairs_limit > 0:
+        i, j, f = (np.concatenate(parts) for parts in zip(*found, strict=True)) if found else \
+            (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+        order = np.argsort(-f, kind="stable")[:pairs_limit]
+        worst_pairs = (i[order], j[order], f[order])
+    return Violations(bad_pairs, n * (n - 1), bad_triples, n * (n - 1) * m, worst, eps, tolerance, worst_pairs)
 
 
 def posterior(problem: Problem, Z: NDArray[np.float64], k: int) -> NDArray[np.float64]:

@@ -102,33 +102,10 @@ def per_secret(_prob: Problem, _result: Result, key: str) -> tuple[np.ndarray, n
 @st.cache_resource(max_entries=32, show_spinner=False)
 def violating_pairs(_prob: Problem, _result: Result, key: str, limit: int = 300
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """The worst violating ordered pairs (i, j, worst factor), at most ``limit``, and how many violate in all.
+    """The worst violating ordered pairs (i, j, worst factor), at most ``limit``, and how many violate in all."""
+    from mdpviz.metrics import violations
 
-    Same test as ``mdpviz.metrics.violations``: Z[i,y] > (1 + τ)·e^{ε·d(i,j)}·Z[j,y] + 1e-12 for some y.
-    """
-    from mdpviz.metrics import ABS_SLACK, TOLERANCE, check_distance
-
-    Z, d, eps = _result.Z, check_distance(_prob, _result.check_metric), _result.eps
-    assert Z is not None
-    found_i, found_j, found_f = [], [], []
-    total = 0
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        logz = np.log(Z)
-        for s in range(0, len(Z), 32):
-            e = slice(s, min(s + 32, len(Z)))
-            bound = (1 + TOLERANCE) * np.exp(eps * d[e])[:, :, None] * Z[None, :, :] + ABS_SLACK
-            bad = (Z[e, None, :] > bound).any(axis=2)
-            ii, jj = np.nonzero(bad)
-            total += len(ii)
-            if len(ii):
-                lr = logz[e][ii] - logz[jj]
-                lr = np.where(Z[e][ii] > 0, lr, -np.inf).max(axis=1)
-                found_i.append(ii + s)
-                found_j.append(jj)
-                found_f.append(lr / (eps * d[ii + s, jj]))
-    if not total:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, np.zeros(0), 0
-    i, j, f = np.concatenate(found_i), np.concatenate(found_j), np.concatenate(found_f)
-    order = np.argsort(-f)[:limit]
-    return i[order], j[order], f[order], total
+    assert _result.Z is not None
+    v = violations(_prob, _result.Z, _result.eps, metric=_result.check_metric, pairs_limit=limit)
+    assert v.worst_pairs is not None
+    return (*v.worst_pairs, v.violated_pairs)
