@@ -14,6 +14,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from .errors import CityError
+from .geo import haversine_km
 from .paths import DATA_DIR, atomic_write, cache_dir
 
 
@@ -28,6 +29,8 @@ class CityInfo:
         nodes, edges: counts in the stored, undirected, connected network.
         bbox: (south lat, west lon, north lat, east lon) in degrees.
         bundled: True for the offline files shipped in ``data/``; False for downloads in the cache.
+        centre: (lat, lon) of the city's centre in degrees (a landmark for the papers' cities, else the median
+            node): the centre of region presets such as "centre, 3 km".
     """
 
     slug: str
@@ -37,14 +40,26 @@ class CityInfo:
     edges: int
     bbox: tuple[float, float, float, float]
     bundled: bool
+    centre: tuple[float, float]
+
+    @property
+    def extent_km(self) -> tuple[float, float]:
+        """(east–west, north–south) size of the bounding box, km, measured through its middle."""
+        s, w, n, e = self.bbox
+        mid_lat, mid_lon = (s + n) / 2, (w + e) / 2
+        return (float(haversine_km(mid_lat, w, mid_lat, e)), float(haversine_km(s, mid_lon, n, mid_lon)))
 
 
 @dataclass(frozen=True, eq=False)
 class RoadNetwork:
-    """An undirected, connected road network: node coordinates and edges with lengths in metres."""
+    """An undirected, connected road network: node coordinates and edges with lengths in metres.
+
+    ``centre`` is the city's centre (lat, lon in degrees), as in its ``CityInfo``.
+    """
 
     slug: str
     label: str
+    centre: tuple[float, float]
     lat: NDArray[np.float64]
     lon: NDArray[np.float64]
     street_count: NDArray[np.int32]
@@ -71,20 +86,27 @@ class RoadNetwork:
 
 def _read_info(bundled: bool, entry: dict[str, object]) -> CityInfo:
     bbox = tuple(float(b) for b in entry["bbox"])  # type: ignore[attr-defined]
+    s, w, n, e = bbox
+    lat, lon = entry.get("centre") or ((s + n) / 2, (w + e) / 2)  # type: ignore[misc]
     return CityInfo(slug=str(entry["slug"]), label=str(entry["label"]), source=str(entry["source"]),
                     nodes=int(entry["nodes"]), edges=int(entry["edges"]),  # type: ignore[call-overload]
-                    bbox=bbox, bundled=bundled)  # type: ignore[arg-type]
+                    bbox=bbox, bundled=bundled, centre=(float(lat), float(lon)))  # type: ignore[arg-type]
 
 
 def bundled_cities() -> list[CityInfo]:
-    """The cities shipped in ``data/``, largest first (the first is the default)."""
+    """The cities shipped in ``data/``: the default (small, fast, for teaching) first, then largest first."""
     entries = json.loads((DATA_DIR / "cities.json").read_text())
     return [_read_info(True, e) for e in entries]
 
 
 def default_city() -> str:
-    """Slug of the default city: the largest bundled network."""
+    """Slug of the default city: the first bundled one (Helsinki centre, a fast teaching example)."""
     return bundled_cities()[0].slug
+
+
+def city_info(name: str) -> CityInfo:
+    """The registry entry of a bundled or cached city, by slug or label (CityError names the known ones)."""
+    return _find(name)[0]
 
 
 def _cities_cache() -> Path:
@@ -125,18 +147,18 @@ def _find(name: str) -> tuple[CityInfo, Path]:
 def load_city(name: str | None = None) -> RoadNetwork:
     """Load a bundled or cached city by slug or label (``None``: the default city). Needs no network."""
     info, folder = _find(name or default_city())
-    return _load_folder(str(folder), info.slug, info.label)
+    return _load_folder(str(folder), info.slug, info.label, info.centre)
 
 
 @functools.lru_cache(maxsize=8)
-def _load_folder(folder: str, slug: str, label: str) -> RoadNetwork:
+def _load_folder(folder: str, slug: str, label: str, centre: tuple[float, float]) -> RoadNetwork:
     try:
         nodes = pd.read_parquet(Path(folder) / "nodes.parquet")
         edges = pd.read_parquet(Path(folder) / "edges.parquet")
     except (OSError, ValueError) as e:
         msg = f"City `{slug}` is listed but its files in {folder} cannot be read ({e}). Rebuild or re-download it."
         raise CityError(msg) from e
-    net = RoadNetwork(slug=slug, label=label,
+    net = RoadNetwork(slug=slug, label=label, centre=centre,
                       lat=nodes.lat.to_numpy(np.float64), lon=nodes.lon.to_numpy(np.float64),
                       street_count=nodes.street_count.to_numpy(np.int32),
                       u=edges.u.to_numpy(np.int32), v=edges.v.to_numpy(np.int32),
@@ -207,13 +229,17 @@ def save_network(slug: str, label: str, source: str, *, osmid: NDArray[np.int64]
 
 
 def write_city(folder: Path, nodes: pd.DataFrame, edges: pd.DataFrame, *, slug: str, label: str,
-               source: str) -> dict[str, object]:
-    """Write a cleaned network as ``nodes.parquet``, ``edges.parquet`` and ``meta.json``; return the metadata."""
+               source: str, centre: tuple[float, float] | None = None) -> dict[str, object]:
+    """Write a cleaned network as ``nodes.parquet``, ``edges.parquet`` and ``meta.json``; return the metadata.
+
+    ``centre`` (lat, lon) defaults to the median node.
+    """
     atomic_write(folder / "nodes.parquet", lambda p: nodes.to_parquet(p, compression="zstd", index=False))
     atomic_write(folder / "edges.parquet", lambda p: edges.to_parquet(p, compression="zstd", index=False))
     meta: dict[str, object] = {
         "slug": slug, "label": label, "source": source, "nodes": len(nodes), "edges": len(edges),
-        "bbox": [float(nodes.lat.min()), float(nodes.lon.min()), float(nodes.lat.max()), float(nodes.lon.max())]}
+        "bbox": [float(nodes.lat.min()), float(nodes.lon.min()), float(nodes.lat.max()), float(nodes.lon.max())],
+        "centre": list(centre or (float(nodes.lat.median()), float(nodes.lon.median())))}
     atomic_write(folder / "meta.json", lambda p: p.write_text(json.dumps(meta, indent=2) + "\n"))
     return meta
 

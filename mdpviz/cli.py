@@ -21,6 +21,9 @@ def _problem_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--city", default=None, help=f"bundled or cached city (default: {default_city()})")
     g.add_argument("--points", metavar="FILE.csv", help="build X from a CSV of lat,lon[,weight] instead of sampling")
     g.add_argument("--k", type=int, default=500, help="number of secrets |X| (default 500)")
+    g.add_argument("--region", default="whole",
+                   help="where X is drawn from: whole (default, as in the papers), centre:R (km around the city "
+                        "centre), LAT,LON,R (km) or S,W,N,E (degrees)")
     g.add_argument("--outputs", type=int, default=None, help="number of outputs |Y| (default min(100, K))")
     g.add_argument("--all-outputs", action="store_true", help="use Y = X")
     g.add_argument("--metric", choices=METRICS, default="haversine", help="mDP metric, in km (default haversine)")
@@ -41,18 +44,20 @@ def problem_from_args(a: argparse.Namespace) -> Any:
                                    metric=a.metric, cost=a.cost, n_tasks=a.tasks, seed=a.seed)
     return build_problem(a.city, a.k, n_outputs=a.outputs, all_outputs=a.all_outputs, metric=a.metric,
                          prior=a.prior, prior_points=a.prior_points, cost=a.cost or "travel", n_tasks=a.tasks,
-                         seed=a.seed)
+                         seed=a.seed, region=a.region)
 
 
 def cmd_cities(a: argparse.Namespace) -> int:
     from .cities import list_cities
 
     rows = list_cities()
-    print(f"{'city':<16} {'nodes':>7} {'edges':>7}  {'bbox (S, W, N, E) deg':<44} source")
+    print(f"{'city':<14} {'nodes':>8} {'edges':>8}  {'extent E–W × N–S':<17} {'bbox (S, W, N, E) deg':<42} label")
     for i, c in enumerate(rows):
         bbox = ", ".join(f"{b:.4f}" for b in c.bbox)
+        extent = "{:.1f} × {:.1f} km".format(*c.extent_km)
         tag = " (default)" if i == 0 else ("" if c.bundled else " (cached download)")
-        print(f"{c.slug:<16} {c.nodes:>7} {c.edges:>7}  {bbox:<44} {c.source}{tag}")
+        print(f"{c.slug:<14} {c.nodes:>8,} {c.edges:>8,}  {extent:<17} {bbox:<42} {c.label}{tag}")
+    print("\nOpenStreetMap data © OpenStreetMap contributors (ODbL); sources in data/ATTRIBUTION.md.")
     return 0
 
 

@@ -17,6 +17,8 @@ from .cities import RoadNetwork, load_city
 from .errors import ProblemError
 from .geo import pairwise_haversine_km, project_km
 from .points import PointsSource, read_points, snap_points, snap_to_nodes
+from .region import Region, parse_region
+from .roads import node_distances_km
 
 Metric = Literal["haversine", "road"]
 CostModel = Literal["travel", "distance"]
@@ -162,19 +164,19 @@ def _finish(network: RoadNetwork | None, x_node: NDArray[np.int64], x_lat: NDArr
         raise ProblemError("The road metric and the travel cost need a road network; pass `city=`.")
     if metric == "haversine":
         d = pairwise_haversine_km(x_lat, x_lon, x_lat, x_lon)
+        np.fill_diagonal(d, 0.0)
     else:
-        sp_km = dijkstra(network.adjacency_km(), directed=False, indices=x_node)  # type: ignore[union-attr]
-        d = sp_km[:, x_node]
-        d = np.minimum(d, d.T)  # exact symmetry despite float summation order
-    np.fill_diagonal(d, 0.0)
+        d = node_distances_km(network, x_node)  # type: ignore[arg-type]
     timings["metric_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     if cost == "travel":
         task_index = np.sort(rt.choice(k, size=min(n_tasks, k), replace=False))
-        # one multi-source Dijkstra: road km from every task node to every network node
-        task_km = dijkstra(network.adjacency_km(), directed=False, indices=x_node[task_index])  # type: ignore[union-attr]
-        to_task_m = task_km[:, x_node] * 1000.0  # (T, K)
+        if metric == "road":
+            to_task_m = d[task_index] * 1000.0  # (T, K): the road distances are there already
+        else:  # one multi-source Dijkstra: road km from every task node to every network node
+            task_km = dijkstra(network.adjacency_km(), directed=False, indices=x_node[task_index])  # type: ignore[union-attr]
+            to_task_m = task_km[:, x_node] * 1000.0
         c = np.abs(to_task_m[:, :, None] - to_task_m[:, None, y_index]).mean(axis=0)
     else:
         task_index = np.zeros(0, dtype=np.int64)
@@ -190,12 +192,13 @@ def _finish(network: RoadNetwork | None, x_node: NDArray[np.int64], x_lat: NDArr
 def build_problem(city: str | RoadNetwork | None = None, k: int = 500, *, n_outputs: int | None = None,
                   all_outputs: bool = False, metric: str = "haversine", prior: str = "uniform",
                   sample_by_prior: bool = False, prior_points: PointsSource | None = None, cost: str = "travel",
-                  n_tasks: int = DEFAULT_TASKS, seed: int = 0, max_snap_km: float = DEFAULT_SNAP_KM) -> Problem:
+                  n_tasks: int = DEFAULT_TASKS, seed: int = 0, max_snap_km: float = DEFAULT_SNAP_KM,
+                  region: str | Region | None = None) -> Problem:
     """Build an mDP problem on a road network.
 
     Args:
         city: a city slug or label, a loaded ``RoadNetwork``, or None for the default city.
-        k: |X|, the number of secret road nodes, sampled without replacement (2 ≤ k ≤ nodes in the network).
+        k: |X|, the number of secret road nodes, sampled without replacement (2 ≤ k ≤ nodes in the region).
         n_outputs: |Y|, a seeded subset of X (default min(100, k)). Ignored when ``all_outputs``.
         all_outputs: use Y = X.
         metric: the mDP metric d: ``haversine`` (great-circle km) or ``road`` (shortest-path km).
@@ -208,6 +211,8 @@ def build_problem(city: str | RoadNetwork | None = None, k: int = 500, *, n_outp
         n_tasks: number of task nodes T of the travel cost (≥ 1).
         seed: seeds every random step (X, Y, tasks); the same inputs give the same problem.
         max_snap_km: points farther than this from the network are an error.
+        region: where X is drawn from (``mdpviz.region``): ``whole`` (default, the papers' way: the whole city),
+            ``centre:R``, ``LAT,LON,R`` (km) or ``S,W,N,E``. Part of the fingerprint.
 
     Raises:
         ProblemError: for any setting out of range, with what to change.
@@ -221,8 +226,13 @@ def build_problem(city: str | RoadNetwork | None = None, k: int = 500, *, n_outp
     _check_choice("prior", prior, PRIORS)
     seed = _check_int("seed", seed, 0, None, "use a non-negative seed.")
     n_tasks = _check_int("n_tasks", n_tasks, 1, None, "the travel cost needs at least one task node.")
-    k = _check_int("k", k, 2, network.n_nodes,
-                   f"{network.label} has {network.n_nodes} nodes; choose 2 ≤ K ≤ {network.n_nodes}.")
+    if not isinstance(region, Region):
+        region = parse_region(region, network.centre)
+    inside = np.flatnonzero(region.contains(network.lat, network.lon))
+    where = network.label if region.kind == "whole" else f"{network.label} {region.describe()}"
+    k = _check_int("k", k, 2, len(inside),
+                   f"{where} has {len(inside)} nodes; choose 2 ≤ K ≤ {len(inside)}"
+                   + ("." if region.kind == "whole" else " or a larger region."))
     if n_outputs is not None and not all_outputs:
         _check_int("n_outputs", n_outputs, 1, k, f"|Y| must lie between 1 and K = {k}; lower it or raise K.")
 
@@ -236,14 +246,15 @@ def build_problem(city: str | RoadNetwork | None = None, k: int = 500, *, n_outp
     weights = _node_weights(network, prior, pts_nodes, pts_w)
     rx = _spawn(seed, 3)[0]
     if sample_by_prior:
-        positive = int((weights > 0).sum())
+        w_in = weights[inside]
+        positive = int((w_in > 0).sum())
         if positive < k:
             msg = (f"Only {positive} nodes have a positive prior weight, fewer than K = {k}; "
                    "lower K or sample X uniformly.")
             raise ProblemError(msg)
-        x_node = rx.choice(network.n_nodes, size=k, replace=False, p=weights / weights.sum())
+        x_node = inside[rx.choice(len(inside), size=k, replace=False, p=w_in / w_in.sum())]
     else:
-        x_node = rx.choice(network.n_nodes, size=k, replace=False)
+        x_node = inside[rx.choice(len(inside), size=k, replace=False)]
     x_node = np.sort(x_node).astype(np.int64)
     if prior == "points":
         # every point counts towards its nearest secret (not only points that snap onto a secret's node)
@@ -255,7 +266,7 @@ def build_problem(city: str | RoadNetwork | None = None, k: int = 500, *, n_outp
     if p.sum() <= 0:
         raise ProblemError("The prior gives zero weight to every sampled secret; choose another prior.")
     timings["sample_s"] = time.perf_counter() - t0
-    settings = {"k": k, "prior": prior, "sample_by_prior": sample_by_prior}
+    settings = {"k": k, "prior": prior, "sample_by_prior": sample_by_prior, "region": region.spec}
     return _finish(network, x_node, network.lat[x_node], network.lon[x_node], p.astype(np.float64), n_outputs,
                    all_outputs, metric, cost, n_tasks, seed, settings, timings)
 

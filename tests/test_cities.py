@@ -29,17 +29,44 @@ def test_every_bundled_city_loads_offline(slug: str, monkeypatch: pytest.MonkeyP
     assert info.bundled
     s, w, n, e = info.bbox
     assert (s <= net.lat.min()) and (net.lat.max() <= n) and (w <= net.lon.min()) and (net.lon.max() <= e)
-    assert (net.length_m > 0).all() and net.length_m.max() < 5000  # metres, not degrees or km
+    assert (net.length_m > 0).all()
+    # lengths are metres along the road: never (much) shorter than the straight line between the ends
+    from mdpviz.geo import haversine_km
+
+    straight_m = 1000 * haversine_km(net.lat[net.u], net.lon[net.u], net.lat[net.v], net.lon[net.v])
+    long = net.length_m > 5
+    assert (net.length_m[long] >= 0.99 * straight_m[long] - 1).all()
+    assert np.median(net.length_m / np.maximum(straight_m, 1e-9)) < 1.5
     assert (net.u != net.v).all()
     from scipy.sparse.csgraph import connected_components
 
     assert connected_components(net.adjacency_km(), directed=False)[0] == 1
 
 
-def test_default_city_is_the_largest_with_room_for_2000_secrets() -> None:
+def test_default_city_is_the_small_teaching_one_with_room_for_2000_secrets() -> None:
     listed = cities.bundled_cities()
     assert cities.default_city() == "helsinki" == listed[0].slug
-    assert listed[0].nodes == max(c.nodes for c in listed) >= 2000
+    assert listed[0].nodes >= 2000 and max(listed[0].extent_km) < 3
+
+
+@pytest.mark.parametrize(("slug", "nodes", "low_km", "high_km"), [
+    ("rome", 43_160, 45, 50), ("london", 128_203, 43, 58), ("coquimbo", 15_575, 18, 29)])
+def test_the_papers_cities_are_bundled_at_city_scale(slug: str, nodes: int, low_km: float, high_km: float) -> None:
+    info = cities.city_info(slug)
+    assert info.bundled and info.nodes == nodes
+    assert all(low_km <= side <= high_km for side in info.extent_km), info.extent_km
+    s, w, n, e = info.bbox
+    assert s < info.centre[0] < n and w < info.centre[1] < e
+
+
+def test_cities_command_lists_every_city_with_its_extent_and_credits_osm(capsys: pytest.CaptureFixture[str]) -> None:
+    from mdpviz.cli import main
+
+    assert main(["cities"]) == 0
+    out = capsys.readouterr().out
+    for slug in BUNDLED:
+        assert slug in out
+    assert "47.4 × 49.1 km" in out and "OpenStreetMap contributors" in out
 
 
 def test_lookup_by_label_is_case_insensitive() -> None:
