@@ -9,15 +9,94 @@ from numpy.typing import NDArray
 
 from .problem import Problem
 
-TOLERANCE = 1e-9  # relative slack of the violation check: z_xy > (1 + τ) e^{ε d} z_x'y + 1e-12 is a violation
-ABS_SLACK = 1e-12
+# The violation check, decided once for every mechanism and test: a pair (x, x') breaches ε-mDP when some output
+# y has ln Z[x,y] − ln Z[x',y] > ε·d(x,x') + ln(1 + τ), computed in log space (e^{ε·d} overflows at paper scale,
+# and products like e^{εd}·Z underflow). τ = 1e-9 is relative: floating-point rounding of a ratio of two
+# normalised probabilities is ~1e-15, so only a real breach exceeds it. There is no absolute slack: an entry of
+# 1e-300 against 1e-310 is a breach, and Z[x',y] = 0 < Z[x,y] is an infinite one (a zero where the true
+# probability is positive is a privacy bug, not rounding).
+TOLERANCE = 1e-9
+
+
+def rows_breach(za: NDArray[np.float64], zb: NDArray[np.float64], expo: NDArray[np.float64],
+                tolerance: float = TOLERANCE) -> NDArray[np.bool_]:
+    """Row by row: does some y have ln za[r,y] − ln zb[r,y] > expo[r] + ln(1+τ)? (the check above, for paired rows)
+
+    >>> rows_breach(np.array([[0.5, 0.5]]), np.array([[0.9, 0.1]]), np.array([1.0])).tolist()
+    [True]
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lr = np.log(za) - np.log(zb)
+    lr[np.isnan(lr)] = -np.inf
+    return (lr > (np.asarray(expo, dtype=np.float64) + np.log1p(tolerance))[:, None]).any(axis=1)
+
+
+@dataclass(frozen=True)
+class Breaches:
+    """Ordered pairs (i, j) whose log-ratio exceeds their exponent: max_y ln Z[i,y] − ln Z[j,y] > E[i,j] + ln(1+τ).
+
+    ``i``, ``j``: the breached pairs; ``factor``: their max log-ratio / E[i,j] (inf where E = 0 or Z[j,y] = 0 <
+    Z[i,y]); ``triples``: breached (i, j, y); ``worst_factor``: the largest factor over every checked pair with
+    0 < E < inf (0 when there is none).
+    """
+
+    i: NDArray[np.int64]
+    j: NDArray[np.int64]
+    factor: NDArray[np.float64]
+    triples: int
+    worst_factor: float
+
+
+def cone_breaches(Z: NDArray[np.float64], E: NDArray[np.float64], tolerance: float = TOLERANCE) -> Breaches:
+    """Check Z[i,y] ≤ e^{E[i,j]}·Z[j,y] for every ordered pair i ≠ j of rows and every column, in log space.
+
+    ``E`` (n × n) holds each pair's exponent: ε·d for ε-mDP, a pair-specific budget for PAnDA, ``inf`` for a
+    pair that is not claimed. Vectorised in row blocks of bounded memory.
+
+    >>> Z = np.array([[0.5, 0.5], [0.9, 0.1]])
+    >>> b = cone_breaches(Z, np.array([[0.0, 1.0], [1.0, 0.0]]))   # ln(0.5/0.1) = 1.61 > 1
+    >>> b.i.tolist(), b.j.tolist(), round(b.worst_factor, 3)
+    ([0], [1], 1.609)
+    """
+    n, m = Z.shape
+    E = np.asarray(E, dtype=np.float64)
+    slack = np.log1p(tolerance)
+    with np.errstate(divide="ignore"):
+        logz = np.log(Z)
+    found_i, found_j, found_f = [], [], []
+    triples, worst = 0, 0.0
+    step = max(1, 2_000_000 // max(n * m, 1))
+    for s in range(0, n, step):
+        e = slice(s, min(s + step, n))
+        with np.errstate(invalid="ignore"):
+            lr = logz[e, None, :] - logz[None, :, :]  # (b, n, m): ln z[i,y] − ln z[j,y]
+        lr[np.isnan(lr)] = -np.inf  # both zero: no breach
+        rows = np.arange(e.start, e.stop)
+        lr[rows - s, rows, :] = -np.inf  # the diagonal is no pair
+        limit = E[e] + slack
+        over = lr > limit[:, :, None]
+        triples += int(over.sum())
+        top = lr.max(axis=2)
+        bad = top > limit
+        with np.errstate(divide="ignore", invalid="ignore"):
+            factor = np.where(E[e] > 0, top / E[e], np.where(bad, np.inf, 0.0))
+        checked = np.isfinite(E[e]) & (E[e] > 0)
+        if checked.any():
+            worst = max(worst, float(np.max(np.where(checked, factor, -np.inf))))
+        ii, jj = np.nonzero(bad)
+        found_i.append(ii + s)
+        found_j.append(jj)
+        found_f.append(factor[ii, jj])
+    if any(np.isinf(f).any() for f in found_f):
+        worst = np.inf
+    return Breaches(np.concatenate(found_i).astype(np.int64), np.concatenate(found_j).astype(np.int64),
+                    np.concatenate(found_f), triples, max(worst, 0.0))
 
 
 @dataclass(frozen=True)
 class Violations:
-    """Measured mDP violations of Z over ordered pairs of secrets.
+    """Measured mDP violations of Z over ordered pairs of secrets (the check is defined above ``TOLERANCE``).
 
-    A pair (x, x') is violated when some output y has ``Z[x,y] > (1 + tolerance)·e^{ε·d(x,x')}·Z[x',y] + 1e-12``.
     ``worst_factor`` is max ln(Z[x,y] / Z[x',y]) / (ε·d(x,x')): 1.0 means exactly at the budget, above 1 a breach
     (inf when Z[x',y] = 0 < Z[x,y]). ``worst_pairs`` holds (i, j, factor) arrays of the worst violating pairs
     when the check was asked for them (``pairs_limit``), for drawing.
@@ -61,9 +140,8 @@ def check_distance(problem: Problem, metric: str = "") -> NDArray[np.float64]:
 
 
 def violations(problem: Problem, Z: NDArray[np.float64], eps: float, tolerance: float = TOLERANCE,
-               rows: NDArray[np.int64] | None = None, chunk: int = 32, metric: str = "",
-               pairs_limit: int = 0) -> Violations:
-    """Check ε-mDP of Z over all ordered pairs of ``rows`` (default: all of X) and all outputs, vectorised.
+               rows: NDArray[np.int64] | None = None, metric: str = "", pairs_limit: int = 0) -> Violations:
+    """Check ε-mDP of Z over all ordered pairs of ``rows`` (default: all of X) and all outputs (``cone_breaches``).
 
     ``metric`` selects the distance of the claim (see ``check_distance``); the problem's metric by default.
     With ``pairs_limit`` > 0 the result also lists the worst violating pairs (at most that many).
@@ -71,32 +149,13 @@ def violations(problem: Problem, Z: NDArray[np.float64], eps: float, tolerance: 
     idx = np.arange(problem.k) if rows is None else np.asarray(rows)
     Zs, d = Z[idx], check_distance(problem, metric)[np.ix_(idx, idx)]
     n, m = Zs.shape
-    bad_pairs = bad_triples = 0
-    worst = 0.0
-    found: list[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]] = []
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        logz = np.log(Zs)
-        for s in range(0, n, chunk):
-            e = slice(s, min(s + chunk, n))
-            bound = (1 + tolerance) * np.exp(eps * d[e])[:, :, None] * Zs[None, :, :] + ABS_SLACK
-            over = Zs[e, None, :] > bound  # (b, n, m): z[x, y] above the bound from x'
-            bad_triples += int(over.sum())
-            bad = over.any(axis=2)
-            bad_pairs += int(bad.sum())
-            lr = logz[e, None, :] - logz[None, :, :]  # ln z[x,y] − ln z[x',y]
-            lr = np.where(Zs[e, None, :] > 0, lr, -np.inf)
-            factor = np.where(d[e] > 0, np.max(lr, axis=2) / (eps * d[e]), -np.inf)  # d = 0 on the diagonal
-            worst = max(worst, float(np.max(factor)))
-            if pairs_limit > 0 and bad.any():
-                ii, jj = np.nonzero(bad)
-                found.append((idx[ii + s], idx[jj], factor[ii, jj]))
+    b = cone_breaches(Zs, eps * d, tolerance)
     worst_pairs = None
     if pairs_limit > 0:
-        i, j, f = (np.concatenate(parts) for parts in zip(*found, strict=True)) if found else \
-            (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
-        order = np.argsort(-f, kind="stable")[:pairs_limit]
-        worst_pairs = (i[order], j[order], f[order])
-    return Violations(bad_pairs, n * (n - 1), bad_triples, n * (n - 1) * m, worst, eps, tolerance, worst_pairs)
+        order = np.argsort(-b.factor, kind="stable")[:pairs_limit]
+        worst_pairs = (idx[b.i[order]], idx[b.j[order]], b.factor[order])
+    return Violations(len(b.i), n * (n - 1), b.triples, n * (n - 1) * m, b.worst_factor, eps, tolerance,
+                      worst_pairs)
 
 
 def posterior(problem: Problem, Z: NDArray[np.float64], k: int) -> NDArray[np.float64]:

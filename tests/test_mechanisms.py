@@ -118,18 +118,30 @@ def test_violation_check_against_a_direct_loop(small: Problem) -> None:
         for j in range(small.k):
             if i == j:
                 continue
-            limit = (1 + metrics.TOLERANCE) * np.exp(eps * small.d[i, j]) * Z[j] + metrics.ABS_SLACK
+            limit = (1 + metrics.TOLERANCE) * np.exp(eps * small.d[i, j]) * Z[j]
             bad += bool((Z[i] > limit).any())
             if (Z[i] > limit).any():
                 bad_set.add((i, j))
             with np.errstate(divide="ignore"):
                 worst = max(worst, float(np.max(np.log(Z[i] / Z[j]))) / (eps * small.d[i, j]))
-    v = metrics.violations(small, Z, eps, chunk=5)
+    v = metrics.violations(small, Z, eps)
     assert (v.violated_pairs, v.checked_pairs) == (bad, small.k * (small.k - 1))
     assert v.worst_factor == pytest.approx(worst) and np.isinf(v.worst_factor)  # Z[j, 2] = 0 < Z[i, 2]
-    listed = metrics.violations(small, Z, eps, chunk=5, pairs_limit=10**6).worst_pairs
+    listed = metrics.violations(small, Z, eps, pairs_limit=10**6).worst_pairs
     assert set(zip(listed[0].tolist(), listed[1].tolist(), strict=True)) == bad_set
     assert list(listed[2]) == sorted(listed[2], reverse=True) and v.worst_pairs is None  # worst first; only listed when asked
+
+
+def test_violation_check_sees_breaches_of_tiny_entries_and_survives_huge_exponents() -> None:
+    # an absolute slack (the old check had 1e-12) would hide the first pair; e^{ε·d} overflows for the second
+    Z = np.array([[1 - 2e-300, 1e-300, 1e-300], [1 - 2e-310, 1e-310, 1e-310], [0.2, 0.3, 0.5]])
+    E = np.array([[0.0, 1.0, 900.0], [1.0, 0.0, 900.0], [900.0, 900.0, 0.0]])
+    b = metrics.cone_breaches(Z, E)
+    assert set(zip(b.i.tolist(), b.j.tolist(), strict=True)) == {(0, 1)}  # ln(1e-300/1e-310) = 23 > 1
+    assert b.worst_factor == pytest.approx(10 * np.log(10), rel=1e-6)
+    assert metrics.cone_breaches(Z, np.where(E == 1.0, 24.0, E)).i.size == 0
+    Z[1, 2] = 0.0  # a zero under a positive entry is an infinite breach, whatever the exponent
+    assert np.isinf(metrics.cone_breaches(Z, np.where(E == 1.0, 24.0, E)).worst_factor)
 
 
 def test_adversary_error_and_posterior_against_a_direct_loop(small: Problem) -> None:

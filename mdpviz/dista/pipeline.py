@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 from ..errors import ParameterError
 from ..lp.mdp_lp import repair_columns
-from ..metrics import ABS_SLACK, TOLERANCE
+from ..metrics import cone_breaches
 from ..problem import Problem
 from ..progress import Progress, no_progress
 from . import noise as nz
@@ -96,13 +96,9 @@ class DistaRun:
 
 
 def _triples(Z: NDArray[np.float64], D: NDArray[np.float64], eps: float) -> tuple[int, int]:
-    """(violated, checked) triples (i ≠ j, k) of z_ik ≤ (1+τ)e^{ε·D_ij} z_jk + 1e-12 inside one block."""
+    """(violated, checked) triples (i ≠ j, k) of z_ik ≤ e^{ε·D_ij} z_jk inside one block (``metrics.cone_breaches``)."""
     n, m = Z.shape
-    with np.errstate(over="ignore"):
-        bound = (1 + TOLERANCE) * np.exp(eps * D)[:, :, None] * Z[None, :, :] + ABS_SLACK
-    over = Z[:, None, :] > bound
-    over[np.arange(n), np.arange(n), :] = False
-    return int(over.sum()), n * (n - 1) * m
+    return cone_breaches(Z, eps * D).triples, n * (n - 1) * m
 
 
 def _noise_models(cfg: DistaConfig, audit: AuditReport) -> dict[str, nz.NoiseModel]:

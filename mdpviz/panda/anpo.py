@@ -29,8 +29,9 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from ..errors import ParameterError, SolverError
+from ..lp.colgen import exponent_closure, repair_into_cone
 from ..lp.mdp_lp import implied_free_pairs, solve_mdp_lp
-from ..metrics import ABS_SLACK, TOLERANCE
+from ..metrics import TOLERANCE, cone_breaches
 from ..progress import Progress, no_progress
 
 SOLVERS = ("colgen", "monolithic", "cuts")
@@ -97,42 +98,11 @@ def merge_equal_rows(E: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray
     return label.astype(np.int64), Fc
 
 
-def violated_pairs(Z: NDArray[np.float64], E: NDArray[np.float64], tolerance: float = TOLERANCE,
-                   chunk: int = 64) -> tuple[NDArray[np.int64], NDArray[np.int64], int]:
-    """Ordered pairs (i, j) with some y: Z[i,y] > (1 + τ)·e^{E_ij}·Z[j,y] + 1e-12, and the number of triples."""
-    n = len(Z)
-    bi, bj, triples = [], [], 0
-    bound_base = np.where(np.isinf(E), np.inf, (1 + tolerance) * np.exp(np.minimum(E, 700.0)))
-    for s in range(0, n, chunk):
-        e = slice(s, min(s + chunk, n))
-        with np.errstate(invalid="ignore"):  # inf·0 (an unconstrained pair, a zero entry) is no violation
-            over = Z[e, None, :] > bound_base[e][:, :, None] * Z[None, :, :] + ABS_SLACK
-        triples += int(over.sum())
-        i, j = np.nonzero(over.any(axis=2))
-        bi.append(i + s)
-        bj.append(j)
-    return np.concatenate(bi).astype(np.int64), np.concatenate(bj).astype(np.int64), triples
-
-
-def repair_rows(Z: NDArray[np.float64], E: NDArray[np.float64], rounds: int = 20,
-                chunk: int = 64) -> tuple[NDArray[np.float64], float]:
-    """Raise entries to the envelope max_k z_k·e^{−E_ik} until the cone holds (exponents need not be a metric),
-    then renormalise rows. Removes the solver's round-off; returns Z and the largest row-sum excess."""
-    n = len(Z)
-    out = Z.copy()
-    with np.errstate(divide="ignore"):
-        for _ in range(rounds):
-            logz = np.log(out)
-            new = np.empty_like(out)
-            for s in range(0, n, chunk):
-                new[s:s + chunk] = np.exp(np.max(-E[s:s + chunk, :, None] + logz[None, :, :], axis=1))
-            new = np.maximum(new, out)
-            done = np.array_equal(new, out)
-            out = new
-            if done:
-                break
-    sums = out.sum(axis=1)
-    return out / sums[:, None], float(np.max(sums) - 1.0)
+def violated_pairs(Z: NDArray[np.float64], E: NDArray[np.float64],
+                   tolerance: float = TOLERANCE) -> tuple[NDArray[np.int64], NDArray[np.int64], int]:
+    """Ordered pairs (i, j) with some y: ln Z[i,y] − ln Z[j,y] > E_ij + ln(1+τ), and the number of such triples."""
+    b = cone_breaches(Z, E, tolerance)
+    return b.i, b.j, b.triples
 
 
 def _nearest_pairs(F: NDArray[np.float64], k: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -154,14 +124,14 @@ def _worst_violations(Z: NDArray[np.float64], E: NDArray[np.float64], per_row: i
     """Up to ``per_row`` most violated partners j of each row i (largest max_y ln(z_iy/z_jy) − E_ij, if violated)."""
     n = len(Z)
     bi, bj = [], []
-    bound = np.where(np.isinf(E), np.inf, (1 + TOLERANCE) * np.exp(np.minimum(E, 700.0)))
     with np.errstate(divide="ignore", invalid="ignore"):
         logz = np.log(Z)
         for s in range(0, n, chunk):
             e = slice(s, min(s + chunk, n))
-            over = (Z[e, None, :] > bound[e][:, :, None] * Z[None, :, :] + ABS_SLACK).any(axis=2)
             lr = logz[e, None, :] - logz[None, :, :]
-            lr = np.where(np.isnan(lr), -np.inf, lr).max(axis=2) - E[e]
+            lr = np.where(np.isnan(lr), -np.inf, lr).max(axis=2) - E[e]  # excess over the exponent (nats)
+            over = lr > np.log1p(TOLERANCE)  # the check of ``metrics.cone_breaches``
+            over[np.arange(e.stop - s), np.arange(s, e.stop)] = False
             score = np.where(over, lr, -np.inf)
             k = min(per_row, n)
             top = np.argpartition(-score, k - 1, axis=1)[:, :k]
@@ -241,7 +211,8 @@ def solve_anpo(E: NDArray[np.float64], weights: NDArray[np.float64], c: NDArray[
             break
         pi, pj = (keys // n_c).astype(np.int64), (keys % n_c).astype(np.int64)
     tb = time.perf_counter()
-    Zc, added = repair_rows(Zc, Fc)
+    Zc, facts = repair_into_cone(Zc, exponent_closure(Fc), wc[:, None] * cc)
+    added = facts["repair_mass_added"]
     Z = Zc[label]
     vi, _, triples = violated_pairs(Z, E)
     build_s += time.perf_counter() - tb

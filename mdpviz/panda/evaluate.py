@@ -18,13 +18,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..metrics import ABS_SLACK, TOLERANCE
-
-
-def _violated(za: NDArray[np.float64], zb: NDArray[np.float64], expo: NDArray[np.float64]) -> NDArray[np.bool_]:
-    """Row-wise: does some y have za > (1 + τ)·e^{expo}·zb + 1e-12? (rows of za, zb; expo per row)."""
-    bound = (1 + TOLERANCE) * np.exp(np.minimum(expo, 700.0))[:, None] * zb + ABS_SLACK
-    return (za > bound).any(axis=1)
+from ..metrics import TOLERANCE
+from ..metrics import rows_breach as _violated
 
 
 def sample_reports(rows: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.int64]:
