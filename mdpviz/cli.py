@@ -140,6 +140,8 @@ def cmd_solve(a: argparse.Namespace) -> int:
     print(f"problem        {problem.city or 'points'}: K = {problem.k}, |Y| = {problem.m}, metric {problem.metric}, "
           f"built in {build_s:.2f} s")
     print(f"status         {result.status}" + (f" ({result.message})" if result.message else ""))
+    if result.degenerate:
+        print(f"DEGENERATE     {result.degenerate}")
     print("timings        " + ", ".join(f"{k} {v:.3f}" for k, v in result.timings.items()))
     if result.lp_size:
         print("LP size        " + ", ".join(f"{k} {v:,}" for k, v in result.lp_size.items()))

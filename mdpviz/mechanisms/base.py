@@ -107,7 +107,11 @@ class Result:
         objective_m: the solver's objective in metres where there is one.
         bound_m: a certified lower bound on the optimal loss in metres, where the solver gives one.
         diagnostics: mechanism-specific extras (JSON-friendly values or numpy arrays).
-        message: a human sentence on the status (why a time limit or failure happened).
+        message: plain words on what happened (why a time limit or failure happened, what a choice cost); the
+            dashboard shows it beside the metrics for every status, the CLI prints it.
+        degenerate: empty for a genuine mechanism; otherwise a short verdict in plain words saying why this
+            release is degenerate ("Collapsed: every user reports the same distribution …", "Uploads erased: …",
+            "Claim covers only …"). Shown as a warning above the metrics; no test may rest on such a release.
         check_metric: the distance the ε-mDP claim refers to: ``""`` for the problem's metric, or
             ``l1-planar`` / ``l2-planar`` (ℓp distance in the local planar projection, km).
         rows: for mechanisms over the continuous plane, a picklable callable ``rows(lat, lon) -> (n, M)``
@@ -126,6 +130,7 @@ class Result:
     bound_m: float | None = None
     diagnostics: dict[str, Any] = field(default_factory=dict)
     message: str = ""
+    degenerate: str = ""
     check_metric: str = ""
     rows: Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.float64]] | None = None
 
