@@ -1,0 +1,149 @@
+"""The report folder of one reproduce run: Markdown, CSV, an HTML chart and the run's metadata; and reading it back.
+
+Files: ``report.md`` (header with date, machine and load; our numbers beside the paper's with ratio, verdict and
+reason), ``comparison.csv`` (the same rows), ``points.csv`` (every measured row), ``chart.html`` (plotly; its
+script is one shared ``plotly.min.js`` in the parent folder, so it opens offline), ``meta.json``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..paths import atomic_write
+from .base import COLUMNS, ChartSpec, Comparison, Experiment, paper_info, rows_of
+from .common import fmt
+
+PLOTLY_JS = "plotly.min.js"
+POINT_COLUMNS = ("problem.city", "problem.k", "problem.region", "mechanism", "tag.label", "tag.mode", "seed", "status",
+                 "loss_m", "objective_m", "bound_m", "time_s", "violated_pairs", "checked_pairs", "violation_ratio",
+                 "worst_factor", "degenerate", "message", "error", "cached", "wall_s")
+
+
+def folder_name(experiment: str, size: str, mode: str) -> str:
+    """``NAME`` for the full paper-mode run; ``NAME-authors``, ``NAME-quick``... otherwise."""
+    return experiment + (f"-{mode}" if mode != "paper" else "") + (f"-{size}" if size != "full" else "")
+
+
+def chart_figure(rows: Sequence[Mapping[str, Any]], spec: ChartSpec, title: str) -> Any:
+    """Ours (lines with ±1.96·std bars) and the paper's points (open markers, dotted) for ``spec.metric``."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    picked = [r for r in rows if r["metric"] == spec.metric and (not spec.table or r["table"] == spec.table)]
+    series: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for r in picked:
+        series.setdefault((str(r["method"]), str(r["city"])), []).append(r)
+    cities = {c for _, c in series}
+    palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+               "#17becf", "#393b79", "#637939"]
+    for i, ((method, city), pts) in enumerate(sorted(series.items())):
+        pts = sorted(pts, key=lambda r: _num(r["x"]))
+        name = method + (f" ({city})" if len(cities) > 1 else "")
+        color = palette[i % len(palette)]
+        xs = [r["x"] for r in pts]
+        ours = [_num(r["ours"]) for r in pts]
+        if any(math.isfinite(v) for v in ours):
+            fig.add_trace(go.Scatter(x=xs, y=ours, mode="lines+markers", name=f"{name}: ours", line={"color": color},
+                                     error_y={"type": "data", "array": [_num(r["ours_pm"]) for r in pts],
+                                              "visible": True}, legendgroup=name))
+        paper = [_num(r["paper_value"]) for r in pts]
+        if any(math.isfinite(v) for v in paper):
+            fig.add_trace(go.Scatter(x=xs, y=paper, mode="markers+lines", name=f"{name}: paper",
+                                     line={"color": color, "dash": "dot"},
+                                     marker={"symbol": "circle-open", "size": 10, "color": color}, legendgroup=name,
+                                     text=[r["paper"] for r in pts], hovertemplate="paper %{text}<extra></extra>"))
+    fig.update_layout(title=title, xaxis_title=spec.x_label, yaxis_title=spec.y_label, template="plotly_white",
+                      legend={"font": {"size": 10}}, margin={"l": 60, "r": 20, "t": 50, "b": 50})
+    if spec.log_x:
+        fig.update_xaxes(type="log")
+    if spec.log_y:
+        fig.update_yaxes(type="log")
+    return fig
+
+
+def _num(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def markdown(exp: Experiment, cmp: Comparison, meta: Mapping[str, Any]) -> str:
+    """The report: what was run where, then one table per paper table with ours beside the paper's."""
+    info = paper_info(exp.paper)
+    out = io.StringIO()
+    out.write(f"# {exp.title}\n\n{info['title']}. {exp.summary}\n\n")
+    out.write(f"- command: `{meta['command']}`\n- date: {meta['date']}\n- machine: {meta['machine']}\n"
+              f"- load (1, 5, 15 min) at start {meta['load_start']}, at end {meta['load_end']}\n"
+              f"- run: size {meta['size']}, mode {meta['mode']}, backend {meta['backend']}, {meta['points']} points "
+              f"({meta['computed']} computed now, {meta['reused']} reused from the points file, {meta['errors']} "
+              f"errors{', stopped early' if meta.get('stopped') else ''}), wall time {meta['wall_s']:.0f} s\n"
+              f"- code: mdpviz {meta['version']}" + (f", commit {meta['commit']}" if meta.get("commit") else "") + "\n"
+              f"- the paper's numbers: `mdpviz/reproduce/paper_values.json` (from {info['spec']} §7); the paper ran "
+              f"{info['hardware']}\n\n")
+    if cmp.notes:
+        out.write("## Settings and scope\n\n" + "".join(f"- {n}\n" for n in cmp.notes) + "\n")
+    frame = pd.DataFrame(cmp.rows, columns=[*COLUMNS, "paper_id"])
+    verdicts = frame["verdict"].value_counts().to_dict() if len(frame) else {}
+    out.write("Verdicts: " + ", ".join(f"{v} {n}" for v, n in verdicts.items()) + ". 'agrees': within the paper's "
+              "± band or a ratio in [0.8, 1.25]; 'bound holds/fails': against a printed bound (≤, <, >).\n\n")
+    hw = info["hardware"].split(",")[0]
+    for table, part in frame.groupby("table", sort=False):
+        out.write(f"## {table}\n\n")
+        out.write(f"| city | setting | method | metric | ours | paper ({hw}, authors' hardware) | ratio ours/paper "
+                  "| verdict | reason where they differ |\n|---|---|---|---|---|---|---|---|---|\n")
+        for r in part.itertuples(index=False):
+            ours = fmt(r.ours) + (f" ± {fmt(r.ours_pm, 3)}" if isinstance(r.ours_pm, float) and r.ours_pm > 0 else "")
+            ours = (ours + f" {r.unit}" if ours else "—") + (f" (n={r.n})" if r.n else "")
+            paper = (f"{r.paper} {r.unit}" if r.paper_value == r.paper_value and r.paper_value is not None
+                     else str(r.paper)) if r.paper else "—"
+            reason = str(r.reason).replace("|", "/").replace("\n", " ")
+            out.write(f"| {r.city} | {r.setting} | {r.method} | {r.metric} | {ours} | {paper} | {fmt(r.ratio, 3)} | "
+                      f"{r.verdict} | {reason} |\n")
+        out.write("\n")
+    out.write("Chart: `chart.html` (ours as lines, the paper's as open markers). Measured rows: `points.csv`.\n")
+    return out.getvalue()
+
+
+def write_report(exp: Experiment, cmp: Comparison, records: Sequence[Mapping[str, Any]], meta: Mapping[str, Any],
+                 folder: Path) -> Path:
+    """Write the report folder; return the path of ``report.md``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    frame = pd.DataFrame(cmp.rows, columns=[*COLUMNS, "paper_id"])
+    atomic_write(folder / "comparison.csv", lambda p: frame.to_csv(p, index=False))
+    measured = pd.DataFrame(rows_of(records))
+    cols = [c for c in POINT_COLUMNS if c in measured.columns] + sorted(
+        c for c in measured.columns if c not in POINT_COLUMNS and (c.startswith(("problem.", "param.", "tag."))
+                                                                    or c in ("violation_rate",)))
+    atomic_write(folder / "points.csv", lambda p: measured.reindex(columns=cols).to_csv(p, index=False))
+    fig = chart_figure(cmp.chart or cmp.rows, exp.chart, exp.title)
+    shared = folder.parent / PLOTLY_JS
+    if not shared.exists():
+        from plotly.offline import get_plotlyjs
+
+        atomic_write(shared, lambda p: p.write_text(get_plotlyjs(), encoding="utf-8"))
+    atomic_write(folder / "chart.html",
+                 lambda p: p.write_text(fig.to_html(include_plotlyjs=f"../{PLOTLY_JS}", full_html=True),
+                                        encoding="utf-8"))
+    atomic_write(folder / "meta.json", lambda p: p.write_text(json.dumps(dict(meta), indent=1, default=str)))
+    md = markdown(exp, cmp, meta)
+    atomic_write(folder / "report.md", lambda p: p.write_text(md, encoding="utf-8"))
+    return folder / "report.md"
+
+
+def load_report(folder: Path) -> dict[str, Any] | None:
+    """A written report: ``meta`` (dict), ``comparison`` (DataFrame), ``markdown`` (str); None when absent."""
+    try:
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+        comparison = pd.read_csv(folder / "comparison.csv")
+        md = (folder / "report.md").read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return None
+    return {"meta": meta, "comparison": comparison, "markdown": md, "folder": folder}
