@@ -137,6 +137,20 @@ def _json_default(value: Any) -> Any:
 
 # ---------------------------------------------------------------- running one point (on any worker)
 
+@functools.lru_cache(maxsize=1)
+def code_stamp() -> str:
+    """A hash of the library's source (without the dashboard and benchmarks): records made by other code are not
+    reused on resume, so a rerun after a change in a mechanism recomputes its points."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if not rel.startswith(("ui/", "benchmarks/")):
+            h.update(rel.encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
 @functools.lru_cache(maxsize=4)
 def _problem(settings_json: str) -> Any:
     from .problem import build_problem
@@ -231,7 +245,8 @@ def run_point(point_data: Mapping[str, Any], use_cache: bool = True) -> dict[str
     """Run one point (given as a dict, so that any worker can take it) and return its record; never raises."""
     point = Point.from_dict(point_data)
     t0 = time.perf_counter()
-    record: dict[str, Any] = {"key": point.key, "point": point.as_dict(), "rows": [], "error": ""}
+    record: dict[str, Any] = {"key": point.key, "point": point.as_dict(), "rows": [], "error": "",
+                              "code": code_stamp()}
     try:
         out = resolve_task(point.task)(point, use_cache=use_cache)
         record["rows"] = list(out) if isinstance(out, (list, tuple)) else [out]
@@ -266,7 +281,8 @@ class SweepRun:
 
 def run_sweep(points: Sequence[Point], results: Path | str | None = None, *, workers: int = 0,
               scheduler: str | None = None, use_cache: bool = True, retry_errors: bool = True,
-              stop: Callable[[], bool] | None = None, on_record: OnRecord | None = None) -> SweepRun:
+              same_code: bool = True, stop: Callable[[], bool] | None = None,
+              on_record: OnRecord | None = None) -> SweepRun:
     """Run every point not already in ``results``; append each finished record to it at once.
 
     Args:
@@ -276,6 +292,7 @@ def run_sweep(points: Sequence[Point], results: Path | str | None = None, *, wor
         scheduler: address of an existing Dask scheduler (``tcp://HOST:PORT``); wins over ``workers``.
         use_cache: workers read and write the on-disk solve cache.
         retry_errors: rerun points whose earlier record is an error (a crash, a bug since fixed).
+        same_code: reuse only records made by this version of the library's source (``code_stamp``).
         stop: called between points; True stops the sweep (finished points are kept, pending ones cancelled).
         on_record: ``on_record(record, done, total)`` after each newly computed point (``done`` counts the
             points reused from ``results`` too).
@@ -287,6 +304,8 @@ def run_sweep(points: Sequence[Point], results: Path | str | None = None, *, wor
     known = store.records() if store is not None else {}
     if retry_errors:
         known = {k: r for k, r in known.items() if not r.get("error")}
+    if same_code:
+        known = {k: r for k, r in known.items() if r.get("code") == code_stamp()}
     records: dict[str, dict[str, Any]] = {p.key: known[p.key] for p in unique if p.key in known}
     total = len(unique)
     todo = [p for p in unique if p.key not in records]

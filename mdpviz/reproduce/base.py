@@ -28,7 +28,7 @@ MODE_TEXT = {"paper": "as the paper writes it", "authors": "as the authors' publ
 # ratio band inside which we call a number reproduced (besides falling inside the paper's own ± band)
 AGREE_BAND = (0.8, 1.25)
 COLUMNS = ("table", "city", "setting", "x", "method", "metric", "unit", "ours", "ours_pm", "n", "paper", "paper_value",
-           "ratio", "verdict", "reason", "paper_ref", "hardware")
+           "ratio", "verdict", "reason", "paper_ref", "hardware", "series")
 
 
 # ---------------------------------------------------------------- the paper's values
@@ -224,7 +224,8 @@ def verdict(ours: float, paper: Mapping[str, Any] | None) -> tuple[str, float]:
     ratio = ours / value if value not in (0, 0.0) else math.nan
     if rel == "range":
         lo, hi = sorted(paper["range"])
-        return ("agrees" if lo <= ours <= hi else "differs"), ratio
+        nearest = lo if abs(ours - lo) <= abs(ours - hi) else hi
+        return ("agrees" if lo <= ours <= hi else "differs"), (ours / nearest if nearest else math.nan)
     if rel in ("<", "<=", ">", ">="):
         ok = {"<": ours < value, "<=": ours <= value, ">": ours > value, ">=": ours >= value}[rel]
         return ("bound holds" if ok else "bound fails"), ratio
@@ -237,7 +238,7 @@ def verdict(ours: float, paper: Mapping[str, Any] | None) -> tuple[str, float]:
 
 def comparison_row(*, table: str, city: str, setting: str, x: float | str, method: str, metric: str, unit: str,
                    ours: float | None, ours_pm: float | None = None, n: int = 0, paper: Mapping[str, Any] | None,
-                   reason: str = "", note: str = "") -> dict[str, Any]:
+                   reason: str = "", note: str = "", series: str = "") -> dict[str, Any]:
     """One side-by-side row; ``reason`` is kept where the numbers differ (or there is no number of ours)."""
     ours_f = math.nan if ours is None else float(ours)
     v, ratio = verdict(ours_f, paper)
@@ -251,7 +252,7 @@ def comparison_row(*, table: str, city: str, setting: str, x: float | str, metho
             "unit": unit, "ours": ours_f, "ours_pm": math.nan if ours_pm is None else float(ours_pm), "n": n,
             "paper": paper["text"] if paper is not None else "", "paper_value": (paper or {}).get("value"),
             "ratio": ratio, "verdict": v, "reason": shown_reason, "paper_ref": ref,
-            "hardware": (paper or {}).get("hardware", ""), "paper_id": (paper or {}).get("id", "")}
+            "hardware": (paper or {}).get("hardware", ""), "series": series, "paper_id": (paper or {}).get("id", "")}
 
 
 def sizes(size: str, tiny: Any, quick: Any, full: Any) -> Any:

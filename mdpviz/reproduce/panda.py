@@ -196,15 +196,14 @@ def _comparisons(records: list[dict[str, Any]], size: str, mode: str, table: str
                                               metric="violation_rate", unit="ratio", ours=mean, ours_pm=pm, n=n,
                                               paper=paper, reason=reason if n else cm.failed(runs)))
             elif label in ("LP+CA", "EM", "EM+BR"):
-                mean, pm, n = mean_pm(cm.values(runs, "violation_ratio"))
+                mean, pm, n = mean_pm(cm.values(runs, lambda r: 100.0 * r["violation_ratio"]
+                                                if "violation_ratio" in r else None))
                 paper = paper_value(PAPER, source="Fig. 12", method="LP+CA") if label == "LP+CA" else None
-                if paper is not None:
-                    paper = {**paper, "value": paper["value"] / 100.0, "text": paper["text"] + " %"}
                 reason = ("ours: exact check of every ordered pair of real secrets (relative tolerance 1e-9); the "
                           "artifact's LP+CA rate is a distance proxy (representatives farther apart than the secrets)"
                           if label == "LP+CA" else "EM is ε-mDP by construction; measured, not assumed")
                 out.append(comparison_row(table="Fig. 12", city=city, setting=setting, x=k, method=label,
-                                          metric="violation_rate", unit="ratio", ours=mean, ours_pm=pm, n=n,
+                                          metric="violation_rate_pct", unit="%", ours=mean, ours_pm=pm, n=n,
                                           paper=paper, reason=reason if n else cm.failed(runs)))
     return Comparison(out, _setting_notes(size, mode), chart=out)
 

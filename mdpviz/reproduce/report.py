@@ -21,6 +21,8 @@ from .base import COLUMNS, ChartSpec, Comparison, Experiment, paper_info, rows_o
 from .common import fmt
 
 PLOTLY_JS = "plotly.min.js"
+TEXT_COLUMNS = ("table", "city", "setting", "method", "metric", "unit", "paper", "verdict", "reason", "paper_ref",
+                "hardware", "series", "paper_id")
 POINT_COLUMNS = ("problem.city", "problem.k", "problem.region", "mechanism", "tag.label", "tag.mode", "seed", "status",
                  "loss_m", "objective_m", "bound_m", "time_s", "violated_pairs", "checked_pairs", "violation_ratio",
                  "worst_factor", "degenerate", "message", "error", "cached", "wall_s")
@@ -37,15 +39,17 @@ def chart_figure(rows: Sequence[Mapping[str, Any]], spec: ChartSpec, title: str)
 
     fig = go.Figure()
     picked = [r for r in rows if r["metric"] == spec.metric and (not spec.table or r["table"] == spec.table)]
-    series: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    series: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
     for r in picked:
-        series.setdefault((str(r["method"]), str(r["city"])), []).append(r)
-    cities = {c for _, c in series}
+        extra = r.get("series")
+        series.setdefault((str(r["method"]), str(r["city"]), "" if extra != extra or not extra else str(extra)),
+                          []).append(r)
+    cities = {c for _, c, _ in series}
     palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
                "#17becf", "#393b79", "#637939"]
-    for i, ((method, city), pts) in enumerate(sorted(series.items())):
+    for i, ((method, city, extra), pts) in enumerate(sorted(series.items())):
         pts = sorted(pts, key=lambda r: _num(r["x"]))
-        name = method + (f" ({city})" if len(cities) > 1 else "")
+        name = method + (f" ({city})" if len(cities) > 1 else "") + (f", {extra}" if extra else "")
         color = palette[i % len(palette)]
         xs = [r["x"] for r in pts]
         ours = [_num(r["ours"]) for r in pts]
@@ -66,6 +70,12 @@ def chart_figure(rows: Sequence[Mapping[str, Any]], spec: ChartSpec, title: str)
     if spec.log_y:
         fig.update_yaxes(type="log")
     return fig
+
+
+def _cell(value: Any) -> str:
+    """A Markdown table cell: pipes escaped, one line."""
+    text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _num(v: Any) -> float:
@@ -94,19 +104,19 @@ def markdown(exp: Experiment, cmp: Comparison, meta: Mapping[str, Any]) -> str:
     verdicts = frame["verdict"].value_counts().to_dict() if len(frame) else {}
     out.write("Verdicts: " + ", ".join(f"{v} {n}" for v, n in verdicts.items()) + ". 'agrees': within the paper's "
               "± band or a ratio in [0.8, 1.25]; 'bound holds/fails': against a printed bound (≤, <, >).\n\n")
-    hw = info["hardware"].split(",")[0]
+    hw = info.get("short", info["hardware"])
     for table, part in frame.groupby("table", sort=False):
         out.write(f"## {table}\n\n")
-        out.write(f"| city | setting | method | metric | ours | paper ({hw}, authors' hardware) | ratio ours/paper "
+        out.write(f"| city | setting | method | metric | ours | paper ({hw}) | ratio ours/paper "
                   "| verdict | reason where they differ |\n|---|---|---|---|---|---|---|---|---|\n")
         for r in part.itertuples(index=False):
             ours = fmt(r.ours) + (f" ± {fmt(r.ours_pm, 3)}" if isinstance(r.ours_pm, float) and r.ours_pm > 0 else "")
             ours = (ours + f" {r.unit}" if ours else "—") + (f" (n={r.n})" if r.n else "")
-            paper = (f"{r.paper} {r.unit}" if r.paper_value == r.paper_value and r.paper_value is not None
-                     else str(r.paper)) if r.paper else "—"
-            reason = str(r.reason).replace("|", "/").replace("\n", " ")
-            out.write(f"| {r.city} | {r.setting} | {r.method} | {r.metric} | {ours} | {paper} | {fmt(r.ratio, 3)} | "
-                      f"{r.verdict} | {reason} |\n")
+            paper = str(r.paper) if isinstance(r.paper, str) and r.paper else "—"
+            if paper != "—" and r.paper_value == r.paper_value and r.unit and not paper.endswith(str(r.unit)):
+                paper += f" {r.unit}"
+            cells = (r.city, r.setting, r.method, r.metric, ours, paper, fmt(r.ratio, 3), r.verdict, r.reason)
+            out.write("| " + " | ".join(_cell(c) for c in cells) + " |\n")
         out.write("\n")
     out.write("Chart: `chart.html` (ours as lines, the paper's as open markers). Measured rows: `points.csv`.\n")
     return out.getvalue()
@@ -142,7 +152,7 @@ def load_report(folder: Path) -> dict[str, Any] | None:
     """A written report: ``meta`` (dict), ``comparison`` (DataFrame), ``markdown`` (str); None when absent."""
     try:
         meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
-        comparison = pd.read_csv(folder / "comparison.csv")
+        comparison = pd.read_csv(folder / "comparison.csv", dtype={c: str for c in TEXT_COLUMNS})
         md = (folder / "report.md").read_text(encoding="utf-8")
     except (OSError, ValueError):
         return None
