@@ -34,7 +34,7 @@ def status_text(rows: Sequence[Mapping[str, Any]]) -> str:
     """'optimal' or e.g. 'time limit (2 of 3 runs), error (1)': what the runs ended with."""
     counts: dict[str, int] = {}
     for r in rows:
-        s = "error: " + str(r["error"])[:120] if r.get("error") else str(r.get("status", ""))
+        s = "error" if r.get("error") else str(r.get("status", ""))
         counts[s] = counts.get(s, 0) + 1
     if len(counts) == 1:
         (s, n), = counts.items()
@@ -47,17 +47,27 @@ def failed(rows: Sequence[Mapping[str, Any]]) -> str:
     bad = [r for r in rows if "loss_m" not in r]
     if not bad:
         return ""
-    msg = str(bad[0].get("message") or bad[0].get("error") or "")
-    return f"ours: {status_text(rows)}" + (f" — {msg[:200]}" if msg else "")
+    msg = str(bad[0].get("error") or bad[0].get("message") or "")
+    return f"ours: {status_text(rows)}" + (f" — {first_sentence(msg)}" if msg else "")
+
+
+def first_sentence(text: str, limit: int = 240) -> str:
+    """The first sentence (or clause before '; ') of a message, at most ``limit`` characters."""
+    text = " ".join(str(text).split())
+    for sep in (". ", "; "):
+        cut = text.find(sep, 30)
+        if 0 < cut < limit:
+            return text[:cut]
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def degenerate(rows: Sequence[Mapping[str, Any]]) -> str:
     """The degenerate verdict of the first degenerate run ('' when none is)."""
     for r in rows:
         if r.get("degenerate"):
-            return f"Degenerate release: {str(r['degenerate'])[:220]}"
+            return f"Degenerate release: {first_sentence(r['degenerate'])}"
         if r.get("d.degenerate") is True:
-            return f"Degenerate release: {str(r.get('message', ''))[:220]}"
+            return f"Degenerate release: {first_sentence(r.get('message', ''))}"
     return ""
 
 

@@ -20,6 +20,7 @@ from ..paths import atomic_write
 from .base import COLUMNS, ChartSpec, Comparison, Experiment, paper_info, rows_of
 from .common import fmt
 
+SHIPPED_DIR = Path(__file__).resolve().parents[2] / "docs" / "reproduce"  # the committed full runs
 PLOTLY_JS = "plotly.min.js"
 TEXT_COLUMNS = ("table", "city", "setting", "method", "metric", "unit", "paper", "verdict", "reason", "paper_ref",
                 "hardware", "series", "paper_id")
