@@ -213,6 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on an existing Dask cluster")
     p.add_argument("--out", default=None, help="folder of the reports (default ./mdpviz-reproduce)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the solve cache")
+    p.add_argument("--fresh", action="store_true", help="recompute every point (default: resume from the points file)")
     p.set_defaults(func=cmd_reproduce, size="full")
 
     p = sub.add_parser("bench", help="benchmarks that print timings (lp, panda, ...)")
@@ -264,7 +265,8 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
             f" --workers {a.workers}" if a.workers else "") + (f" --scheduler {a.scheduler}" if a.scheduler else "")
         print(f"{name}: {a.size} form, {a.mode} mode", flush=True)
         path, cmp = reproduce(name, size=a.size, mode=a.mode, out_dir=a.out or DEFAULT_OUT, workers=a.workers,
-                              scheduler=a.scheduler, use_cache=not a.no_cache, command=command, progress=progress)
+                              scheduler=a.scheduler, use_cache=not a.no_cache, fresh=a.fresh, command=command,
+                              progress=progress)
         counts: dict[str, int] = {}
         for row in cmp.rows:
             counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1

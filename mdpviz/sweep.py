@@ -139,13 +139,14 @@ def _json_default(value: Any) -> Any:
 
 @functools.lru_cache(maxsize=1)
 def code_stamp() -> str:
-    """A hash of the library's source (without the dashboard and benchmarks): records made by other code are not
-    reused on resume, so a rerun after a change in a mechanism recomputes its points."""
+    """A hash of the library's source: records made by other code are not reused on resume, so a rerun after a
+    change in a mechanism recomputes its points. The dashboard, the benchmarks and the reproduce package (reports
+    and reasons) are left out; after changing a measuring task there, rerun with ``fresh=True``."""
     root = Path(__file__).resolve().parent
     h = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root).as_posix()
-        if not rel.startswith(("ui/", "benchmarks/")):
+        if not rel.startswith(("ui/", "benchmarks/", "reproduce/")):
             h.update(rel.encode())
             h.update(path.read_bytes())
     return h.hexdigest()[:16]
@@ -281,7 +282,7 @@ class SweepRun:
 
 def run_sweep(points: Sequence[Point], results: Path | str | None = None, *, workers: int = 0,
               scheduler: str | None = None, use_cache: bool = True, retry_errors: bool = True,
-              same_code: bool = True, stop: Callable[[], bool] | None = None,
+              same_code: bool = True, fresh: bool = False, stop: Callable[[], bool] | None = None,
               on_record: OnRecord | None = None) -> SweepRun:
     """Run every point not already in ``results``; append each finished record to it at once.
 
@@ -293,6 +294,7 @@ def run_sweep(points: Sequence[Point], results: Path | str | None = None, *, wor
         use_cache: workers read and write the on-disk solve cache.
         retry_errors: rerun points whose earlier record is an error (a crash, a bug since fixed).
         same_code: reuse only records made by this version of the library's source (``code_stamp``).
+        fresh: reuse nothing from ``results`` (new records are still appended).
         stop: called between points; True stops the sweep (finished points are kept, pending ones cancelled).
         on_record: ``on_record(record, done, total)`` after each newly computed point (``done`` counts the
             points reused from ``results`` too).
@@ -301,7 +303,7 @@ def run_sweep(points: Sequence[Point], results: Path | str | None = None, *, wor
         raise MdpvizError(f"`workers` = {workers} is invalid: use 0 (in-process) or a positive number of processes.")
     unique = list({p.key: p for p in points}.values())
     store = ResultsFile(results) if results is not None else None
-    known = store.records() if store is not None else {}
+    known = store.records() if store is not None and not fresh else {}
     if retry_errors:
         known = {k: r for k, r in known.items() if not r.get("error")}
     if same_code:

@@ -76,8 +76,8 @@ def measure(point: Point, *, use_cache: bool = True) -> dict[str, Any]:
 
 
 def _settings(size: str) -> dict[str, Any]:
-    return {"n": sizes(size, 30, 200, 500), "seeds": sizes(size, [0], [0], [0, 1, 2, 3, 4]),
-            "time_limit": sizes(size, 3.0, 20.0, 600.0), "outputs": sizes(size, 10, 100, 100),
+    return {"n": sizes(size, 30, 100, 500), "seeds": sizes(size, [0], [0], [0, 1, 2, 3, 4]),
+            "time_limit": sizes(size, 3.0, 15.0, 600.0), "outputs": sizes(size, 10, 100, 100),
             "subsets": sizes(size, 4, SUBSETS, SUBSETS)}
 
 

@@ -62,8 +62,8 @@ def measure(point: Point, *, use_cache: bool = True) -> list[dict[str, Any]]:
 
 def _settings(size: str) -> dict[str, Any]:
     return {"k": sizes(size, 8, 16, 20), "eps": sizes(size, [1.0], [0.5, 1.5, 2.5], list(EPS_ALL)),
-            "seeds": sizes(size, [0], [0], [0, 1, 2]), "vehicles": sizes(size, 200, 1000, 1000),
-            "max_secrets": sizes(size, 40, 150, 150), "time_limit": sizes(size, 20.0, 60.0, 600.0)}
+            "seeds": sizes(size, [0], [0], [0, 1, 2]), "vehicles": sizes(size, 200, 600, 1000),
+            "max_secrets": sizes(size, 40, 120, 150), "time_limit": sizes(size, 20.0, 60.0, 600.0)}
 
 
 def points(size: str, mode: str) -> list[Point]:

@@ -43,12 +43,14 @@ def points_file(out_dir: Path, experiment: str, size: str) -> Path:
 
 
 def reproduce(name: str, *, size: str = "quick", mode: str = "paper", out_dir: Path | str = DEFAULT_OUT,
-              workers: int = 0, scheduler: str | None = None, use_cache: bool = True, command: str = "",
+              workers: int = 0, scheduler: str | None = None, use_cache: bool = True, fresh: bool = False,
+              command: str = "",
               progress: Callable[[dict[str, Any], int, int], None] | None = None,
               stop: Callable[[], bool] | None = None) -> tuple[Path, Comparison]:
     """Rerun experiment ``name`` and write its report folder under ``out_dir``; return (report.md path, rows).
 
-    Finished points are kept in ``out_dir/_points/`` so an interrupted run resumes where it stopped.
+    Finished points are kept in ``out_dir/_points/`` so an interrupted run resumes where it stopped (records of
+    other library code are recomputed; ``fresh`` recomputes every point).
     """
     exp = get_experiment(name)
     exp.check(size, mode)
@@ -57,7 +59,7 @@ def reproduce(name: str, *, size: str = "quick", mode: str = "paper", out_dir: P
     load_start, t0 = _load(), time.perf_counter()
     date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     run = run_sweep(points, points_file(out_dir, name, size), workers=workers, scheduler=scheduler,
-                    use_cache=use_cache, stop=stop, on_record=progress)
+                    use_cache=use_cache, fresh=fresh, stop=stop, on_record=progress)
     cmp = exp.compare(run.records, size, mode)
     meta = {"experiment": name, "paper": exp.paper, "title": exp.title, "size": size, "mode": mode,
             "command": command or f"python -m mdpviz reproduce {name} --size {size} --mode {mode}",
