@@ -139,14 +139,15 @@ def _json_default(value: Any) -> Any:
 
 @functools.lru_cache(maxsize=1)
 def code_stamp() -> str:
-    """A hash of the library's source: records made by other code are not reused on resume, so a rerun after a
-    change in a mechanism recomputes its points. The dashboard, the benchmarks and the reproduce package (reports
-    and reasons) are left out; after changing a measuring task there, rerun with ``fresh=True``."""
+    """A hash of the library's numerical source: records made by other code are not reused on resume, so a rerun
+    after a change in a mechanism recomputes its points. Left out: this runner, the CLI, the dashboard, the
+    benchmarks and the reproduce package (reports and reasons); after changing how a point is measured (a task
+    here or in reproduce/), rerun with ``fresh=True``."""
     root = Path(__file__).resolve().parent
     h = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root).as_posix()
-        if not rel.startswith(("ui/", "benchmarks/", "reproduce/")):
+        if not rel.startswith(("ui/", "benchmarks/", "reproduce/")) and rel not in ("sweep.py", "cli.py"):
             h.update(rel.encode())
             h.update(path.read_bytes())
     return h.hexdigest()[:16]
@@ -231,6 +232,14 @@ def solve_point(point: Point, *, use_cache: bool = True) -> dict[str, Any]:
     return {**result_row(problem, result, check=check), "build_s": build_s, "cached": cached}
 
 
+def _load1() -> float | None:
+    """The machine's 1-minute load average where the point finished (None where the OS has none)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
 def resolve_task(task: str | Callable[..., Any]) -> Callable[..., Any]:
     """The function a ``module:function`` name points to."""
     if callable(task):
@@ -256,7 +265,7 @@ def run_point(point_data: Mapping[str, Any], use_cache: bool = True) -> dict[str
         where = f" at {last[0].filename.rsplit('/', 1)[-1]}:{last[0].lineno}" if last else ""
         record["error"] = f"{type(e).__name__}: {e}{where}"
     record.update(wall_s=time.perf_counter() - t0, worker=f"{socket.gethostname()}:{os.getpid()}",
-                  finished=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+                  finished=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), load=_load1())
     return record
 
 
@@ -369,7 +378,9 @@ def _run_dask(todo: list[Point], finish: Callable[[dict[str, Any]], None], sched
                 rec = fut.result()
             except Exception as e:  # noqa: BLE001 - a worker died (memory, kill): record it, go on
                 p = by_key[fut.key]
-                rec = {"key": p.key, "point": p.as_dict(), "rows": [], "error": f"{type(e).__name__}: {e}",
+                hint = (" (the scheduler and every worker must import this mdpviz: start them from the same "
+                        "environment with the checkout on PYTHONPATH)" if "deserializ" in str(e) else "")
+                rec = {"key": p.key, "point": p.as_dict(), "rows": [], "error": f"{type(e).__name__}: {e}{hint}",
                        "wall_s": math.nan, "worker": "", "finished": dt.datetime.now(dt.UTC).isoformat()}
             finish(rec)
             if stop is not None and stop():

@@ -91,14 +91,19 @@ def markdown(exp: Experiment, cmp: Comparison, meta: Mapping[str, Any]) -> str:
     info = paper_info(exp.paper)
     out = io.StringIO()
     out.write(f"# {exp.title}\n\n{info['title']}. {exp.summary}\n\n")
-    out.write(f"- command: `{meta['command']}`\n- date: {meta['date']}\n- machine: {meta['machine']}\n"
-              f"- load (1, 5, 15 min) at start {meta['load_start']}, at end {meta['load_end']}\n"
-              f"- run: size {meta['size']}, mode {meta['mode']}, backend {meta['backend']}, {meta['points']} points "
-              f"({meta['computed']} computed now, {meta['reused']} reused from the points file, {meta['errors']} "
-              f"errors{', stopped early' if meta.get('stopped') else ''}), wall time {meta['wall_s']:.0f} s\n"
-              f"- code: mdpviz {meta['version']}" + (f", commit {meta['commit']}" if meta.get("commit") else "") + "\n"
-              f"- the paper's numbers: `mdpviz/reproduce/paper_values.json` (from {info['spec']} §7); the paper ran "
-              f"{info['hardware']}\n\n")
+    head = [f"command: `{meta['command']}`", f"date: {meta['date']}", f"machine: {meta['machine']}",
+            f"load (1, 5, 15 min) at start {meta['load_start']}, at end {meta['load_end']}"]
+    if meta.get("points_finished") and meta.get("points_load"):
+        head.append(f"points computed {meta['points_finished'][0]} to {meta['points_finished'][1]} (1-min load "
+                    f"{meta['points_load'][0]}–{meta['points_load'][1]} as they finished; "
+                    f"{meta['points_wall_s']:.0f} s of point time in all)")
+    head += [f"run: size {meta['size']}, mode {meta['mode']}, backend {meta['backend']}, {meta['points']} points "
+             f"({meta['computed']} computed now, {meta['reused']} reused from the points file, {meta['errors']} "
+             f"errors{', stopped early' if meta.get('stopped') else ''}), wall time {meta['wall_s']:.0f} s",
+             f"code: mdpviz {meta['version']}" + (f", commit {meta['commit']}" if meta.get("commit") else ""),
+             f"the paper's numbers: `mdpviz/reproduce/paper_values.json` (from {info['spec']} §7); the paper ran "
+             f"{info['hardware']}"]
+    out.write("".join(f"- {h}\n" for h in head) + "\n")
     if cmp.notes:
         out.write("## Settings and scope\n\n" + "".join(f"- {n}\n" for n in cmp.notes) + "\n")
     frame = pd.DataFrame(cmp.rows, columns=[*COLUMNS, "paper_id"])
@@ -158,3 +163,24 @@ def load_report(folder: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return {"meta": meta, "comparison": comparison, "markdown": md, "folder": folder}
+
+
+def write_index(out_dir: Path) -> Path:
+    """``out_dir/README.md``: every report folder there, with its date, form, machine load and verdicts."""
+    lines = ["# Reproduced tables of the seed papers", "",
+             "Written by `python -m mdpviz reproduce` after each run (one folder per experiment, form and mode; "
+             "`NAME` alone is the full form in the paper's mode). Each report puts our numbers beside the paper's "
+             "(`mdpviz/reproduce/paper_values.json`), with the ratio and a reason where they differ.", "",
+             "| report | what | form, mode | date | load at start | points | verdicts |", "|---|---|---|---|---|---|---|"]
+    for folder in sorted(p for p in out_dir.iterdir() if p.is_dir() and not p.name.startswith("_")):
+        report = load_report(folder)
+        if report is None:
+            continue
+        meta, frame = report["meta"], report["comparison"]
+        verdicts = ", ".join(f"{k} {v}" for k, v in frame["verdict"].value_counts().items())
+        lines.append(f"| [{folder.name}]({folder.name}/report.md) | {_cell(meta['title'])} | {meta['size']}, "
+                     f"{meta['mode']} | {meta['date']} | {meta['load_start']} | {meta['points']} "
+                     f"({meta['errors']} errors) | {verdicts} |")
+    path = out_dir / "README.md"
+    atomic_write(path, lambda p: p.write_text("\n".join(lines) + "\n", encoding="utf-8"))
+    return path

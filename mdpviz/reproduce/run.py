@@ -15,7 +15,7 @@ from ..benchmarks.report import machine
 from ..sweep import run_sweep
 from .base import Comparison
 from .registry import get_experiment
-from .report import folder_name, write_report
+from .report import folder_name, write_index, write_report
 
 DEFAULT_OUT = Path("mdpviz-reproduce")
 
@@ -61,11 +61,17 @@ def reproduce(name: str, *, size: str = "quick", mode: str = "paper", out_dir: P
     run = run_sweep(points, points_file(out_dir, name, size), workers=workers, scheduler=scheduler,
                     use_cache=use_cache, fresh=fresh, stop=stop, on_record=progress)
     cmp = exp.compare(run.records, size, mode)
+    finished = sorted(r["finished"] for r in run.records if r.get("finished"))
+    loads = [r["load"] for r in run.records if isinstance(r.get("load"), (int, float))]
     meta = {"experiment": name, "paper": exp.paper, "title": exp.title, "size": size, "mode": mode,
             "command": command or f"python -m mdpviz reproduce {name} --size {size} --mode {mode}",
             "date": date, "machine": machine(), "load_start": load_start, "load_end": _load(),
             "backend": run.backend, "points": len({p.key for p in points}), "computed": run.computed,
             "reused": run.reused, "errors": sum(1 for r in run.records if r.get("error")), "stopped": run.stopped,
-            "wall_s": time.perf_counter() - t0, "version": __version__, "commit": _commit()}
+            "wall_s": time.perf_counter() - t0, "version": __version__, "commit": _commit(),
+            "points_finished": [finished[0], finished[-1]] if finished else [],
+            "points_load": [min(loads), max(loads)] if loads else [],
+            "points_wall_s": sum(float(r.get("wall_s") or 0.0) for r in run.records)}
     path = write_report(exp, cmp, run.records, meta, out_dir / folder_name(name, size, mode))
+    write_index(out_dir)
     return path, cmp
