@@ -363,8 +363,9 @@ def _run_dask(todo: list[Point], finish: Callable[[dict[str, Any]], None], sched
         # the workers share this machine's disk, hence its solve cache; one thread each (numpy and HiGHS too)
         env = {"MDPVIZ_CACHE_DIR": str(cache_dir()), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                "MKL_NUM_THREADS": "1"}
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                               env=env, silence_logs=40)
+        # on localhost only, with the HTTP server on a free port (dashboard_address=None still binds 8787)
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                               dashboard_address=":0", env=env, silence_logs=40)
         client = Client(cluster)
         backend = f"dask LocalCluster ({workers} workers)"
     stopped = False
