@@ -163,21 +163,39 @@ AUTHORS_SETTINGS: dict[str, dict[str, Any]] = {
 _AUTHOR_WORDS = ("author", "artifact", "code")
 
 
-def authors_params(mechanism: str, family_key: str | None = None) -> tuple[dict[str, Any], list[str]]:
-    """The settings of the authors'-code variant of a mechanism, and notes on where they come from.
+def find_preset(mechanism: str, word: str) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
+    """A preset of the mechanism whose name contains ``word`` ('author', 'paper'): (name, params, problem settings).
 
-    A preset on the mechanism (``Mechanism.presets`` with a key naming the authors' code) wins; otherwise the
-    specs' list ``AUTHORS_SETTINGS`` and every string option whose choices name the authors' code or artifact.
+    Reads ``Mechanism.presets`` (a tuple of ``Preset`` or a dict of name -> params); None when there is none.
     """
     from ..mechanisms import get_mechanism
 
-    mech = get_mechanism(mechanism)
-    presets = getattr(mech, "presets", None) or {}
-    for name, values in dict(presets).items():
-        if any(w in str(name).lower() for w in _AUTHOR_WORDS):
-            return dict(values), [f"`{mechanism}` preset '{name}'"]
+    presets = getattr(get_mechanism(mechanism), "presets", None) or ()
+    items = presets.items() if isinstance(presets, Mapping) else ((p.name, p) for p in presets)
+    for name, preset in items:
+        if word in str(name).lower():
+            if isinstance(preset, Mapping):
+                return str(name), dict(preset), {}
+            params = preset.param_dict() if hasattr(preset, "param_dict") else dict(getattr(preset, "params", ()))
+            problem = preset.problem_dict() if hasattr(preset, "problem_dict") else dict(getattr(preset, "problem", ()))
+            return str(name), params, problem
+    return None
+
+
+def authors_params(mechanism: str, family_key: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The settings of the authors'-code variant of a mechanism, and notes on where they come from.
+
+    A preset of the mechanism named for the authors' code wins; otherwise the specs' list ``AUTHORS_SETTINGS``
+    and every string option whose choices name the authors' code or artifact.
+    """
+    from ..mechanisms import get_mechanism
+
+    if (found := find_preset(mechanism, "author")) is not None:
+        name, params, _ = found
+        kept, dropped = fit_params(mechanism, params)
+        return kept, [f"`{mechanism}` preset '{name}': " + ", ".join(f"{k}={v}" for k, v in kept.items()), *dropped]
     wanted = dict(AUTHORS_SETTINGS.get(family_key or mechanism, {}))
-    for p in mech.params:
+    for p in get_mechanism(mechanism).params:
         if p.kind is str and p.name not in wanted:
             hits = [c for c in p.choices if any(w in c.lower() for w in _AUTHOR_WORDS)]
             if len(hits) == 1:
