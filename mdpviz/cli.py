@@ -200,7 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("reproduce", help="rerun the seed papers' tables and write reports beside the papers' numbers")
-    p.add_argument("names", nargs="*", metavar="NAME", help="experiments to run (`--list` names them; `all` = every one)")
+    p.add_argument("names", nargs="*", metavar="NAME",
+                   help="experiments to run (`--list` names them; `all` = every one)")
     p.add_argument("--list", action="store_true", help="list the experiments and exit")
     size = p.add_mutually_exclusive_group()
     size.add_argument("--quick", dest="size", action="store_const", const="quick",

@@ -221,7 +221,8 @@ def rows_of(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     for rec in records:
         pt = rec["point"]
         base = {"mechanism": pt["mechanism"], "seed": pt["seed"], **{f"tag.{k}": v for k, v in pt["tags"].items()},
-                **{f"problem.{k}": v for k, v in pt["problem"].items()}, **{f"param.{k}": v for k, v in pt["params"].items()},
+                **{f"problem.{k}": v for k, v in pt["problem"].items()},
+                **{f"param.{k}": v for k, v in pt["params"].items()},
                 "error": rec.get("error", ""), "wall_s": rec.get("wall_s")}
         if rec.get("error"):
             out.append({**base, "status": "error"})

@@ -102,7 +102,8 @@ def points(size: str, mode: str) -> list[Point]:
 def _notes(size: str) -> list[str]:
     s = _settings(size)
     notes = [f"Rome, region {central_box('rome')} (central 1/20 of each side of the box), N = {s['n']} "
-             f"(the paper: 500), {len(s['seeds'])} instance(s) (the paper: 10), |Y| = {s['outputs']}, ε = {EPS:g} km⁻¹, "
+             f"(the paper: 500), {len(s['seeds'])} instance(s) (the paper: 10), |Y| = {s['outputs']}, "
+             f"ε = {EPS:g} km⁻¹, "
              f"η = {ETA_KM:g} km, M = {s['subsets']} subsets, {s['time_limit']:g} s per solve (the paper: 1,800 s, "
              "and MaxIter = 10,000 for linprog).",
              "Tables 1–2 are computed on the partition of the paper's neighbour graph (pairs within η), with the "

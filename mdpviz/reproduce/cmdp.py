@@ -119,10 +119,11 @@ def compare(records: list[dict[str, Any]], size: str, mode: str) -> Comparison:
                 reason = ("our corpus is synthetic (planted memory orders 1–3), so how much context helps depends "
                           "on the generator, not on taxi data")
                 if b.startswith("LP (context-averaged"):
-                    reason = "against the best context-invariant LP (a stronger baseline than the paper's LP); " + reason
+                    reason = ("against the best context-invariant LP (a stronger baseline than the paper's LP); "
+                              + reason)
                 if b == "LP+TrueMB" and ch[0] < 0:
-                    reason = ("the learned blankets give a lower loss than the oracle's here; the oracle is a different "
-                              "secret domain, not a lower bound")
+                    reason = ("the learned blankets give a lower loss than the oracle's here; the oracle is a "
+                              "different secret domain, not a lower bound")
             out.append(comparison_row(table="Fig. 10: relative claims", city="rome", setting=setting, x=eps,
                                       method=f"{a} vs {b}", metric=f"loss_change_vs:{paper_b}", unit="%",
                                       ours=ch[0], ours_pm=ch[1], n=ch[2], paper=paper,

@@ -92,7 +92,8 @@ def measure(point: Point, *, use_cache: bool = True) -> list[dict[str, Any]]:
 
 def _settings(size: str) -> dict[str, Any]:
     return {"cities": sizes(size, ["rome"], ["rome"], ["rome", "london"]),
-            "ns": sizes(size, [300], [2000], [2000, 4000, 6000]), "eps": sizes(size, [4.0], list(EPS_ALL), list(EPS_ALL)),
+            "ns": sizes(size, [300], [2000], [2000, 4000, 6000]),
+            "eps": sizes(size, [4.0], list(EPS_ALL), list(EPS_ALL)),
             "reps": sizes(size, 1, 1, None), "users": sizes(size, 4, 10, 10), "outputs": sizes(size, 40, 200, 200),
             "time_limit": sizes(size, 20.0, 60.0, 600.0)}
 
@@ -119,14 +120,16 @@ def points(size: str, mode: str) -> list[Point]:
                     problem = {"city": city, "k": n, "n_outputs": s["outputs"], "cost": "distance",
                                "metric": "haversine", "region": region(city, n, rep)}
                     out.append(Point(problem, "dista-lp", params, rep, task="mdpviz.reproduce.dista:measure",
-                                     time_limit=s["time_limit"], tags={"label": "DISTA-LP and baselines", "mode": mode}))
+                                     time_limit=s["time_limit"],
+                                     tags={"label": "DISTA-LP and baselines", "mode": mode}))
     return out
 
 
 def _notes(size: str, mode: str) -> list[str]:
     s = _settings(size)
     notes = [f"Cities {', '.join(s['cities'])}, N ∈ {s['ns']} nodes in the artifact's boxes "
-             f"({'one box' if s['reps'] else 'every box'} per setting; the paper: 10 repetitions), ε ∈ {s['eps']} km⁻¹, "
+             f"({'one box' if s['reps'] else 'every box'} per setting; the paper: 10 repetitions), "
+             f"ε ∈ {s['eps']} km⁻¹, "
              f"M = {s['users']} users, |Y| = {s['outputs']}, cost = haversine distance in metres (the paper: road "
              "shortest-path metres), NYC not bundled.",
              f"Mode {mode}: " + ("the mechanism's defaults with the paper's sizes" if mode == "paper"
@@ -147,7 +150,8 @@ def _flat_in_eps(rows: Sequence[Mapping[str, Any]], key: str, rtol: float = 1e-9
     return None
 
 
-def _reason(label: str, runs: Sequence[Mapping[str, Any]], metric: str, same_setting: Sequence[Mapping[str, Any]]) -> str:
+def _reason(label: str, runs: Sequence[Mapping[str, Any]], metric: str,
+            same_setting: Sequence[Mapping[str, Any]]) -> str:
     """Measured facts that bear on a difference; ``same_setting``: this method's rows at every ε of the setting."""
     if why := cm.failed(runs):
         return why
@@ -177,7 +181,8 @@ def compare(records: list[dict[str, Any]], size: str, mode: str) -> Comparison:
     out: list[dict[str, Any]] = []
     for (city, n, eps), at in cm.group(rows, "problem.city", "problem.k", "param.eps").items():
         peers = cm.group([r for r in rows if r["problem.city"] == city and r["problem.k"] == n], "label")
-        setting, pn = f"N = {n:,}, ε = {eps:g}" + ("" if paper_n(n) == n else f" (paper: N = {paper_n(n):,})"), paper_n(n)
+        pn = paper_n(n)
+        setting = f"N = {n:,}, ε = {eps:g}" + ("" if pn == n else f" (paper: N = {pn:,})")
         for (label,), runs in cm.group(at, "label").items():
             loss = mean_pm(cm.values(runs, "loss_users"))
             out.append(comparison_row(table="Table IV: utility loss (10⁴ m, sum over the users)", city=city,

@@ -66,7 +66,8 @@ def points(size: str, mode: str) -> list[Point]:
                     continue
                 params, _ = _params(name, mode, s["users"])
                 tags = {"label": label, **({"mode": mode} if name.startswith("panda") else {})}
-                out += [Point(problem, name, params, seed, time_limit=s["time_limit"], tags=tags) for seed in s["seeds"]]
+                out += [Point(problem, name, params, seed, time_limit=s["time_limit"], tags=tags)
+                        for seed in s["seeds"]]
     return out
 
 
@@ -192,7 +193,8 @@ def _comparisons(records: list[dict[str, Any]], size: str, mode: str, table: str
                     reason = ("the artifact hard-codes PAnDA's violation vectors to zeros (spec §6.3); ours counts "
                               f"ordered user pairs whose report distributions break (ε − ε̄)·d ({what}). "
                               + _panda_reason(runs, "violations"))
-                    out.append(comparison_row(table="Fig. 12", city=city, setting=setting, x=k, method=f"{label} {what}",
+                    out.append(comparison_row(table="Fig. 12", city=city, setting=setting, x=k,
+                                              method=f"{label} {what}",
                                               metric="violation_rate", unit="ratio", ours=mean, ours_pm=pm, n=n,
                                               paper=paper, reason=reason if n else cm.failed(runs)))
             elif label in ("LP+CA", "EM", "EM+BR"):

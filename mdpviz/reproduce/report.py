@@ -171,7 +171,8 @@ def write_index(out_dir: Path) -> Path:
              "Written by `python -m mdpviz reproduce` after each run (one folder per experiment, form and mode; "
              "`NAME` alone is the full form in the paper's mode). Each report puts our numbers beside the paper's "
              "(`mdpviz/reproduce/paper_values.json`), with the ratio and a reason where they differ.", "",
-             "| report | what | form, mode | date | load at start | points | verdicts |", "|---|---|---|---|---|---|---|"]
+             "| report | what | form, mode | date | load at start | points | verdicts |",
+             "|---|---|---|---|---|---|---|"]
     for folder in sorted(p for p in out_dir.iterdir() if p.is_dir() and not p.name.startswith("_")):
         report = load_report(folder)
         if report is None:
