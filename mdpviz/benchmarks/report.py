@@ -32,9 +32,17 @@ def timed_solve(pb: Problem, mechanism: str, params: dict[str, Any],
         t0 = time.perf_counter()
         v = metrics.violations(pb, r.Z, r.eps, metric=r.check_metric)
         row.update(loss_m=metrics.utility_loss_m(pb, r.Z), violated_pairs=v.violated_pairs,
-                   checked_pairs=v.checked_pairs, check_s=time.perf_counter() - t0,
+                   checked_pairs=v.checked_pairs, worst_factor=v.worst_factor, check_s=time.perf_counter() - t0,
                    claim_metric=r.check_metric or pb.metric)
     return r, row
+
+
+def load() -> str:
+    """The 1, 5 and 15 minute load averages (as ``uptime`` prints them): the machine is shared."""
+    try:
+        return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "load average unknown"
 
 
 def machine() -> str:
@@ -71,11 +79,17 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join([head, rule, *body])
 
 
-def write(rows: list[dict[str, Any]], name: str, title: str, notes: str = "", folder: Path | None = None) -> Path:
-    """Write ``<folder>/<name>.csv`` and ``.md`` (default folder docs/benchmarks); return the Markdown path."""
+def write(rows: list[dict[str, Any]], name: str, title: str, notes: str = "", folder: Path | None = None,
+          table_rows: list[dict[str, Any]] | None = None) -> Path:
+    """Write ``<folder>/<name>.csv`` and ``.md`` (default folder docs/benchmarks); return the Markdown path.
+
+    ``table_rows`` (optional) is what the Markdown table shows, e.g. with long texts shortened; the CSV has ``rows``.
+    The header records date, machine and the load average when the run ended.
+    """
     folder = folder or DOCS
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    md = f"# {title}\n\n{stamp} on {machine()}.\n\n{table(rows)}\n" + (f"\n{notes}\n" if notes else "")
+    md = (f"# {title}\n\n{stamp} on {machine()}; {load()} at the end of the run.\n\n"
+          f"{table(table_rows if table_rows is not None else rows)}\n" + (f"\n{notes}\n" if notes else ""))
     csv = io.StringIO()
     pd.DataFrame(rows).to_csv(csv, index=False)
     atomic_write(folder / f"{name}.csv", lambda p: p.write_text(csv.getvalue()))
