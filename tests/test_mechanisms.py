@@ -146,7 +146,7 @@ def test_violation_check_against_a_direct_loop(small: Problem) -> None:
     Z = rng.dirichlet(np.ones(small.m), size=small.k)
     Z[3, 2] = 0.0
     eps = 2.0
-    bad = 0
+    bad = triples = 0
     bad_set = set()
     worst = 0.0
     for i in range(small.k):
@@ -155,12 +155,14 @@ def test_violation_check_against_a_direct_loop(small: Problem) -> None:
                 continue
             limit = (1 + metrics.TOLERANCE) * np.exp(eps * small.d[i, j]) * Z[j]
             bad += bool((Z[i] > limit).any())
+            triples += int((Z[i] > limit).sum())
             if (Z[i] > limit).any():
                 bad_set.add((i, j))
             with np.errstate(divide="ignore"):
                 worst = max(worst, float(np.max(np.log(Z[i] / Z[j]))) / (eps * small.d[i, j]))
     v = metrics.violations(small, Z, eps)
     assert (v.violated_pairs, v.checked_pairs) == (bad, small.k * (small.k - 1))
+    assert v.violated_triples == triples > 0
     assert v.worst_factor == pytest.approx(worst) and np.isinf(v.worst_factor)  # Z[j, 2] = 0 < Z[i, 2]
     listed = metrics.violations(small, Z, eps, pairs_limit=10**6).worst_pairs
     assert set(zip(listed[0].tolist(), listed[1].tolist(), strict=True)) == bad_set

@@ -65,8 +65,15 @@ def machine() -> str:
 
 
 def _fmt(value: Any) -> str:
+    """A cell: counts with thousands separators, other numbers to 4 significant digits, missing as –."""
     if isinstance(value, float):
+        if value != value:  # NaN: the column has no value for this row
+            return "–"
+        if value.is_integer() and abs(value) < 1e15:
+            return f"{int(value):,}"
         return f"{value:.4g}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
     return "" if value is None else str(value)
 
 
