@@ -1,6 +1,6 @@
 """``python -m mdpviz bench mechanisms``: status, time, loss and measured privacy of every registered mechanism.
 
-For each K and cost model, one problem on the city (whole city, |Y| = min(outputs, K), seed 0); each mechanism is
+For each K, cost model and ε, one problem on the city (whole city, |Y| = min(outputs, K), seed 0); each mechanism is
 solved with its default parameters at the given ε (cache off, ``--time-limit`` seconds per solve), then its Z is
 checked: utility loss (m), violated/checked ordered pairs of X in the metric of its claim (``metrics.violations``),
 the worst privacy-loss factor and the time of that all-pairs check. Each solve runs in a child process that is
@@ -84,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--outputs", type=int, default=100, help="|Y| (default 100)")
     ap.add_argument("--costs", nargs="+", default=["travel"], choices=("travel", "distance"),
                     help="cost models (default travel)")
-    ap.add_argument("--eps", type=float, default=5.0, help="ε in km⁻¹ (default 5)")
+    ap.add_argument("--eps", type=float, nargs="+", default=[5.0], help="ε values in km⁻¹ (default 5)")
     ap.add_argument("--only", nargs="+", default=None, help="mechanism names (default: all registered)")
     ap.add_argument("--time-limit", type=float, default=300.0, help="seconds per solve (default 300)")
     ap.add_argument("--out", default=None,
@@ -101,16 +101,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             pb = build_problem(a.city, k, n_outputs=min(a.outputs, k), cost=cost)
             print(f"problem {pb.city}: K = {pb.k}, |Y| = {pb.m}, cost {cost}, d up to {pb.d.max():.1f} km, built in "
                   f"{time.perf_counter() - t0:.2f} s", flush=True)
-            for name in names:
-                row = {"K": k, "outputs": pb.m, "cost": cost, "mechanism": name,
-                       **measure(pb, name, a.eps, a.time_limit)}
-                rows.append(row)
-                print(_short(row), flush=True)
+            for eps in a.eps:
+                for name in names:
+                    row = {"K": k, "outputs": pb.m, "cost": cost, "eps": eps, "mechanism": name,
+                           **measure(pb, name, eps, a.time_limit)}
+                    rows.append(row)
+                    print(_short(row), flush=True)
     city = pb.city
     out = a.out or ("mechanisms" if a.city is None else f"mechanisms_{city}")
-    notes = (f"`python -m mdpviz bench mechanisms --city {city} --ks {' '.join(map(str, a.ks))} --costs "
-             f"{' '.join(a.costs)} --eps {a.eps:g} --time-limit {a.time_limit:g}` (whole survey "
-             f"{time.perf_counter() - t_start:.0f} s). Whole city, seed 0, default parameters. violated/checked: "
+    command = (f"python -m mdpviz bench mechanisms --city {city} --ks {' '.join(map(str, a.ks))} --outputs "
+               f"{a.outputs} --costs {' '.join(a.costs)} --eps {' '.join(f'{e:g}' for e in a.eps)} --time-limit "
+               f"{a.time_limit:g}" + (f" --only {' '.join(a.only)}" if a.only else "")
+               + (f" --out {a.out}" if a.out else ""))
+    notes = (f"`{command}` (whole survey {time.perf_counter() - t_start:.0f} s). Whole city, seed 0, default "
+             "parameters. violated/checked: "
              "ordered pairs of X breaking ε-mDP for some output in the claim's metric (`metrics.violations`, "
              "relative tolerance 1e-9, no absolute slack); worst_factor: max ln(Z[x,y]/Z[x',y]) / (ε·d), 1 = at the "
              "budget. Mechanisms with a narrower claim (lp-ca: representatives; PAnDA: (ε, δ)-PmDP; aipo-r: none; "
