@@ -151,7 +151,7 @@ LP_EM = register(Mechanism(
          "each; EM (ε/2) keeps every other entry. The result is checked and repaired to be exactly ε-mDP.",
     params=(epsilon_param(),
             Param("candidates", int, 20, "number of outputs the LP optimises (largest share of EM's loss); the "
-                  "authors' artifact optimises every output (set it ≥ |Y|: lower loss, about 20× slower)", low=1,
+                  "authors' artifact optimises every output (set it ≥ |Y|: lower loss, several times slower)", low=1,
                   high=10000, label="candidate outputs"),
             Param("neighbours", int, 38, "r: mDP rows of a candidate output link its r nearest secrets pairwise "
                   "(artifact: 38)", low=2, high=10000, label="neighbours r"),
