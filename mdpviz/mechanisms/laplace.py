@@ -13,13 +13,15 @@ where ρ(θ) is the distance from x to the edge's line in direction θ and w the
 (below float64's range at ε = 15): the G form would subtract numbers near 1 and round it to 0, an infinite mDP
 breach. So the T form is evaluated in log space (ln T = ln(1 + ερ) − ερ, signed log-sum-exp over a cell's edges)
 wherever its terms are smaller than the G form's; the G form (no cancellation in x's own cell, nor near x at small
-ερ) is used elsewhere. The angular integrals are composite Gauss–Legendre; the same integral with half the panels
-gives the stated integration error (relative, as |Δ ln Z|).
+ερ) is used elsewhere. The integrals along each edge are composite Gauss–Legendre after a change of variables
+(``fan_integrals``); the same integral at half the resolution gives the stated integration error (relative, as
+|Δ ln Z|).
 
 The integral is a close approximation of an exactly ε-mDP mechanism, but the mDP check has a relative tolerance
-of 1e-9, which quadrature cannot promise for pairs at the bound. The computed Z is therefore repaired into the
-ε-mDP cone of the planar metric with the exact cone repair (``lp.colgen.repair_into_cone``); how far the integral
-was from the cone before the repair is reported (``breach_before_repair``, a log-ratio; 0: none).
+of 1e-9, which quadrature cannot promise for pairs near the bound. So the computed Z is checked against the
+ε-mDP cone of the planar metric and, where quadrature left a pair outside it, repaired with the exact cone repair
+(``lp.colgen.repair_into_cone``); the breach before the repair is reported (``breach_before_repair``, a
+log-ratio; 0: none, the integral is released as computed) and the message says when a repair happened.
 """
 
 from __future__ import annotations
