@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .. import metrics
@@ -72,8 +73,8 @@ def _fmt(value: Any) -> str:
         if value.is_integer() and abs(value) < 1e15:
             return f"{int(value):,}"
         return f"{value:.4g}"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return f"{int(value):,}"
     return "" if value is None else str(value)
 
 
