@@ -16,8 +16,8 @@ from typing import Any
 
 from ..sweep import Point
 from . import common as cm
-from .base import ChartSpec, Comparison, Experiment, comparison_row, find_preset, fit_params, mean_pm, paper_value, \
-    rows_of, sizes
+from .base import ChartSpec, Comparison, Experiment, comparison_row, find_preset, fit_params, mean_pm, missing_row, \
+    paper_value, rows_of, sizes
 from .registry import register
 
 PAPER = "aipo"
@@ -171,6 +171,14 @@ def compare(records: list[dict[str, Any]], size: str, mode: str) -> Comparison:
                                   metric=f"loss_change_vs:{base}", unit="%", ours=red, n=len(pairs),
                                   paper=paper_value(PAPER, source="Table 3 (text summary)",
                                                     metric=f"loss_change_vs:{paper_name}"), reason=reason))
+    if discrete_laplace() is None:
+        for eps in eps_run:
+            out.append(missing_row(table="Utility loss (artifact example run)", city="rome", setting=f"ε = {eps:g} km⁻¹",
+                                   method="Laplace (discretised, the paper's)", metric="utility_loss", unit="km",
+                                   paper=paper_value(PAPER, source="artifact README example run", eps=eps,
+                                                     method="Laplace", metric="utility_loss"),
+                                   why="no registered mechanism gives the paper's discretised Laplace; the planar "
+                                       "Laplace rows stand in, labelled"))
     return Comparison(out, _notes(size), chart=[r for r in out if r["metric"] == "utility_loss"])
 
 

@@ -274,6 +274,14 @@ def comparison_row(*, table: str, city: str, setting: str, x: float | str, metho
             "hardware": (paper or {}).get("hardware", ""), "series": series, "paper_id": (paper or {}).get("id", "")}
 
 
+def missing_row(*, table: str, city: str, setting: str, method: str, metric: str, unit: str,
+                paper: Mapping[str, Any] | None, why: str, verdict_text: str = "not implemented") -> dict[str, Any]:
+    """A row for a method of the paper that we do not run: the paper's number stays, ours is empty, and says why."""
+    row = comparison_row(table=table, city=city, setting=setting, x=setting, method=method, metric=metric,
+                         unit=unit, ours=None, paper=paper, reason=why)
+    return {**row, "verdict": verdict_text, "reason": why}
+
+
 def sizes(size: str, tiny: Any, quick: Any, full: Any) -> Any:
     """Pick the value for ``size``."""
     return {"tiny": tiny, "quick": quick, "full": full}[size]

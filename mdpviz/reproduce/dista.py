@@ -19,7 +19,7 @@ from ..errors import MdpvizError
 from ..sweep import Point, params_of, problem_of, result_row
 from . import common as cm
 from .base import ChartSpec, Comparison, Experiment, authors_params, comparison_row, fit_params, mean_pm, \
-    paper_value, rows_of, sizes
+    missing_row, paper_value, rows_of, sizes
 from .registry import register
 
 PAPER = "dista"
@@ -218,6 +218,15 @@ def compare(records: list[dict[str, Any]], size: str, mode: str) -> Comparison:
                                   reason=(f"ours counts the noised parameters of all three blocks at the kept rank "
                                           f"(raw blocks: {raw:.0f} B); the artifact's 1,640 B counts only the dx block "
                                           "(spec §7.7)") if metric == "bytes_upload" else ""))
+    for city, n, eps in sorted({(r["problem.city"], r["problem.k"], r["param.eps"]) for r in rows}):
+        for method in ("LP", "COPT"):
+            out.append(missing_row(table="Table IV: utility loss (10⁴ m, sum over the users)", city=city,
+                                   setting=f"N = {n:,}, ε = {eps:g}", method=method, metric="utility_loss",
+                                   unit="10^4 m", verdict_text="not run",
+                                   paper=paper_value(PAPER, source="Table IV", city=city, N=paper_n(n), eps=eps,
+                                                     method=method),
+                                   why="not run: the paper has no result for it at any size (≥ 1,800 s); our exact "
+                                       "LP at this N would need hours (see `python -m mdpviz bench lp`)"))
     return Comparison(out, _notes(size, mode),
                       chart=[r for r in out if r["metric"] == "utility_loss"])
 
