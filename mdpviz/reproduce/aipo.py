@@ -173,7 +173,8 @@ def compare(records: list[dict[str, Any]], size: str, mode: str) -> Comparison:
                                                     metric=f"loss_change_vs:{paper_name}"), reason=reason))
     if discrete_laplace() is None:
         for eps in eps_run:
-            out.append(missing_row(table="Utility loss (artifact example run)", city="rome", setting=f"ε = {eps:g} km⁻¹",
+            out.append(missing_row(table="Utility loss (artifact example run)", city="rome",
+                                   setting=f"ε = {eps:g} km⁻¹",
                                    method="Laplace (discretised, the paper's)", metric="utility_loss", unit="km",
                                    paper=paper_value(PAPER, source="artifact README example run", eps=eps,
                                                      method="Laplace", metric="utility_loss"),
