@@ -153,6 +153,23 @@ def code_stamp() -> str:
     return h.hexdigest()[:16]
 
 
+_LOCAL: dict[str, Any] = {}  # problems handed over in process (``local_problem``), newest last
+_LOCAL_MAX = 4
+
+
+def local_problem(problem: Any) -> dict[str, str]:
+    """Problem settings that stand for an already built Problem in this process (in-process backend only).
+
+    For callers that hold a Problem without its settings (the dashboard's problems, points from a CSV); a Dask
+    worker cannot resolve them and records an error saying so.
+    """
+    _LOCAL.pop(problem.fingerprint, None)
+    _LOCAL[problem.fingerprint] = problem
+    while len(_LOCAL) > _LOCAL_MAX:
+        _LOCAL.pop(next(iter(_LOCAL)))
+    return {"_local": problem.fingerprint}
+
+
 @functools.lru_cache(maxsize=4)
 def _problem(settings_json: str) -> Any:
     from .problem import build_problem
@@ -162,6 +179,12 @@ def _problem(settings_json: str) -> Any:
 
 def problem_of(point: Point) -> Any:
     """The point's Problem, built from its settings (memoised per process: points often share a problem)."""
+    if "_local" in point.problem:
+        try:
+            return _LOCAL[point.problem["_local"]]
+        except KeyError:
+            raise MdpvizError("This point's problem was handed over in another process (`local_problem`); run it "
+                              "in process, or give the problem's settings instead.") from None
     settings = {"seed": point.seed, **point.problem}
     return _problem(json.dumps(settings, sort_keys=True))
 
@@ -194,8 +217,9 @@ def flatten(data: Mapping[str, Any], prefix: str = "", max_list: int = 64) -> di
 
 
 def result_row(problem: Any, result: Any, *, check: bool = True) -> dict[str, Any]:
-    """The measurements of one Result: status, words, loss (m), violations in its claim's metric, timings (s),
-    LP size and the mechanism's scalar diagnostics (``d.`` keys)."""
+    """The measurements of one Result: status, words, loss (m), violations in its claim's metric and the Bayes
+    adversary's error (m) unless ``check`` is False, timings (s), LP size and the mechanism's scalar diagnostics
+    (``d.`` keys)."""
     from . import metrics
 
     row: dict[str, Any] = {"status": result.status, "message": result.message,
@@ -211,7 +235,8 @@ def result_row(problem: Any, result: Any, *, check: bool = True) -> dict[str, An
         if check:
             v = metrics.violations(problem, result.Z, result.eps, metric=result.check_metric)
             row.update(violated_pairs=v.violated_pairs, checked_pairs=v.checked_pairs, violation_ratio=v.ratio,
-                       worst_factor=v.worst_factor, check_metric=result.check_metric or problem.metric)
+                       worst_factor=v.worst_factor, check_metric=result.check_metric or problem.metric,
+                       adversary_error_m=metrics.adversary_error_m(problem, result.Z))
     return row
 
 

@@ -100,3 +100,16 @@ def test_bad_backend_arguments_are_refused() -> None:
         run_sweep(small_grid(), None, workers=-1)
     run = run_sweep([Point(PROBLEM, "em", task="mdpviz.nowhere:nothing")], None)
     assert "cannot be imported" in run.records[0]["error"]
+
+
+def test_a_problem_built_here_runs_in_process_only() -> None:
+    from mdpviz.problem import build_problem
+    from mdpviz.sweep import local_problem
+
+    pb = build_problem("west-oakland", 20, n_outputs=5)
+    point = Point(local_problem(pb), "em", {"eps": 4.0})
+    run = run_sweep([point], None, use_cache=False)
+    row = run.records[0]["rows"][0]
+    assert row["k"] == 20 and row["loss_m"] > 0 and row["adversary_error_m"] > 0 and row["violated_pairs"] == 0
+    elsewhere = Point({"_local": "not-in-this-process"}, "em", {"eps": 4.0})
+    assert "another process" in run_sweep([elsewhere], None).records[0]["error"]
