@@ -128,8 +128,8 @@ def compare(records: list[dict[str, Any]], size: str, mode: str) -> Comparison:
                               + reason)
                 share = cm.values(get[a], "blanket_size1_share")
                 if a == "LP+Markov" and share:
-                    reason = (f"{100 * np.mean(share):.0f}% of LP+C-mDP's report slots keep a one-lag context, where its "
-                              "secret is LP+Markov's; " + reason)
+                    reason = (f"{100 * np.mean(share):.0f}% of LP+C-mDP's report slots keep a one-lag context, "
+                              "where its secret is LP+Markov's; " + reason)
                 if b == "LP+TrueMB" and ch[0] < 0:
                     reason = ("the learned blankets give a lower loss than the oracle's here; the oracle is a "
                               "different secret domain, not a lower bound")
