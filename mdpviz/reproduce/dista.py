@@ -123,7 +123,8 @@ def points(size: str, mode: str) -> list[Point]:
                                "metric": "haversine", "region": region(city, n, rep)}
                     out.append(Point(problem, "dista-lp", params, rep, task="mdpviz.reproduce.dista:measure",
                                      time_limit=s["time_limit"],
-                                     tags={"label": "DISTA-LP and baselines", "mode": mode}))
+                                     tags={"label": "DISTA-LP and baselines", "mode": mode,
+                                           "baselines": [[n, dict(x)] for n, _, x in BASELINES]}))
     return out
 
 
