@@ -37,7 +37,7 @@ def _settings(size: str) -> dict[str, Any]:
     return {"cities": sizes(size, ["rome"], ["rome"], ["rome", "london"]),
             "ks": sizes(size, [60], [500, 1000], [500, 1000, 2000, 3000, 4000, 5000]),
             "seeds": sizes(size, [0], [0], [0, 1]),
-            "lp_max_k": sizes(size, 60, 500, 1000), "time_limit": sizes(size, 10.0, 20.0, 600.0),
+            "lp_max_k": sizes(size, 60, 500, 500), "time_limit": sizes(size, 10.0, 20.0, 600.0),
             "users": sizes(size, 20, 50, 50), "outputs": sizes(size, 20, 100, 100)}
 
 
