@@ -25,16 +25,20 @@ def code_version() -> str:
     (``mdpviz/ui/``), and the versions of numpy, scipy and highspy. The solve cache keys entries with it, so a
     result computed by older code is never served as current.
     """
-    root = Path(__file__).resolve().parent
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root).as_posix()
-        if rel.startswith("ui/"):
-            continue
-        h.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+    h = hashlib.sha256(source_hash(Path(__file__).resolve().parent).encode())
     for lib in _NUMERIC_LIBRARIES:
         try:
             h.update(f"{lib}={metadata.version(lib)}\0".encode())
         except metadata.PackageNotFoundError:
             h.update(f"{lib}=?\0".encode())
     return f"{__version__}+{h.hexdigest()[:16]}"
+
+
+def source_hash(root: Path) -> str:
+    """SHA-256 over the names and bytes of every ``.py`` file under ``root`` except ``root/ui/``."""
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if not rel.startswith("ui/"):
+            h.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()

@@ -136,7 +136,7 @@ def read(path: Path) -> tuple[dict[str, Any], Result]:
         raise
     except StoreError:
         raise
-    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile, RecursionError) as e:
+    except Exception as e:  # noqa: BLE001 - untrusted bytes (zlib, zip, json, numpy errors...): an unreadable entry
         raise StoreError(f"unreadable entry ({type(e).__name__}: {e})") from e
     if not isinstance(result, Result):
         raise StoreError("the entry holds no Result")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import code_version
-from .errors import CacheWarning, MdpvizError, SolverError
+from .errors import CacheWarning, MdpvizError, ParameterError, SolverError
 from .mechanisms import get_mechanism
 from .mechanisms.base import Mechanism, Progress, Result
 from .paths import atomic_write, cache_dir, file_lock, remove_stale_tmp
@@ -28,7 +28,7 @@ from .problem import Problem
 from .progress import no_progress
 from .result_store import CACHEABLE, StoreError, encode, problems, read
 
-__all__ = ["CACHEABLE", "cache_key", "cached_result", "solve"]
+__all__ = ["CACHEABLE", "cache_key", "cached_result", "check_time_limit", "solve"]
 
 LOCK_WAIT_S = 900.0  # without a time limit, wait this long for another solve of the same key, then solve anyway
 _TIDIED: set[Path] = set()  # results folders already cleared of stale temporary files by this process
@@ -60,6 +60,14 @@ def _load(path: Path, key: str, problem: Problem, mechanism: str, params: dict[s
     if why := problems(result, problem.k, problem.m, mechanism, params):
         return None, "; ".join(why)
     return result, ""
+
+
+def check_time_limit(time_limit: Any) -> None:
+    """Raise ParameterError unless ``time_limit`` is None or a finite number of seconds > 0."""
+    number = isinstance(time_limit, (int, float)) and not isinstance(time_limit, bool)
+    if time_limit is not None and not (number and math.isfinite(time_limit) and time_limit > 0):
+        raise ParameterError(f"`time_limit` = {time_limit!r} is invalid: it must be a number of seconds > 0 "
+                             "(or no limit at all).")
 
 
 def cached_result(problem: Problem, mechanism: str, params: dict[str, Any] | None = None) -> Result | None:
@@ -122,11 +130,12 @@ def solve(problem: Problem, mechanism: str, params: dict[str, Any] | None = None
             thread or process solves the same inputs, this call waits for its result (at most ``time_limit``).
 
     Raises:
-        ParameterError: unknown mechanism, unknown parameter, or a value out of range.
+        ParameterError: unknown mechanism, unknown parameter, a value out of range, or a bad time limit.
         SolverError: the mechanism failed unexpectedly (the message names it; the cause is chained).
     """
     mech = get_mechanism(mechanism)
     clean = mech.validate(params)
+    check_time_limit(time_limit)
     progress = progress or no_progress
     if not use_cache:
         return _run(mech, problem, clean, progress, time_limit)
