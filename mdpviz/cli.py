@@ -126,6 +126,9 @@ def check_problem_args(a: argparse.Namespace) -> None:
     """Refuse option values that argparse lets through but that mean nothing (before any work starts)."""
     if a.city is not None and not a.city.strip():
         raise MdpvizError("`--city` is empty; give a city slug from `python -m mdpviz cities`, or leave it out.")
+    for option, value in (("--points", a.points), ("--prior-points", a.prior_points)):
+        if value is not None and not value.strip():
+            raise MdpvizError(f"`{option}` is empty; give the path of a CSV file (lat, lon[, weight]).")
 
 
 def check_solve_args(a: argparse.Namespace) -> None:
