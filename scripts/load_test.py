@@ -18,9 +18,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import datetime
 import os
 import platform
+import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -204,7 +208,53 @@ def pct(xs: list[float], q: float) -> float:
     return float(np.percentile(xs, q))
 
 
-async def run(n: int) -> dict[str, Any]:
+def _start_profiler(pid: int, path: Path | None) -> subprocess.Popen[bytes] | None:
+    """py-spy (``pip install py-spy``) sampling the server's Python stacks while the sessions run, if asked."""
+    if path is None:
+        return None
+    exe = shutil.which("py-spy")
+    if exe is None:
+        sys.exit("--profile needs py-spy (pip install py-spy)")
+    return subprocess.Popen([exe, "record", "-p", str(pid), "-r", "50", "-f", "raw", "-o", str(path), "-s", "--gil"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _stop_profiler(spy: subprocess.Popen[bytes] | None) -> None:
+    if spy is not None:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(60)
+
+
+PLUMBING = ("<frozen runpy>", "click/", "threading.py", "asyncio/", "web/cli.py", "web/bootstrap.py",
+            "streamlit/__main__.py", "futures/thread.py", "_backends/_asyncio.py", "tornado/ioloop.py")
+
+
+def profile_summary(path: Path, top: int = 12) -> str:
+    """Where the server's GIL-holding samples went: the heaviest functions by self and by inclusive share
+    (py-spy's raw format: one ``frame;frame;... count`` line per distinct stack; event-loop plumbing left out)."""
+    total, inclusive, own = 0, collections.Counter(), collections.Counter()
+
+    def name(frame: str) -> str:
+        func, _, where = frame.partition(" (")
+        return f"{func} ({'/'.join(where.split(':')[0].rsplit('/', 2)[-2:])})"
+
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = [f for f in stack.split(";") if " (" in f]
+        if not count.isdigit() or not frames:
+            continue
+        n = int(count)
+        total += n
+        own[name(frames[-1])] += n
+        for frame in {name(f) for f in frames if not any(p in f for p in PLUMBING)}:
+            inclusive[frame] += n
+    lines = [f"server samples holding the GIL: {total:,} at 50 Hz (≈ {total / 50:.1f} s of Python running)",
+             "self:"] + [f"  {100 * n / total:5.1f} %  {f}" for f, n in own.most_common(top)]
+    lines += ["inclusive:"] + [f"  {100 * n / total:5.1f} %  {f}" for f, n in inclusive.most_common(top)]
+    return "\n".join(lines)
+
+
+async def run(n: int, profile: Path | None = None) -> dict[str, Any]:
     from playwright.async_api import async_playwright
 
     chromium = chromium_path()
@@ -228,9 +278,11 @@ async def run(n: int) -> dict[str, Any]:
             server, everything = tree_pids(pid), tree_pids(os.getpid())
             _, cpu0 = rss_and_cpu(server)
             _, all0 = rss_and_cpu(everything)
+            spy = _start_profiler(pid, profile)
             t0 = time.perf_counter()
             await asyncio.gather(*(drive(browser, url, s) for s in sessions))
             wall = time.perf_counter() - t0
+            _stop_profiler(spy)
             server, everything = tree_pids(pid), tree_pids(os.getpid())
             _, cpu1 = rss_and_cpu(server)
             _, all1 = rss_and_cpu(everything)
@@ -297,11 +349,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sessions", type=int, default=8, help="concurrent browser sessions (default 8)")
     ap.add_argument("--out", type=Path, help="also append the report to this Markdown file")
+    ap.add_argument("--profile", type=Path, help="record the server with py-spy during the concurrent run into this "
+                    "file (raw collapsed stacks) and print where its time went")
     a = ap.parse_args()
     load_before = os.getloadavg()[0]
-    out = asyncio.run(run(a.sessions))
+    out = asyncio.run(run(a.sessions, a.profile))
     out["load_before"] = load_before
     text = report(out, a.sessions)
+    if a.profile:
+        text += "\n" + profile_summary(a.profile) + "\n"
     print(text)
     if a.out:
         from mdpviz.paths import atomic_write
