@@ -135,9 +135,8 @@ def check_solve_args(a: argparse.Namespace) -> None:
     """Validate every option of ``solve`` that can be checked before any work: output path, mechanism and its
     parameters, time limit, city."""
     from .export import check_output
-    from .solve import check_time_limit
-
     from .mechanisms import get_mechanism
+    from .solve import check_time_limit
 
     check_problem_args(a)
     if a.out is not None:

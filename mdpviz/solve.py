@@ -152,10 +152,9 @@ def solve(problem: Problem, mechanism: str, params: dict[str, Any] | None = None
 
     with file_lock(path.with_suffix(".lock"), wait_s, on_wait=waiting) as held:
         waited = time.monotonic() - t0
-        if waited > 0.05:  # someone else held the lock: their result may be there now
-            hit, _ = _load(path, key, problem, mech.name, clean)
-            if hit is not None:
-                return hit
+        hit, _ = _load(path, key, problem, mech.name, clean)  # another solve may have finished meanwhile
+        if hit is not None:
+            return hit
         left = None if time_limit is None else time_limit - waited
         if left is not None and left <= 0 and not held:
             msg = (f"Time limit: waited {waited:.1f} s (the whole time limit) for another solve of the same inputs, "
