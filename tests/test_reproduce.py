@@ -65,6 +65,7 @@ def test_each_experiment_runs_tiny_and_cites_the_papers_numbers(name: str, out_d
     assert differs["reason"].fillna("").str.len().gt(0).all()
     meta = report["meta"]
     assert meta["machine"] and meta["load_start"] and meta["points"] > 0 and meta["errors"] == 0
+    assert f"[{path.parent.name}]({path.parent.name}/report.md)" in (out_dir / "README.md").read_text()
 
 
 def test_a_rerun_reuses_the_points_file(out_dir: Path) -> None:
