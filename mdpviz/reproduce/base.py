@@ -163,22 +163,34 @@ AUTHORS_SETTINGS: dict[str, dict[str, Any]] = {
 _AUTHOR_WORDS = ("author", "artifact", "code")
 
 
+def _preset_fields(preset: Any) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """(name, params, problem settings) of a preset object, whichever shape it has."""
+    def as_dict(value: Any) -> dict[str, Any]:
+        return dict(value) if value else {}
+
+    params = preset.param_dict() if hasattr(preset, "param_dict") else as_dict(getattr(preset, "params", None))
+    problem = preset.problem_dict() if hasattr(preset, "problem_dict") else as_dict(getattr(preset, "problem", None))
+    return str(preset.name), params, problem
+
+
 def find_preset(mechanism: str, word: str) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
     """A preset of the mechanism whose name contains ``word`` ('author', 'paper'): (name, params, problem settings).
 
-    Reads ``Mechanism.presets`` (a tuple of ``Preset`` or a dict of name -> params); None when there is none.
+    Looks in ``Mechanism.presets`` and, where it exists, ``mdpviz.presets.presets(name)``; None when there is none.
     """
+    import importlib
+
     from ..mechanisms import get_mechanism
 
-    presets = getattr(get_mechanism(mechanism), "presets", None) or ()
-    items = presets.items() if isinstance(presets, Mapping) else ((p.name, p) for p in presets)
-    for name, preset in items:
-        if word in str(name).lower():
-            if isinstance(preset, Mapping):
-                return str(name), dict(preset), {}
-            params = preset.param_dict() if hasattr(preset, "param_dict") else dict(getattr(preset, "params", ()))
-            problem = preset.problem_dict() if hasattr(preset, "problem_dict") else dict(getattr(preset, "problem", ()))
-            return str(name), params, problem
+    found: list[Any] = list(getattr(get_mechanism(mechanism), "presets", None) or ())
+    try:
+        found += list(importlib.import_module("mdpviz.presets").presets(mechanism))
+    except (ImportError, AttributeError):
+        pass
+    for preset in found:
+        name, params, problem = _preset_fields(preset)
+        if word in name.lower():
+            return name, params, problem
     return None
 
 
