@@ -301,17 +301,15 @@ OnRecord = Callable[[dict[str, Any], int, int], None]
 
 @dataclass
 class SweepRun:
-    """What ``run_sweep`` returns: every record known for the grid (in grid order), and how many were new."""
+    """What ``run_sweep`` returns: the records known for the grid (in grid order; fewer than ``total`` when
+    stopped), how many were computed now and how many reused from the results file."""
 
     records: list[dict[str, Any]]
     computed: int
     reused: int
     stopped: bool
     backend: str
-
-    @property
-    def missing(self) -> int:
-        return sum(1 for r in self.records if r is None)
+    total: int = 0
 
 
 def run_sweep(points: Sequence[Point], results: Path | str | None = None, *, workers: int = 0,
@@ -365,7 +363,7 @@ def run_sweep(points: Sequence[Point], results: Path | str | None = None, *, wor
                 break
             finish(run_point(p.as_dict(), use_cache))
     ordered = [records.get(p.key) for p in unique]
-    return SweepRun([r for r in ordered if r is not None], len(records) - reused, reused, stopped, backend)
+    return SweepRun([r for r in ordered if r is not None], len(records) - reused, reused, stopped, backend, total)
 
 
 def _run_dask(todo: list[Point], finish: Callable[[dict[str, Any]], None], scheduler: str | None, workers: int,

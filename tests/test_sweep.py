@@ -55,7 +55,7 @@ def test_a_stopped_sweep_resumes_without_solving_finished_points(tmp_path: Path,
     done: list[str] = []
     first = run_sweep(points, path, use_cache=False, stop=lambda: len(done) >= 2,
                       on_record=lambda rec, n, total: done.append(rec["key"]))
-    assert first.stopped and first.computed == 2 and len(counted) == 2
+    assert first.stopped and first.computed == 2 and len(counted) == 2 and first.total == len(points)
     assert set(ResultsFile(path).records()) == set(done)
     second = run_sweep(points, path, use_cache=False)
     assert second.reused == 2 and second.computed == len(points) - 2
