@@ -2,11 +2,13 @@
 
 import streamlit as st
 
-from mdpviz.ui import home, state
+from mdpviz.ui import home, presets, state
 
 st.title("mdpviz")
 st.markdown("##### See metric differential privacy for locations on real road networks")
 state.show_notices()
+st.markdown("**Start with an example** (one click: it opens the page and solves)")
+presets.buttons("home", columns=4)
 left, right = st.columns([3, 2], gap="large")
 with left:
     st.markdown(home.INTRO)

@@ -137,7 +137,7 @@ def test_explore_library_error_is_a_message_not_a_traceback(monkeypatch: pytest.
 
 def test_explore_warns_before_a_slow_solve() -> None:
     at = app("app_pages/explore.py", query={"mech": "lp", "k": "300"})
-    assert "may take minutes" in texts(at.sidebar.warning)
+    assert texts(at.warning).count("may take minutes") == 1  # once, not in the sidebar and again beside the map
     assert "Not solved yet" in texts(at.info)  # nothing was solved on page load
 
 
@@ -263,7 +263,7 @@ def test_learn_live_examples() -> None:
 
 def test_learn_bad_query_notice() -> None:
     at = app("app_pages/learn.py", query={"seed": "-1"})
-    assert "`seed=-1` is outside" in texts(at.warning)
+    assert "The seed -1 is negative; using 0." in texts(at.warning)
     assert at.session_state["seed"] == 0
 
 
@@ -271,12 +271,27 @@ def test_learn_bad_query_notice() -> None:
 
 
 def test_parse_query_refuses_bad_values() -> None:
-    parsed = state.parse_query({"k": "5000000", "m": "20", "mech": "em", "eps": "7", "scale": "weird",
-                                "secret": "x"})
+    parsed = state.parse_query({"k": "5.5", "m": "20", "mech": "em", "eps": "7", "scale": "weird",
+                                "secret": "x", "mechanism": "lp"})
     assert parsed.values["k"] == state.DEFAULTS["k"]
     assert parsed.values["mp.em.eps"] == 7.0 and parsed.values["mp.em.scale"] == "half"
     assert parsed.values["secret"] is None
-    assert len(parsed.notices) == 3
+    assert len(parsed.notices) == 4
+    assert any("`mechanism=lp` is not one this dashboard reads; did you mean `mech`?" in n for n in parsed.notices)
+
+
+def test_one_rule_for_k_and_outputs() -> None:
+    """K lies in [2, nodes in the region] (and the dashboard's cap), |Y| in [1, K]; each change is said."""
+    fixed, notes = state.clamp_problem({"city": "west-oakland", "region": "whole", "k": 0, "m": 999, "tasks": 10,
+                                        "seed": 0})
+    assert fixed["k"] == 2 and fixed["m"] == 2 and len(notes) == 2
+    assert "K = 0 is below 2" in notes[0] and "|Y| = 999 exceeds K = 2" in notes[1]
+    fixed, notes = state.clamp_problem({"city": "rome", "region": "whole", "k": 99_999, "m": 100, "tasks": 99,
+                                        "seed": -4})
+    assert fixed["k"] == state.DASHBOARD_MAX_K and fixed["tasks"] == state.TASKS_RANGE[1] and fixed["seed"] == 0
+    assert "K = 99,999 is above 5,000, the dashboard's cap" in notes[0] and "43,160 nodes" in notes[0]
+    lo, hi, why = state.k_range("rome", "centre:3")
+    assert lo == 2 and 100 < hi < 43_160 and "region `centre:3`" in why
 
 
 def test_split_diagnostics_sorts_scalars_and_histograms() -> None:
@@ -383,7 +398,9 @@ def test_time_limit_without_mechanism_is_explained() -> None:
         at = app("app_pages/explore.py", query={"mech": "test-slow", "k": "40", "m": "10"})
         solve_button(at).click().run()
         assert not at.exception, [e.value for e in at.exception]
-        assert "Status **time limit**" in texts(at.warning) and "stopped after 1 s." in texts(at.warning)
+        assert "Test slow mechanism: time limit after" in texts(at.error)
+        assert "no mechanism to show" in texts(at.error) and "Solved" not in texts(at.markdown)
+        assert "**What happened:** stopped after 1 s." in texts(at.caption)
         assert not at.metric
         at.switch_page("app_pages/compare.py").run()
         at.multiselect(key="compare").set_value(["em", "test-slow"]).run()
@@ -395,14 +412,15 @@ def test_time_limit_without_mechanism_is_explained() -> None:
         _REGISTRY.pop("test-slow", None)
 
 
-def test_too_large_k_for_the_city_is_an_error_message() -> None:
+def test_out_of_range_k_is_brought_into_range_with_a_notice() -> None:
     at = app("app_pages/explore.py", query={"city": "west-oakland", "k": "100", "m": "20"})
     at.number_input(key="k").set_value(500)
     solve_button(at).click().run()
     assert not at.exception
-    assert "205 nodes" in texts(at.error)  # the library's own message: what to change
+    assert "K = 500 is above 205, the 205 nodes of West Oakland (US); using K = 205." in texts(at.warning)
+    assert at.session_state["k"] == 205 and metric(at, "Utility loss (m)")  # solved with what was used
     at2 = app("app_pages/explore.py", query={"city": "west-oakland", "k": "500"})
-    assert "`k=500` is outside [10, 205]" in texts(at2.warning)
+    assert "K = 500 is above 205" in texts(at2.warning)
 
 
 def test_panda_internals_panel() -> None:

@@ -12,10 +12,12 @@ from mdpviz.geo import haversine_km
 from mdpviz.mechanisms import Result
 from mdpviz.metrics import posterior
 from mdpviz.problem import Problem
+from mdpviz.verdict import claims_all_pairs
 
 from . import cache, continuous, maps, state, views
 
 VIOLATION_LINES = 150  # more lines hide the map
+MAP_WIDTH, MAP_HEIGHT = 600, 470  # the map column at 1280×800
 COLOUR_MODES = ("plain", "expected loss (m)", "attacker's posterior Pr[x | y]")
 
 
@@ -57,7 +59,7 @@ def clamp_secret(prob: Problem) -> int:
     except (TypeError, ValueError):
         i = central
     if not 0 <= i < prob.k:
-        st.toast(f"Secret x{i} does not exist in this problem (K = {prob.k}); showing x{central}.", icon="⚠️")
+        st.toast(f"Secret x{i} does not exist in this problem (K = {prob.k}); showing x{central}.", icon=":material/warning:")
         i = central
     ss["secret"] = i
     return i
@@ -95,7 +97,9 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
                          "probability). Hidden in the attacker's view.")
         t2.checkbox("outputs Y", key="show_outputs", help="Rings: every reportable location.")
         t3.checkbox("violations", key="show_viol", disabled=not has_z,
-                    help=f"Red lines between pairs of secrets that break ε-mDP (the worst {VIOLATION_LINES}).")
+                    help=f"Lines between pairs of secrets whose reports differ by more than e^(ε·d) (the worst "
+                         f"{VIOLATION_LINES}): red where the mechanism claims the pair (a broken promise), grey "
+                         "where it does not claim it.")
     i = int(ss["secret"])
     layers = maps.MapLayers(secret=i, show_outputs=bool(ss["show_outputs"]), point=pt)
     legends: list[str] = []
@@ -166,8 +170,12 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
         if ss["show_viol"] and ev is not None and ev["violations"]["violated_pairs"] > 0:
             vi, vj, vf, n_viol = cache.violating_pairs(prob, result, key, limit=VIOLATION_LINES)
             layers.violations = (vi, vj, vf)
-            symbols.append((f"mDP violation ({min(len(vi), n_viol):,} of {n_viol:,} pairs drawn)", maps.VIOLATION,
-                            "line"))
+            claimed = claims_all_pairs(result.claim)
+            layers.violation_kind = maps.CLAIMED if claimed else maps.NOT_CLAIMED
+            what = ("mDP violation: a claimed pair breaks ε-mDP" if claimed else
+                    "pair over ε·d that this mechanism does not claim (not a broken promise)")
+            symbols.append((f"{what} ({min(len(vi), n_viol):,} of {n_viol:,} pairs drawn)",
+                            maps.violation_colour(layers.violation_kind), "line"))
         d_exp = float(haversine_km(prob.x_lat[i], prob.x_lon[i], *layers.expected)) * 1000
         caption = (f"**x{i}**: expected loss {format_m(float(loss[i]))}; expected report {format_m(d_exp)} from the "
                    f"truth; most likely report y{int(np.argmax(Z[i]))} with Pr = {Z[i].max():.3g}.")
@@ -182,18 +190,50 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
             guess = int(np.argmax(post))
             caption += (f" An attacker who sees **y{k}** finds x{guess} most likely (Pr = {post[guess]:.3g}); "
                         f"the selected x{i} has Pr = {post[i]:.3g}.")
-    # the map column is about 600 × 470 px at 1280×800: fit the secrets to that
-    deck = maps.deck(prob, cache.roads_of(prob), layers, width_px=600,
-                     height_px=470)
+    # the map column is about 600 × 470 px at 1280×800; a tall city (Helsinki centre) gets a narrower, taller
+    # map with its legend beside it instead of white bands left and right
+    width_px, height_px = map_size(prob)
+    deck = maps.deck(prob, cache.road_layer(prob), layers, width_px=width_px, height_px=height_px)
     map_key = f"explore_map_{ss.get('map_generation', 0)}"
-    st.pydeck_chart(deck, on_select=lambda: _on_click(map_key), selection_mode="single-object",
-                    key=map_key, height=470, alt="Map of the road network, secrets, outputs and the "
-                                                        "selected secret's report distribution")
-    st.html(maps.symbol_legend_html(symbols) + "".join(legends))
+    beside = width_px < MAP_WIDTH - 150
+    holder, aside = st.columns([width_px, MAP_WIDTH - width_px]) if beside else (st.container(), None)
+    with holder:
+        st.pydeck_chart(deck, on_select=lambda: _on_click(map_key), selection_mode="single-object",
+                        key=map_key, height=height_px, alt="Map of the road network, secrets, outputs and the "
+                                                           "selected secret's report distribution")
+    with aside if aside is not None else holder:
+        st.html(maps.symbol_legend_html(symbols) + "".join(legends))
+        if prob.city:
+            st.caption("Roads © OpenStreetMap contributors (ODbL).")
     st.markdown(caption)
     if pt is not None:
         st.button(f"Back to secret x{i}", key="clear_point", on_click=_clear_point, icon=":material/undo:")
     state.write_url("explore")
+
+
+def map_size(prob: Problem) -> tuple[int, int]:
+    """(width, height) of the Explore map in pixels: the full column, or narrower and taller for a tall area."""
+    lat0, lat1 = float(prob.x_lat.min()), float(prob.x_lat.max())
+    lon0, lon1 = float(prob.x_lon.min()), float(prob.x_lon.max())
+    tall = (lat1 - lat0) / max((lon1 - lon0) * np.cos(np.radians((lat0 + lat1) / 2)), 1e-9)
+    if tall <= MAP_HEIGHT / MAP_WIDTH * 1.25:
+        return MAP_WIDTH, MAP_HEIGHT
+    height = min(560, round(MAP_HEIGHT * 1.2))
+    return max(280, min(MAP_WIDTH, round(height / tall * 1.08))), height
+
+
+def problem_notices(prob: Problem) -> None:
+    """What the problem builder changed from the settings: |Y| capped by few points, points standing alone."""
+    ss = st.session_state
+    if prob.settings.get("source") == "points":
+        n = prob.settings.get("n_points", prob.k)
+        merged = f" ({n:,} points, merged where they snap to one node)" if n != prob.k else ""
+        if not prob.city and (ss["metric"] != "haversine" or ss["cost"] != "distance"):
+            st.caption(f"Your points stand alone: haversine metric and distance cost are used{merged}.")
+        elif merged:
+            st.caption(f"Your points give K = {prob.k:,} secrets{merged}.")
+        if prob.m < int(ss["m"]):
+            st.caption(f"|Y| = {int(ss['m']):,} exceeds the {prob.k:,} distinct points; using |Y| = {prob.m:,}.")
 
 
 def _clear_point() -> None:
@@ -231,6 +271,8 @@ def _plane_controls(prob: Problem, result: Result, key: str, row: np.ndarray, la
             name = f"anchor lattice ({lattice.nx * lattice.ny:,} anchors, cells of {lattice.step * 1000:,.0f} m)"
             symbols.append((name, maps.LATTICE, "line"))
             symbols.append(("anchors", maps.ANCHOR, "ring"))
+    if not (rows_ok or ss["show_heat"]):
+        return  # no pick grid: a click on a secret selects it; empty space needs rows for any point
     lat, lon, side_m, nearest, shape = continuous.plane_grid(prob, prob.fingerprint, continuous.region(prob, result))
     grid = maps.PlaneGrid(lat=lat, lon=lon, side_m=side_m, nearest=nearest, shape=shape)
     if ss["show_heat"]:
@@ -247,15 +289,22 @@ def _plane_controls(prob: Problem, result: Result, key: str, row: np.ndarray, la
 
 
 def headline(prob: Problem, mech: Any, params: dict[str, Any]) -> str:
-    """One line naming what is on screen: city, sizes, mechanism and ε as a radius."""
+    """One line naming what is on screen: city and region, sizes, mechanism and ε as a radius."""
+    from mdpviz.cities import city_info
     from mdpviz.explain import radius_km
+    from mdpviz.region import parse_region
 
     eps = params.get("eps")
     eps_txt = (f" · ε = {eps:g} km⁻¹ (ratio ≤ 2 within {radius_km(float(eps)) * 1000:,.0f} m)"
                if isinstance(eps, (int, float)) and eps > 0 else "")
-    from mdpviz.cities import list_cities
-
-    city = next((c.label for c in list_cities() if c.slug == prob.city), prob.city or "your points")
-    return (f"#### {mech.label} · {city}\n"
-            f"K = {prob.k} secrets · |Y| = {prob.m} outputs · metric {prob.metric} · cost {prob.settings['cost']}"
-            f"{eps_txt}")
+    if prob.settings.get("source") == "points":
+        where = "your points" + (f" on {city_info(prob.city).label}" if prob.city else " (standing alone)")
+    else:
+        info = city_info(prob.city) if prob.city else None
+        where = info.label if info else "your points"
+        spec = prob.settings.get("region", "whole")
+        if info is not None and spec != "whole":
+            where += ", secrets " + parse_region(spec, info.centre).describe()
+    return (f"#### {mech.label} · {where}\n"
+            f"K = {prob.k:,} secrets · |Y| = {prob.m:,} outputs · metric {prob.metric} · cost "
+            f"{prob.settings['cost']}{eps_txt}")
