@@ -20,6 +20,7 @@ PAGES = [
 ]
 
 page = st.navigation(PAGES)
+state.check_requested_page([p.url_path for p in PAGES])
 # less empty space above the content, so map and metrics fit a 1280×800 screen
 st.html("<style>[data-testid='stMainBlockContainer']{padding-top:2.2rem;padding-bottom:2rem}</style>")
 state.keep_shared_state()

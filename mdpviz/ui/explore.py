@@ -87,19 +87,17 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
     c2.radio("Colour secrets by", COLOUR_MODES, key="colour_mode", horizontal=True, disabled=not has_z,
              help="Expected loss: Σ_y c(x,y)·Z[x,y] in metres. Posterior: what an attacker who sees report y "
                   "believes about the true location.")
-    with c2:
-        t1, t2, t3 = st.columns([1.1, 1, 1])
-        ss.setdefault("show_dist", True)
-        ss.setdefault("show_outputs", True)
-        ss.setdefault("show_viol", True)
-        t1.checkbox("show Z[x,·]", key="show_dist", disabled=not has_z,
-                    help="The selected secret's report distribution over the outputs (size and colour: "
-                         "probability). Hidden in the attacker's view.")
-        t2.checkbox("outputs Y", key="show_outputs", help="Rings: every reportable location.")
-        t3.checkbox("violations", key="show_viol", disabled=not has_z,
-                    help=f"Lines between pairs of secrets whose reports differ by more than e^(ε·d) (the worst "
-                         f"{VIOLATION_LINES}): red where the mechanism claims the pair (a broken promise), grey "
-                         "where it does not claim it.")
+    t1, t2, t3, t4 = st.columns([1.05, 0.9, 0.9, 1.15])  # one row of view toggles
+    for name in ("show_dist", "show_outputs", "show_viol"):
+        ss.setdefault(name, True)
+    t1.checkbox("show Z[x,·]", key="show_dist", disabled=not has_z,
+                help="The selected secret's report distribution over the outputs (size and colour: "
+                     "probability). Hidden in the attacker's view.")
+    t2.checkbox("outputs Y", key="show_outputs", help="Rings: every reportable location.")
+    t3.checkbox("violations", key="show_viol", disabled=not has_z,
+                help=f"Lines between pairs of secrets whose reports differ by more than e^(ε·d) (the worst "
+                     f"{VIOLATION_LINES}): red where the mechanism claims the pair (a broken promise), grey "
+                     "where it does not claim it.")
     i = int(ss["secret"])
     layers = maps.MapLayers(secret=i, show_outputs=bool(ss["show_outputs"]), point=pt)
     legends: list[str] = []
@@ -128,7 +126,7 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
             layers.row_label = who
             legends.append(maps.legend_html(f"Pr[report y | true location {who}] (probability; size and colour)",
                                             "prob", "0", f"{row.max():.3g}"))
-        _plane_controls(prob, result, key, row, layers, symbols, legends)
+        _plane_controls(prob, result, key, row, layers, symbols, legends, t4, c1)
         if mode == COLOUR_MODES[1]:
             layers.secret_values, layers.secret_scale = loss, "loss"
             layers.secret_value_label = "expected loss"
@@ -241,12 +239,12 @@ def _clear_point() -> None:
 
 
 def _plane_controls(prob: Problem, result: Result, key: str, row: np.ndarray, layers: maps.MapLayers,
-                    symbols: list[tuple[str, list[int], str]], legends: list[str]) -> None:
-    """The clickable grid over the plane, the heat map of z(y | x) for a chosen output, and the anchor lattice."""
+                    symbols: list[tuple[str, list[int], str]], legends: list[str], h1: Any, h2: Any) -> None:
+    """The clickable grid over the plane, the heat map of z(y | x) for a chosen output, and the anchor lattice
+    (toggles in ``h1``, the heat map's output in ``h2`` while the heat map is on)."""
     ss = st.session_state
     rows_ok = continuous.has_rows(result)
     lattice = continuous.lattice_of(result)
-    h1, h2, h3 = st.columns([1.1, 1.3, 1])
     ss.setdefault("show_heat", False)
     if rows_ok and not ss.get("_heat_shown_for_rows"):  # the first continuous mechanism opens with its heat map
         ss["show_heat"] = ss["_heat_shown_for_rows"] = True
@@ -258,12 +256,13 @@ def _plane_controls(prob: Problem, result: Result, key: str, row: np.ndarray, la
     hy = ss.get("heat_y")
     if hy is None or not 0 <= int(hy) < prob.m:
         ss["heat_y"] = int(np.argmax(row))  # default: the most likely report of what is selected
-    h2.selectbox("heat-map output y (index)", list(range(prob.m)), key="heat_y", disabled=not ss["show_heat"],
-                 format_func=lambda k: f"y{k} (= x{prob.y_index[k]})",
-                 help="The reported location whose probability the heat map shows (violet ring on the map).")
+    if ss["show_heat"]:
+        h2.selectbox("heat-map output y (index)", list(range(prob.m)), key="heat_y",
+                     format_func=lambda k: f"y{k} (= x{prob.y_index[k]})",
+                     help="The reported location whose probability the heat map shows (violet ring on the map).")
     if lattice is not None:
         ss.setdefault("show_lattice", True)
-        h3.checkbox(f"anchor lattice ({lattice.nx} × {lattice.ny})", key="show_lattice",
+        h1.checkbox(f"anchor lattice ({lattice.nx} × {lattice.ny})", key="show_lattice",
                     help=f"The anchors whose distributions the LP optimises (cell side {lattice.step * 1000:,.0f} m); "
                          "every other point interpolates the four corners of its cell.")
         if ss["show_lattice"]:

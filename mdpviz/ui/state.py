@@ -218,10 +218,16 @@ def parse_query(query: dict[str, str]) -> Parsed:
         if key in q:
             names = [n for n in q[key].split(",") if n]
             known = [n for n in names if n in {m.name for m in mechanisms()}]
-            if len(known) != len(names) or not known:
-                notices.append(f"URL parameter `{key}={q[key]}` names unknown mechanisms; "
-                               f"known: {', '.join(m.name for m in mechanisms())}.")
-            out[key] = known[:4] or list(DEFAULTS[key])
+            chosen = known[:4] or list(DEFAULTS[key])
+            unknown = [n for n in names if n not in known]
+            if unknown or not known:
+                notices.append(f"URL parameter `{key}={q[key]}` names unknown mechanisms "
+                               f"({', '.join(unknown) or 'none given'}); using {', '.join(chosen)} "
+                               f"(known: {', '.join(m.name for m in mechanisms())}).")
+            elif len(known) > 4:
+                notices.append(f"URL parameter `{key}={q[key]}` names {len(known)} mechanisms; at most 4 are "
+                               f"compared: using {', '.join(chosen)}.")
+            out[key] = chosen
     if "sweep_param" in q:  # checked against the chosen mechanisms' parameters on the Trade-off page
         out["sweep_param"] = q["sweep_param"]
     mech_name = DEFAULTS["mech"]
@@ -347,6 +353,20 @@ def show_notices() -> None:
     """Show (once) the notices queued for refused inputs: invalid URL values, out-of-range widget values."""
     for n in st.session_state.pop("_notices", []):
         st.warning(n, icon=":material/warning:")
+
+
+def check_requested_page(url_paths: list[str]) -> None:
+    """A notice when the browser asked for a page that does not exist (Streamlit silently shows Home)."""
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+        name = ctx.pages_manager.intended_page_name if ctx is not None else None
+    except Exception:  # noqa: BLE001 - an internal of Streamlit: without it, no notice, never a failure
+        return
+    if name and name.strip("/") not in url_paths:
+        pages = ", ".join(f"`/{p}`" for p in url_paths if p)
+        notify(f"There is no page `/{name.strip('/')}`; showing Home instead (pages: {pages}).")
 
 
 def validate_state() -> None:

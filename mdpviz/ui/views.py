@@ -139,7 +139,7 @@ def verdict_box(result: Result, ev: dict[str, Any] | None, label: str) -> Verdic
     """The plain-words verdict (``mdpviz.verdict``) in a box coloured by its level, then the mechanism's message."""
     v = verdict(result, ev, label=label)
     box, icon = VERDICT_BOX[v.level]
-    box(f"**{v.headline}**" + (f"  \n{v.meaning}" if v.meaning else ""), icon=icon)
+    box(v.headline, icon=icon)
     if result.message:
         st.caption(f"**What happened:** {result.message}")
     if not result.ok:
@@ -150,6 +150,8 @@ def verdict_box(result: Result, ev: dict[str, Any] | None, label: str) -> Verdic
 def metrics_panel(prob: Problem, result: Result, ev: dict[str, Any], v: Verdict | None = None) -> None:
     """The headline numbers of one result, with units, and the violations stated against the claim."""
     viol = ev["violations"]
+    if v is not None and v.meaning:
+        st.caption(v.meaning)
     st.metric("Utility loss (m)", f"{ev['utility_loss_m']:.1f}",
               help="Expected cost Σ_x p_x Σ_y c(x, y)·Z[x, y] in metres: lower is better for the user.")
     st.metric("mDP violation ratio (pairs)", f"{viol['ratio']:.3g}",
