@@ -551,3 +551,195 @@ def test_heat_map_image_is_a_valid_png_of_the_grid() -> None:
     idat = png[png.index(b"IDAT") + 4:]
     raw = zlib.decompress(idat[:int.from_bytes(png[png.index(b"IDAT") - 4:png.index(b"IDAT")], "big")])
     assert raw == b"\x00" + rgba[0].tobytes() + b"\x00" + rgba[1].tobytes()
+
+
+# ---------------------------------------------------------------- issue 17: explains itself, refusals, presets
+
+
+def test_verdict_and_message_shown_for_every_status() -> None:
+    """The verdict box sits above the metrics; the mechanism's message shows even when the status is optimal."""
+    from mdpviz.mechanisms import Mechanism, Result, register
+    from mdpviz.mechanisms.base import epsilon_param
+    from mdpviz.mechanisms.em import em_matrix
+    from mdpviz.mechanisms.registry import _REGISTRY
+
+    def solve(problem, params, progress, time_limit):
+        return Result("test-said", params, em_matrix(problem, params["eps"]), "optimal", params["eps"],
+                      message="Phase I used the whole budget.", degenerate="Collapsed: every user reports the same.")
+
+    register(Mechanism(name="test-said", label="Test degenerate mechanism", paper="(test)", info="test only",
+                       params=(epsilon_param(),), solve=solve))
+    try:
+        at = app("app_pages/explore.py", query={"mech": "test-said", "k": "30", "m": "10"})
+        solve_button(at).click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert "Test degenerate mechanism: Collapsed: every user reports the same." in texts(at.warning)
+        assert "**What happened:** Phase I used the whole budget." in texts(at.caption)
+        assert metric(at, "Utility loss (m)")  # the metrics still show below the verdict
+    finally:
+        _REGISTRY.pop("test-said", None)
+
+
+def test_derived_metrics_follow_the_result_not_the_inputs() -> None:
+    """Issue 18 item 3: a time-limited result and a full one of the same parameters never share metrics."""
+    from mdpviz.mechanisms import Mechanism, Result, register
+    from mdpviz.mechanisms.base import epsilon_param
+    from mdpviz.mechanisms.em import em_matrix
+    from mdpviz.mechanisms.registry import _REGISTRY
+
+    def solve(problem, params, progress, time_limit):
+        if time_limit is not None and time_limit < 5:  # as if the solver stopped early with a worse mechanism
+            return Result("test-limited", params, em_matrix(problem, params["eps"] / 4), "time limit", params["eps"])
+        return Result("test-limited", params, em_matrix(problem, params["eps"]), "optimal", params["eps"])
+
+    register(Mechanism(name="test-limited", label="Test limited mechanism", paper="(test)", info="test only",
+                       params=(epsilon_param(),), solve=solve, family="lp"))
+    try:
+        at = app("app_pages/explore.py", query={"mech": "test-limited", "k": "40", "m": "10", "time_limit": "2"})
+        solve_button(at).click().run()
+        limited = float(metric(at, "Utility loss (m)"))
+        assert "Stopped at the time limit" in texts(at.warning)
+        at.number_input(key="time_limit").set_value(60.0)
+        solve_button(at).click().run()
+        full = float(metric(at, "Utility loss (m)"))
+        assert full < limited  # the full solve's own loss, not the earlier result's
+        assert "kept its promise" in texts(at.success)
+    finally:
+        _REGISTRY.pop("test-limited", None)
+
+
+def test_presets_are_valid_and_one_click_solves() -> None:
+    from mdpviz.ui import presets
+
+    for p in presets.presets():
+        assert not presets.check(p), (p["id"], presets.check(p))
+    at = app()
+    next(b for b in at.button if b.label == "Teach: EM vs LP on 30 points").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = at.dataframe[0].value
+    assert list(table["mechanism"]) == ["em", "lp"] and (table["privacy promise"] == "holds on all pairs").all()
+    assert table["utility loss (m)"][1] < table["utility loss (m)"][0]  # the optimal LP loses less
+    assert at.session_state["k"] == 30 and at.query_params["compare"] == "em,lp"
+    # a shared link names the preset
+    again = app(query={"preset": "teach-em-vs-lp"})
+    assert list(again.dataframe[0].value["mechanism"]) == ["em", "lp"]
+    assert "Unknown preset `nope`" in texts(app(query={"preset": "nope"}).warning)
+
+
+def test_advanced_parameters_fold_into_an_expander() -> None:
+    from mdpviz.mechanisms import get_mechanism
+    from mdpviz.ui.controls import split_params
+
+    panda = get_mechanism("panda-e")
+    shown, advanced = split_params(panda)
+    assert {"eps", "delta", "alpha"} <= {p.name for p in shown} and len(shown) <= 6 and advanced
+    at = app("app_pages/explore.py", query={"mech": "panda-e"})
+    assert any(e.label == f"Advanced parameters ({len(advanced)})" for e in at.sidebar.expander)
+
+
+def test_region_preset_typed_region_and_bad_region() -> None:
+    from mdpviz.geo import haversine_km
+
+    at = app("app_pages/explore.py", query={"city": "helsinki", "region": "centre:0.4", "k": "50", "m": "10"})
+    assert not at.exception and at.session_state["region"] == "centre:0.4"
+    assert "secrets within 0.4 km of" in texts(at.markdown)
+    solve_button(at).click().run()
+    assert not at.exception
+    bad = app("app_pages/explore.py", query={"region": "north-ish", "k": "50", "m": "10"})
+    assert "Region `north-ish`" in texts(bad.warning) and bad.session_state["region"] == "whole"
+    typed = app("app_pages/explore.py", query={"k": "50", "m": "10"})
+    typed.text_input(key="region_text").set_value("60.17,24.94,0.3")
+    solve_button(typed).click().run()
+    assert not typed.exception and typed.session_state["region"] == "60.17,24.94,0.3"
+    prob = __import__("mdpviz.ui.cache", fromlist=["x"]).problem("helsinki", 50, 10, "haversine", "uniform",
+                                                                "travel", 10, 0, "60.17,24.94,0.3")
+    assert float(haversine_km(prob.x_lat, prob.x_lon, 60.17, 24.94).max()) <= 0.3
+
+
+def test_points_upload_is_validated_and_used() -> None:
+    from mdpviz.ui import controls
+
+    class Upload:
+        def __init__(self, name: str, data: bytes) -> None:
+            self.name, self._data = name, data
+
+        def getvalue(self) -> bytes:
+            return self._data
+
+    ss: dict = {}
+    csv = b"lat,lon,weight\n60.170,24.941,1\n60.172,24.945,2\n60.168,24.950,1\n60.175,24.939,3\n"
+    controls.check_points(ss, Upload("pts.csv", csv))
+    assert ss["source"] == "points" and ss["_points"]["rows"] == 4 and "_points_error" not in ss
+    controls.check_points(ss, Upload("bad.csv", b"lat,lon\n60.1,abc\n"))
+    assert ss["source"] == "sample" and "`bad.csv`: Column `lon` has 1 missing or non-numeric" in ss["_points_error"]
+    controls.check_points(ss, Upload("big.csv", b"lat,lon\n" + b"60.1,24.9\n" * 300_000))
+    assert f"up to {controls.MAX_UPLOAD_MB} MB" in ss["_points_error"]
+    # the uploaded points become the secrets, snapped to the city or standing alone
+    at = app("app_pages/explore.py")
+    at.session_state["_points"] = {"digest": "test-4", "data": csv, "name": "pts.csv", "rows": 4}
+    at.session_state["source"] = "points"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "your points on Helsinki centre (FI)" in texts(at.markdown)
+    assert "|Y| = 50 exceeds the" in texts(at.caption)
+    at.session_state["points_snap"] = False
+    at.run()
+    solve_button(at).click().run()
+    assert not at.exception and "your points (standing alone)" in texts(at.markdown) and metric(at, "Utility loss (m)")
+
+
+def test_cosmetics_a_test_can_see() -> None:
+    from mdpviz.ui import charts
+    from mdpviz.ui.views import lp_size_text
+
+    fig = charts.sweep_curves(__import__("pandas").DataFrame(
+        {"mechanism": ["em"] * 4, "value": [1.0, 2.7, 7.4, 20.0], "utility_loss_m": [9.0, 5.0, 3.0, 2.0],
+         "violation_ratio": [0.0] * 4, "adversary_error_m": [1.0] * 4, "solve_s": [0.1] * 4}), "ε", None, True)
+    assert list(fig.layout.xaxis.tickvals) == [1.0, 2.0, 5.0, 10.0, 20.0]  # not the sampled 2.7, 7.4
+    assert list(fig.layout.yaxis2.range) == [0, 1] and fig.layout.yaxis2.tickformat == charts.RATIO_FORMAT
+    assert "wem_entries" not in lp_size_text({"wem_entries": 0, "pricing_rows_mean": 813})
+    assert "rows per pricing LP (mean)" in lp_size_text({"pricing_rows_mean": 813})
+    log = charts.line(np.array([1.0, 2.0]), {"a": np.array([10.0, 1e6])}, "x", "y", log_y=True)
+    assert log.layout.yaxis.dtick == 1 and log.layout.yaxis.exponentformat == "power"
+    learn = app("app_pages/learn.py")
+    assert "399,800,000" in texts(learn.markdown) and "two hundred million" not in texts(learn.markdown)
+
+
+def test_no_emoji_and_ascii_map_labels() -> None:
+    """Icons are Material symbols (emoji render as empty boxes without an emoji font); deck.gl's text atlas is
+    ASCII, so map labels are too."""
+    import re
+
+    root = Path(APP).parent
+    emoji = re.compile("[\U0001F300-\U0001FAFF\u2600-\u27BF\u2B50\u23F0-\u23FF\uFE0F]")
+    for path in [root / "app.py", *(root / "app_pages").glob("*.py"), *(root / "mdpviz" / "ui").glob("*.py")]:
+        assert not emoji.search(path.read_text(encoding="utf-8")), path
+    from mdpviz.ui.trajectories import trajectory_deck
+
+    prob = __import__("mdpviz.problem", fromlist=["x"]).build_problem("west-oakland", 10, all_outputs=True)
+    ex = {"polyline_lon": list(prob.x_lon[:3]), "polyline_lat": list(prob.x_lat[:3]), "trajectory": 0,
+          "context": [{"lag": 1, "node": 1, "in_blanket": True, "lon": float(prob.x_lon[1]),
+                       "lat": float(prob.x_lat[1])}], "lon": float(prob.x_lon[0]), "lat": float(prob.x_lat[0]),
+          "next_lon": float(prob.x_lon[2]), "next_lat": float(prob.x_lat[2]), "task_lon": float(prob.x_lon[3]),
+          "task_lat": float(prob.x_lat[3]), "station": 0, "next_station": 2, "task": 3}
+    labels = [row["label"] for layer in trajectory_deck(prob, None, ex).layers if layer.type == "TextLayer"
+              for row in layer.data]
+    assert labels == ["t-1"] and all(label.isascii() for label in labels)
+
+
+def test_road_image_draws_the_network() -> None:
+    import base64
+    import zlib
+
+    from mdpviz.ui import basemap
+
+    img = basemap.road_image(np.array([24.0]), np.array([60.0]), np.array([24.01]), np.array([60.0]),
+                             (23.99, 59.99, 24.02, 60.01), px_per_deg_lon=10_000)
+    assert img.png[:8] == b"\x89PNG\r\n\x1a\n" and img.size[0] == 300
+    width, height = img.size
+    raw = zlib.decompress(img.png[img.png.index(b"IDAT") + 4:-16])
+    alpha = np.frombuffer(raw, dtype=np.uint8).reshape(height, 1 + 2 * width)[:, 2::2]
+    row = int(np.argmax(alpha.sum(axis=1)))
+    assert abs(row - height / 2) <= 2  # the segment lies on the middle latitude
+    assert (alpha[row, 110:190] > 0).all() and alpha[:, :90].max() == 0  # drawn from lon 24.00 to 24.01 only
+    assert base64.b64encode(img.png)  # a data URL is possible without a server

@@ -6,6 +6,8 @@ or a number box; a string with choices a select box; a bool a checkbox. Labels c
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from mdpviz.cities import list_cities
@@ -199,14 +201,16 @@ MAX_UPLOAD_MB = 2        # also Streamlit's server.maxUploadSize (.streamlit/con
 MAX_UPLOAD_POINTS = 5000  # the dashboard's cap on K (state.DASHBOARD_MAX_K)
 
 
-def _points_changed() -> None:
-    """The uploader's callback: validate a new file (the library's rules and messages), or forget a removed one."""
+def check_points(ss: Any, up: Any) -> None:
+    """Validate an uploaded file into ``ss`` (session state or a dict): ``_points`` and ``source = points`` when it
+    is fine, else ``_points_error`` (the library's message, or the size limits) and ``source = sample``.
+
+    ``up`` is Streamlit's UploadedFile (``name``, ``getvalue()``) or None when the file was removed.
+    """
     import hashlib
 
     from mdpviz.points import read_points
 
-    ss = st.session_state
-    up = ss.get("points_file")
     ss.pop("_points_error", None)
     if up is None:
         ss.pop("_points", None)
@@ -232,6 +236,11 @@ def _points_changed() -> None:
     else:
         ss["_points"] = {"digest": hashlib.sha256(data).hexdigest(), "data": data, "name": up.name, "rows": rows}
         ss["source"] = "points"
+
+
+def _points_changed() -> None:
+    """The uploader's callback: validate a new file, or forget a removed one."""
+    check_points(st.session_state, st.session_state.get("points_file"))
 
 
 def points_upload() -> None:

@@ -30,6 +30,17 @@ def _on_click(map_key: str) -> None:
     selection = event.get("selection") if event else None
     hit = maps.clicked_secret(selection)
     plane = maps.clicked_point(selection) if hit is None else None
+    if ss.get("pick_region") and (hit is not None or plane is not None):
+        if plane is not None:
+            lat, lon = plane[0], plane[1]
+        else:
+            obj = next(o for objs in (selection or {}).get("objects", {}).values() for o in objs if "lat" in o)
+            lat, lon = float(obj["lat"]), float(obj["lon"])
+        ss["region"] = f"{lat:.5f},{lon:.5f},{float(ss.get('pick_radius_km', 3.0)):g}"
+        ss["pick_region"], ss["_region_ok"], ss["_full_rerun"] = False, None, True
+        ss["secret"], ss["point"] = None, None
+        ss["map_generation"] = ss.get("map_generation", 0) + 1
+        return
     if hit is not None:
         _layer, i, k = hit
         if ss.get("colour_mode") == COLOUR_MODES[2] and k is not None:
@@ -69,6 +80,8 @@ def clamp_secret(prob: Problem) -> int:
 def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, key: str | None) -> None:
     """Controls for what to look at (secret, layers, attacker view), the map, its legends and a caption."""
     ss = st.session_state
+    if ss.pop("_full_rerun", False):  # a region picked on the map changes the problem: rerun the whole page
+        st.rerun(scope="app")
     clamp_secret(prob)
     has_z = result is not None and result.Z is not None
     c1, c2 = st.columns([1, 3])
@@ -190,6 +203,8 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
                         f"the selected x{i} has Pr = {post[i]:.3g}.")
     # the map column is about 600 × 470 px at 1280×800; a tall city (Helsinki centre) gets a narrower, taller
     # map with its legend beside it instead of white bands left and right
+    if ss.get("pick_region") and prob.city:
+        layers.plane = _city_pick_grid(prob)  # clicks anywhere on the city report a point
     width_px, height_px = map_size(prob)
     deck = maps.deck(prob, cache.road_layer(prob), layers, width_px=width_px, height_px=height_px)
     map_key = f"explore_map_{ss.get('map_generation', 0)}"
@@ -206,7 +221,33 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
     st.markdown(caption)
     if pt is not None:
         st.button(f"Back to secret x{i}", key="clear_point", on_click=_clear_point, icon=":material/undo:")
+    if prob.city:
+        _region_picker()
     state.write_url("explore")
+
+
+def _city_pick_grid(prob: Problem) -> maps.PlaneGrid:
+    """An invisible grid of cells over the whole city: a click on the map reports the cell's centre."""
+    from mdpviz.cities import city_info
+
+    s, w, n, e = city_info(prob.city).bbox  # type: ignore[arg-type]
+    lat, lon, side_m, nearest, shape = continuous.plane_grid(prob, prob.fingerprint, (s, n, w, e), 60)
+    return maps.PlaneGrid(lat=lat, lon=lon, side_m=side_m, nearest=nearest, shape=shape)
+
+
+def _region_picker() -> None:
+    """Pick where the secrets come from on the map: a disc of the chosen radius around the next click."""
+    ss = st.session_state
+    p1, p2 = st.columns([2, 1])
+    p1.toggle("Pick where the secrets come from: click the map", key="pick_region",
+              help="The next click on the map becomes the centre of a disc of the radius beside; the secrets are "
+                   "then drawn from the road nodes inside it (press Solve afterwards). The sidebar lists the "
+                   "city's presets, such as the whole city (the papers' way).")
+    ss.setdefault("pick_radius_km", 3.0)
+    p2.select_slider("disc radius (km)", options=[0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0], key="pick_radius_km",
+                     disabled=not ss.get("pick_region"))
+    if ss.get("pick_region"):
+        st.caption("Click the map where the disc should be centred.")
 
 
 def map_size(prob: Problem) -> tuple[int, int]:
