@@ -142,6 +142,11 @@ def measure_city(browser, url: str, city: str, repeat: int, shots: Path | None) 
         wait_idle(p)
         ctx.close()
 
+    if shots is not None:  # the solved view, before the toggles below change it
+        page.mouse.move(5, 5)
+        page.evaluate("() => document.querySelector('[data-testid=\"stSidebarContent\"]')?.scrollTo(0, 0)")
+        page.wait_for_timeout(800)
+        page.screenshot(path=str(shots / f"screenshot-explore-{city}.png"))
     toggles: list[tuple[str, Callable[[int], None]]] = [
         ("toggle colour", lambda n: page.locator("[data-testid='stRadio'] label").filter(
             has_text=("expected loss (m)", "plain")[n % 2]).click()),
@@ -156,11 +161,6 @@ def measure_city(browser, url: str, city: str, repeat: int, shots: Path | None) 
             act(n)
             add(name, wait_map(page, t0, before))
             wait_idle(page)
-    if shots is not None:
-        page.mouse.move(5, 5)
-        page.evaluate("() => document.querySelector('[data-testid=\"stSidebarContent\"]')?.scrollTo(0, 0)")
-        page.wait_for_timeout(800)
-        page.screenshot(path=str(shots / f"screenshot-explore-{city}.png"))
     page.close()
     return out
 
@@ -175,7 +175,7 @@ def other_pages(browser, url: str, shots: Path) -> None:
     """One screenshot per page (solving where the page has a button), for the README."""
     page = browser.new_page(viewport=VIEW)
     for name, path, ready, button in (("home", "", "text=What ε means in metres", None),
-                                      ("compare", "compare", "text=Compare mechanisms", "Solve all"),
+                                      ("compare", "?preset=teach-em-vs-lp", "text=Privacy promise", None),
                                       ("tradeoff", "tradeoff", "text=Trade-off", "Run sweep"),
                                       ("learn", "learn", "text=Learn: mDP in four steps", None)):
         page.goto(f"{url}/{path}")

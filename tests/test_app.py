@@ -743,3 +743,22 @@ def test_road_image_draws_the_network() -> None:
     assert abs(row - height / 2) <= 2  # the segment lies on the middle latitude
     assert (alpha[row, 110:190] > 0).all() and alpha[:, :90].max() == 0  # drawn from lon 24.00 to 24.01 only
     assert base64.b64encode(img.png)  # a data URL is possible without a server
+
+
+def test_mechanism_presets_become_dashboard_presets() -> None:
+    """A mechanism's own preset (Mechanism.presets: params, build_problem keywords, the ε swept) opens Explore."""
+    from types import SimpleNamespace
+
+    from mdpviz.ui import presets
+
+    mech = SimpleNamespace(name="aipo")
+    paper = SimpleNamespace(name="paper", label="AIPO paper", help="The paper's settings.",
+                            params=(("lb_grid", 12),), problem=(("n_outputs", 20), ("cost", "distance"),
+                                                                ("city", "rome"), ("k", 40)), eps=(0.2, 1.0, 1.6))
+    entry = presets.from_mechanism(mech, paper)
+    assert entry is not None and entry["page"] == "explore" and entry["id"] == "aipo-paper"
+    assert entry["values"] == {"mech": "aipo", "region": "whole", "source": "sample", "m": 20, "cost": "distance",
+                               "city": "rome", "k": 40, "mp.aipo.lb_grid": 12, "mp.aipo.eps": 1.0}
+    assert not presets.check(entry) and "0.2, 1, 1.6 km⁻¹" in entry["help"]
+    odd = SimpleNamespace(name="x", label="x", help="", params=(), problem=(("sample_by_prior", True),), eps=())
+    assert presets.from_mechanism(mech, odd) is None  # no control for it: not offered

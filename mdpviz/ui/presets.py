@@ -2,13 +2,13 @@
 
 A preset is data (``presets.json``), keyed like the widgets (``k``, ``mech``, ``mp.<mechanism>.<parameter>``), in
 the manner of prettymapp's ``examples.json``: applying one copies its values into session state, opens its page
-and solves there once. Presets that other parts of mdpviz publish as data (``mdpviz.presets.PRESETS``, a list of
-the same dicts, when that module exists) are listed after these.
+and solves there once. The mechanisms' own presets (``Mechanism.presets``: a paper's experiment, the authors'
+code's settings, with ``params``, ``build_problem`` keywords and the ε values swept) are turned into the same
+dicts and listed after these, on Explore.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -24,15 +24,48 @@ PAGES = {"explore": "app_pages/explore.py", "compare": "app_pages/compare.py", "
 _FILE = Path(__file__).with_name("presets.json")
 
 
+# build_problem keyword → dashboard key
+PROBLEM_KEYS = {"city": "city", "k": "k", "n_outputs": "m", "metric": "metric", "prior": "prior", "cost": "cost",
+                "n_tasks": "tasks", "seed": "seed", "region": "region"}
+
+
+def from_mechanism(mech: Any, preset: Any) -> dict[str, Any] | None:
+    """A mechanism's preset (``name``, ``label``, ``help``, ``params``, ``problem``, ``eps``) as a dashboard preset
+    on Explore; None when it sets something the dashboard has no control for."""
+    problem = dict(getattr(preset, "problem", ()) or ())
+    values: dict[str, Any] = {"mech": mech.name, "region": "whole", "source": "sample"}
+    for key, value in problem.items():
+        if key == "all_outputs":
+            continue
+        if key not in PROBLEM_KEYS:
+            return None
+        values[PROBLEM_KEYS[key]] = value
+    if problem.get("all_outputs") and "k" in values:
+        values["m"] = values["k"]
+    params = dict(getattr(preset, "params", ()) or ())
+    eps = tuple(getattr(preset, "eps", ()) or ())
+    if "eps" not in params and eps:
+        params["eps"] = sorted(eps)[len(eps) // 2]  # a middle value of the paper's sweep
+    values.update({f"mp.{mech.name}.{k}": v for k, v in params.items()})
+    return {"id": f"{mech.name}-{preset.name}", "label": preset.label, "audience": "research", "page": "explore",
+            "help": preset.help + (f" ε swept over {', '.join(f'{e:g}' for e in eps)} km⁻¹ in the paper (Trade-off "
+                                   "page)." if eps else ""), "values": values}
+
+
 def presets() -> list[dict[str, Any]]:
-    """Every preset: this dashboard's (``presets.json``), then any the library publishes."""
-    found = json.loads(_FILE.read_text(encoding="utf-8"))
-    try:
-        extra = importlib.import_module("mdpviz.presets").PRESETS
-    except (ImportError, AttributeError):
-        extra = []
-    ids = {p["id"] for p in found}
-    return found + [dict(p) for p in extra if isinstance(p, dict) and p.get("id") not in ids and "values" in p]
+    """Every preset: this dashboard's (``presets.json``), then the mechanisms' own (``Mechanism.presets``)."""
+    from mdpviz.mechanisms import mechanisms
+
+    found = [{**p, "main": True} for p in json.loads(_FILE.read_text(encoding="utf-8"))]
+    seen = {p["id"] for p in found} | {p["label"] for p in found}
+    for mech in mechanisms():
+        for preset in getattr(mech, "presets", ()) or ():
+            entry = from_mechanism(mech, preset)
+            # one entry per preset: variants that share their paper's preset (C-mDP's three) list it once
+            if entry is not None and entry["id"] not in seen and entry["label"] not in seen:
+                found.append(entry)
+                seen |= {entry["id"], entry["label"]}
+    return found
 
 
 def by_id(preset_id: str) -> dict[str, Any] | None:
@@ -101,10 +134,14 @@ def take_auto_solve(page: str) -> bool:
     return False
 
 
-def buttons(key_prefix: str, columns: int = 1) -> None:
-    """One button per preset (with its description as help); a click applies it, and the router opens its page."""
+def buttons(key_prefix: str, columns: int = 1, main: bool | None = None) -> None:
+    """One button per preset (with its description as help); a click applies it, and the router opens its page.
+
+    ``main``: True for this dashboard's own four, False for the mechanisms' presets, None for all.
+    """
+    chosen = [p for p in presets() if main is None or bool(p.get("main")) == main]
     cols = st.columns(columns) if columns > 1 else [st.container()]
-    for n, p in enumerate(presets()):
+    for n, p in enumerate(chosen):
         with cols[n % len(cols)]:
             st.button(p["label"], key=f"{key_prefix}-{p['id']}", help=p.get("help"), width="stretch",
                       icon=":material/play_circle:", on_click=apply, args=(p["id"],))
