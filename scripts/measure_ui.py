@@ -198,6 +198,7 @@ def main() -> None:
     ap.add_argument("--city", nargs="+", default=["helsinki", "rome"], help="cities to measure (bundled slugs)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per number (the median is printed)")
     ap.add_argument("--shots", type=Path, help="folder for screenshots (docs/ regenerates the README's)")
+    ap.add_argument("--out", type=Path, help="also write the report (with date, machine and load) to this file")
     args = ap.parse_args()
     chromium = chromium_path()
     if chromium is None:
@@ -221,14 +222,25 @@ def main() -> None:
             other_pages(browser, url, args.shots)
         browser.close()
     load_after = os.getloadavg()
-    print(f"headless chromium {VIEW['width']}×{VIEW['height']}, {args.repeat} runs per number (median, min, max); "
-          f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after, on {os.cpu_count()} CPUs")
+    lines = [f"headless chromium {VIEW['width']}×{VIEW['height']}, {args.repeat} runs per number (median, min, max); "
+             f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after, on {os.cpu_count()} CPUs"]
     for city, res in results.items():
-        print(f"-- {city}")
-        for name, values in res.items():
-            print(f"   {name:<20} {summary(values)}")
+        lines.append(f"-- {city}")
+        lines += [f"   {name:<20} {summary(values)}" for name, values in res.items()]
+    print("\n".join(lines))
     if args.shots:
         print(f"screenshots in {args.shots}")
+    if args.out:
+        from datetime import datetime, timezone
+
+        from mdpviz.benchmarks.report import machine
+        from mdpviz.paths import atomic_write
+
+        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        cmd = "python scripts/measure_ui.py " + " ".join(sys.argv[1:])
+        text = (f"# Dashboard timings in headless chromium\n\n{stamp} on {machine()}.\n\n`{cmd}`\n\n```\n"
+                + "\n".join(lines) + "\n```\n")
+        atomic_write(args.out, lambda p: p.write_text(text, encoding="utf-8"))
 
 
 if __name__ == "__main__":

@@ -288,8 +288,8 @@ def test_one_rule_for_k_and_outputs() -> None:
     assert "K = 0 is below 2" in notes[0] and "|Y| = 999 exceeds K = 2" in notes[1]
     fixed, notes = state.clamp_problem({"city": "rome", "region": "whole", "k": 99_999, "m": 100, "tasks": 99,
                                         "seed": -4})
-    assert fixed["k"] == state.DASHBOARD_MAX_K and fixed["tasks"] == state.TASKS_RANGE[1] and fixed["seed"] == 0
-    assert "K = 99,999 is above 5,000, the dashboard's cap" in notes[0] and "43,160 nodes" in notes[0]
+    assert fixed["k"] == state.K_MAX and fixed["tasks"] == state.TASKS_RANGE[1] and fixed["seed"] == 0
+    assert f"K = 99,999 is above {state.K_MAX:,}, the most mdpviz handles" in notes[0] and "43,160 nodes" in notes[0]
     lo, hi, why = state.k_range("rome", "centre:3")
     assert lo == 2 and 100 < hi < 43_160 and "region `centre:3`" in why
 

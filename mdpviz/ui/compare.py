@@ -53,8 +53,8 @@ def maps_view(prob: Problem, items: list[tuple[Mechanism, Result | None]],
               evs: dict[str, dict[str, Any] | None] | None = None) -> None:
     """The same selected secret under every mechanism, one small map each (≤ 4 maps: well under 8 WebGL charts)."""
     clamp_secret(prob)
-    st.columns([1, 3])[0].number_input("Selected secret x (index)", min_value=0, max_value=prob.k - 1, step=1,
-                                       key="secret", help="Or click a point on any map.")
+    st.columns([1, 3])[0].number_input("Selected secret x (index)", step=1, key="secret",
+                                       help=f"0 to {prob.k - 1}. Or click a point on any map.")
     i = int(st.session_state["secret"])
     cols = st.columns(len(items))
     roads = cache.road_layer(prob)

@@ -198,7 +198,7 @@ def range_control(p: Param, key: str, default: tuple[float, float]) -> None:
 
 
 MAX_UPLOAD_MB = 2        # also Streamlit's server.maxUploadSize (.streamlit/config.toml), shown on the widget
-MAX_UPLOAD_POINTS = 5000  # the dashboard's cap on K (state.DASHBOARD_MAX_K)
+MAX_UPLOAD_POINTS = state.K_MAX  # distinct points become K secrets: the problem builder's cap
 
 
 def check_points(ss: Any, up: Any) -> None:

@@ -90,9 +90,8 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
     if result is not None and result.ok and not rows_ok:
         ss["point"] = None  # a picked point needs rows for any point; this mechanism has rows for X only
     pt = continuous.parse_point(ss.get("point")) if rows_ok else None
-    c1.number_input("Selected secret x (index)", min_value=0, max_value=prob.k - 1, step=1, key="secret",
-                    on_change=_clear_point,
-                    help="Or click a point on the map." + (" A click on empty map space picks that point of the "
+    c1.number_input("Selected secret x (index)", step=1, key="secret", on_change=_clear_point,
+                    help=f"0 to {prob.k - 1}. Or click a point on the map." + (" A click on empty map space picks that point of the "
                                                            "plane instead." if rows_ok else ""))
     ss.setdefault("colour_mode", COLOUR_MODES[0])
     if not has_z:

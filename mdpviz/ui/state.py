@@ -18,6 +18,7 @@ import streamlit as st
 from mdpviz.cities import city_info, list_cities, load_city
 from mdpviz.errors import MdpvizError
 from mdpviz.mechanisms import Mechanism, get_mechanism, mechanisms
+from mdpviz import problem as _problem
 from mdpviz.problem import COST_MODELS, METRICS
 from mdpviz.region import WHOLE, parse_region
 
@@ -27,10 +28,11 @@ DEFAULTS: dict[str, Any] = {"k": 200, "m": 50, "metric": "haversine", "prior": "
                             "time_limit": 60.0, "compare": ["em", "em-br"], "sweep_mechs": ["em", "em-br"],
                             "source": "sample", "points_snap": True}
 PRIORS_UI: tuple[str, ...] = ("uniform", "street_count")  # "points" needs an upload: library and CLI only
-# K: the problem builder's 2 ≤ K ≤ nodes in the region, and a dashboard cap: the all-pairs check of K secrets
-# costs K(K−1)·|Y| comparisons (25 million pairs at 5,000, the papers' largest K: about half a minute here)
+# K: the problem builder's rule, 2 ≤ K ≤ nodes in the region and ≤ its memory cap (mdpviz.problem.MAX_K, K × K
+# arrays); the same for widgets, URLs and the CLI. Above SLOW_CHECK_K the page warns that the all-pairs check is slow.
 K_MIN = 2
-DASHBOARD_MAX_K = 5000
+K_MAX: int = getattr(_problem, "MAX_K", 10_000)
+SLOW_CHECK_K = 3000
 M_MIN = 1  # |Y| ≥ 1 and ≤ K (the problem builder's rule)
 TASKS_RANGE = (1, 50)
 TIME_LIMIT_RANGE = (1.0, 1800.0)
@@ -74,9 +76,9 @@ def k_range(slug: str, region: str = WHOLE) -> tuple[int, int, str]:
     except MdpvizError:
         nodes = city_nodes(slug)
     where = city_info(slug).label + ("" if region == WHOLE else f" in region `{region}`")
-    if nodes > DASHBOARD_MAX_K:
-        return K_MIN, DASHBOARD_MAX_K, (f"the dashboard's cap (the all-pairs check grows as K²; {where} has "
-                                        f"{nodes:,} nodes: use the CLI for more)")
+    if nodes > K_MAX:
+        return K_MIN, K_MAX, (f"the most mdpviz handles (its K × K arrays; {where} has {nodes:,} nodes: choose a "
+                              "region or a smaller K)")
     return K_MIN, nodes, f"the {nodes:,} nodes of {where}"
 
 
@@ -195,7 +197,7 @@ def parse_query(query: dict[str, str]) -> Parsed:
                                f"using {DEFAULTS[key]}.")
                 out[key] = DEFAULTS[key]
     if "secret" in q:
-        v = _int(q["secret"], "secret", 0, DASHBOARD_MAX_K - 1, notices, "the selected secret")
+        v = _int(q["secret"], "secret", 0, K_MAX - 1, notices, "the selected secret")
         out["secret"] = v  # None: the page picks the secret nearest the middle
     if "pt" in q:  # a picked point of the plane "lat,lon" (mechanisms with rows for any point)
         from .continuous import parse_point

@@ -34,8 +34,18 @@ def guard() -> Iterator[None]:
 
 
 def solve_hint(prob_k: int, prob_m: int, mech: Mechanism) -> str | None:
-    return solve_warning(prob_k, prob_m, max_k=mech.max_k, family=mech.family, exact=mech.exact,
+    """The slow-solve warning of ``mdpviz.explain`` (the mechanism's ``max_k``, the LP's size), and a note when
+    the all-pairs check itself will take a while (K above ``state.SLOW_CHECK_K``)."""
+    from . import state
+
+    hint = solve_warning(prob_k, prob_m, max_k=mech.max_k, family=mech.family, exact=mech.exact,
                          time_limit_s=float(st.session_state.get("time_limit", 60.0)))
+    if prob_k > state.SLOW_CHECK_K:
+        pairs = prob_k * (prob_k - 1)
+        check = (f"Checking ε-mDP on all {pairs:,} ordered pairs × {prob_m:,} outputs after the solve takes "
+                 "a while (tens of seconds and more).")
+        hint = f"{hint} {check}" if hint else check
+    return hint
 
 
 def run_solve(prob: Problem, mech: Mechanism, params: dict[str, Any], time_limit: float,
