@@ -47,7 +47,8 @@ with views.guard():
         sweep.run_pending(prob, sw, float(ss["time_limit"]))
         stop_slot.empty()
 if sw is None:
-    st.info("Choose mechanisms, a parameter and a range in the sidebar, then press **Run sweep**.", icon=":material/play_arrow:")
+    st.info("Choose mechanisms, a parameter and a range in the sidebar, then press **Run sweep**.",
+            icon=":material/play_arrow:")
     st.stop()
 if sw.skipped:
     st.caption(f"Skipped (no parameter `{sw.param}`): {', '.join(sw.skipped)}.")

@@ -80,7 +80,8 @@ with tab_curve:
     estimate = tv.curves_estimate_s(result, lp, len(eps_values))
     lines = tv.METHODS + tv.REFERENCES
     if not done:
-        st.caption(f"{tv.METHODS} methods of the paper's Fig. 10 and the LP on the context-averaged cost as a reference "
+        st.caption(f"{tv.METHODS} methods of the paper's Fig. 10 and the LP on the context-averaged cost as a "
+                   "reference "
                    f"({lines} lines), at {len(eps_values)} values of ε: {len(eps_values) * lines} solves, about "
                    f"{format_s(estimate)} here (estimated from this page's solves).")
     label = (f"Show loss and runtime against ε ({lines} lines)" if done else

@@ -17,7 +17,8 @@ Every number is wall-clock seconds from the user's action to what they see, the 
                  secret): until the map's pixels change. Target ≤ 1 s.
 
 "Map drawn" is detected by sampling the map's canvas (drawn into a small 2-D canvas every ~30 ms, no screenshots,
-which would make the page repaint): the first sample that shows the final picture. The server's result cache is a fresh temporary folder.
+which would make the page repaint): the first sample that shows the final picture. The server's result cache is a
+fresh temporary folder.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ def wait_idle(page, timeout_ms: int = 120_000) -> None:
 
 # the map canvas drawn into a 128 × 128 2-D canvas (cheap: no screenshot, which would make the page repaint):
 # [share of drawn pixels, a coarse signature of the picture]; -1 before the canvas exists
-SNAPSHOT = """() => { const c = document.querySelector("[data-testid='stDeckGlJsonChart'] canvas"); if (!c) return [-1, ""];
+SNAPSHOT = """() => { const c = document.querySelector("[data-testid='stDeckGlJsonChart'] canvas");
+  if (!c) return [-1, ""];
   const n = 128, o = document.createElement('canvas'); o.width = n; o.height = n;
   const g = o.getContext('2d'); g.drawImage(c, 0, 0, n, n); const d = g.getImageData(0, 0, n, n).data;
   let drawn = 0, sig = []; for (let i = 0; i < d.length; i += 4) { if (d[i + 3] > 0) drawn++;

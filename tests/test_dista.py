@@ -225,7 +225,9 @@ def test_ui_helpers_build_from_a_result(pb):
     from mdpviz.ui import dista as ui
 
     r = solve(pb, "dista-lp", {"eps": 20.0, "users": 3, "gamma_mode": "fixed", "wem_radius": 0.05}, use_cache=False)
-    roads = __import__("pandas").DataFrame({"s": [[pb.x_lon[0], pb.x_lat[0]]], "t": [[pb.x_lon[1], pb.x_lat[1]]]})
+    from mdpviz.ui.maps import image_layer
+
+    roads = image_layer("roads", "data:,", (pb.x_lon.min(), pb.x_lat.min(), pb.x_lon.max(), pb.x_lat.max()))
     deck = ui.neighbourhood_deck(pb, roads, r)
     ids = [layer.id for layer in deck.layers]
     assert ids == ["roads", "dista-hood", "dista-cand", "dista-report", "dista-true"]

@@ -6,9 +6,8 @@ dark themes stay legible.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

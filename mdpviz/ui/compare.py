@@ -36,7 +36,8 @@ def metrics_row(mech: Mechanism, result: Result | None, ev: dict[str, Any] | Non
                 "solve_s": total}
     v = ev["violations"]
     return {**row, "status": result.status, "privacy promise": promise, "utility_loss_m": ev["utility_loss_m"],
-            "violation_ratio": v["ratio"], "violated / checked pairs": f"{v['violated_pairs']:,} / {v['checked_pairs']:,}",
+            "violation_ratio": v["ratio"],
+            "violated / checked pairs": f"{v['violated_pairs']:,} / {v['checked_pairs']:,}",
             "adversary_error_m": ev["adversary_error_m"], "solve_s": total}
 
 
@@ -91,7 +92,8 @@ def maps_view(prob: Problem, items: list[tuple[Mechanism, Result | None]],
 def table_and_bars(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """The metrics table and the bar charts; returns the table."""
     df = pd.DataFrame(rows)
-    shown = df.drop(columns=["label"]).rename(columns={"utility_loss_m": "utility loss (m)", "violation_ratio": "violation ratio",
+    shown = df.drop(columns=["label"]).rename(columns={"utility_loss_m": "utility loss (m)",
+                                                       "violation_ratio": "violation ratio",
                                "adversary_error_m": "adversary error (m)", "solve_s": "solve time (s)"})
     st.dataframe(shown, hide_index=True, width="stretch",
                  column_config={"utility loss (m)": st.column_config.NumberColumn(format="%.1f"),

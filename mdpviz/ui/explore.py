@@ -70,7 +70,8 @@ def clamp_secret(prob: Problem) -> int:
     except (TypeError, ValueError):
         i = central
     if not 0 <= i < prob.k:
-        st.toast(f"Secret x{i} does not exist in this problem (K = {prob.k}); showing x{central}.", icon=":material/warning:")
+        st.toast(f"Secret x{i} does not exist in this problem (K = {prob.k}); showing x{central}.",
+                 icon=":material/warning:")
         i = central
     ss["secret"] = i
     return i
@@ -91,8 +92,8 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
         ss["point"] = None  # a picked point needs rows for any point; this mechanism has rows for X only
     pt = continuous.parse_point(ss.get("point")) if rows_ok else None
     c1.number_input("Selected secret x (index)", step=1, key="secret", on_change=_clear_point,
-                    help=f"0 to {prob.k - 1}. Or click a point on the map." + (" A click on empty map space picks that point of the "
-                                                           "plane instead." if rows_ok else ""))
+                    help=f"0 to {prob.k - 1}. Or click a point on the map."
+                         + (" A click on empty map space picks that point of the plane instead." if rows_ok else ""))
     ss.setdefault("colour_mode", COLOUR_MODES[0])
     if not has_z:
         ss["colour_mode"] = COLOUR_MODES[0]

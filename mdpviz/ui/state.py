@@ -15,10 +15,10 @@ from typing import Any
 
 import streamlit as st
 
+from mdpviz import problem as _problem
 from mdpviz.cities import city_info, list_cities, load_city
 from mdpviz.errors import MdpvizError
 from mdpviz.mechanisms import Mechanism, get_mechanism, mechanisms
-from mdpviz import problem as _problem
 from mdpviz.problem import COST_MODELS, METRICS
 from mdpviz.region import WHOLE, parse_region
 

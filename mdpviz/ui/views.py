@@ -120,7 +120,8 @@ def phase_text(timings: dict[str, float]) -> str:
 LP_SIZE_LABELS = {"wem_entries": "weighted-EM entries", "pricing_lps": "pricing LPs",
                   "pricing_rows_max": "rows per pricing LP (max)", "pricing_rows_mean": "rows per pricing LP (mean)",
                   "master_rows": "master LP rows", "atoms_used": "atoms used", "nonzeros": "nonzeros",
-                  "sub_variables_max": "subproblem variables (max)", "sub_constraints_max": "subproblem constraints (max)"}
+                  "sub_variables_max": "subproblem variables (max)",
+                  "sub_constraints_max": "subproblem constraints (max)"}
 
 
 def lp_size_label(key: str) -> str:
