@@ -44,6 +44,8 @@ with views.guard():
 st.caption(f"{controls.city_label(prob.city)} · K = {prob.k} secrets · |Y| = {prob.m} outputs · metric {prob.metric}")
 if all(r is None for _, r in items):
     st.info("Not solved yet for these settings. Press **Solve all** in the sidebar.", icon=":material/play_arrow:")
+if summary := compare.summary(rows):
+    st.markdown(summary)
 compare.maps_view(prob, items, evs)
 compare.table_and_bars(rows)
 state.write_url("compare")

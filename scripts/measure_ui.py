@@ -186,6 +186,8 @@ def other_pages(browser, url: str, shots: Path) -> None:
         if button:
             page.get_by_role("button", name=button, exact=True).click()
             wait_idle(page, 300_000)
+        if page.locator(MAP).count():
+            wait_map(page, time.perf_counter(), timeout_s=120)
         page.wait_for_timeout(1500)
         page.screenshot(path=str(shots / f"screenshot-{name}.png"), full_page=True)
     page.close()

@@ -762,3 +762,15 @@ def test_mechanism_presets_become_dashboard_presets() -> None:
     assert not presets.check(entry) and "0.2, 1, 1.6 km⁻¹" in entry["help"]
     odd = SimpleNamespace(name="x", label="x", help="", params=(), problem=(("sample_by_prior", True),), eps=())
     assert presets.from_mechanism(mech, odd) is None  # no control for it: not offered
+
+
+def test_doctests_of_the_dashboard_helpers() -> None:
+    """mdpviz/ui is left out of the doctest run (importing pages needs Streamlit); its pure helpers' examples
+    are run here."""
+    import doctest
+
+    from mdpviz.ui import basemap, charts, compare, views
+
+    for module in (basemap, charts, compare, views):
+        failed, tried = doctest.testmod(module)
+        assert tried and not failed, module.__name__

@@ -41,6 +41,23 @@ def metrics_row(mech: Mechanism, result: Result | None, ev: dict[str, Any] | Non
             "adversary_error_m": ev["adversary_error_m"], "solve_s": total}
 
 
+def summary(rows: list[dict[str, Any]]) -> str:
+    """The comparison in plain words: which mechanism loses least among those that keep their promise.
+
+    >>> summary([{"label": "EM", "privacy promise": "holds on all pairs", "utility_loss_m": 357.0},
+    ...          {"label": "LP", "privacy promise": "holds on all pairs", "utility_loss_m": 251.0}])
+    '**LP** loses least among those that keep their promise: 251 m against 357 m for EM.'
+    """
+    kept = [r for r in rows if str(r.get("privacy promise", "")).startswith("holds")
+            and np.isfinite(r.get("utility_loss_m", np.nan))]
+    if len(kept) < 2:
+        return ""
+    kept.sort(key=lambda r: r["utility_loss_m"])
+    others = ", ".join(f"{format_m(r['utility_loss_m'])} for {r['label']}" for r in kept[1:])
+    return (f"**{kept[0]['label']}** loses least among those that keep their promise: "
+            f"{format_m(kept[0]['utility_loss_m'])} against {others}.")
+
+
 def _on_click(map_key: str) -> None:
     event = st.session_state.get(map_key)
     hit = maps.clicked_secret(event.get("selection") if event else None)
