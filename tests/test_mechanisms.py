@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import pickle
 from pathlib import Path
 
 import numpy as np
@@ -220,13 +219,13 @@ def test_cache_returns_identical_results_and_recovers_from_corruption(small: Pro
     again = solve(small, "lp", {"eps": 3.0})
     np.testing.assert_array_equal(first.Z, again.Z)
     assert again.timings == first.timings  # the stored result itself, not a re-solve
-    path = _isolated_cache / "results" / f"{cache_key(small, 'lp', get_mechanism('lp').validate({'eps': 3.0}))}.pkl"
+    path = _isolated_cache / "results" / f"{cache_key(small, 'lp', get_mechanism('lp').validate({'eps': 3.0}))}.npz"
     assert path.exists()
-    path.write_bytes(b"not a pickle")
+    path.write_bytes(b"not an npz file")
     assert cached_result(small, "lp", {"eps": 3.0}) is None
     healed = solve(small, "lp", {"eps": 3.0})
     np.testing.assert_allclose(healed.Z, first.Z, atol=1e-9)
-    assert isinstance(pickle.loads(path.read_bytes()), type(first))
+    assert path.read_bytes()[:2] == b"PK"  # rewritten as an .npz (zip) entry; tests/test_solve.py has the rest
     # a different parameter is a different entry; no-cache neither reads nor writes
     solve(small, "lp", {"eps": 4.0}, use_cache=False)
     assert cached_result(small, "lp", {"eps": 4.0}) is None
