@@ -263,7 +263,7 @@ def test_learn_live_examples() -> None:
 
 def test_learn_bad_query_notice() -> None:
     at = app("app_pages/learn.py", query={"seed": "-1"})
-    assert "The seed -1 is negative; using 0." in texts(at.warning)
+    assert "URL parameter `seed=-1` is outside [0, 2,147,483,647] for the seed; using 0." in texts(at.warning)
     assert at.session_state["seed"] == 0
 
 
@@ -420,7 +420,8 @@ def test_out_of_range_k_is_brought_into_range_with_a_notice() -> None:
     assert "K = 500 is above 205, the 205 nodes of West Oakland (US); using K = 205." in texts(at.warning)
     assert at.session_state["k"] == 205 and metric(at, "Utility loss (m)")  # solved with what was used
     at2 = app("app_pages/explore.py", query={"city": "west-oakland", "k": "500"})
-    assert "K = 500 is above 205" in texts(at2.warning)
+    assert "`k=500` is outside [2, 205] for K = |X| (at most the 205 nodes of West Oakland (US)); using 200." in (
+        texts(at2.warning))
 
 
 def test_panda_internals_panel() -> None:

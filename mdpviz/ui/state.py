@@ -150,17 +150,19 @@ class Parsed:
     notices: list[str]
 
 
-def _int(raw: str, name: str, low: int, high: int, notices: list[str], label: str) -> int | None:
+def _int(raw: str, name: str, low: int, high: int, notices: list[str], label: str, fallback: Any = None) -> Any:
+    """``raw`` as a whole number in [low, high], else ``fallback`` with a notice saying so."""
+    using = "the default" if fallback is None else f"{fallback:,}"
     try:
         value = int(float(raw))
         if float(raw) != value:
             raise ValueError
-    except ValueError:
-        notices.append(f"URL parameter `{name}={raw}` is not a whole number; using the default for {label}.")
-        return None
+    except (ValueError, OverflowError):
+        notices.append(f"URL parameter `{name}={raw}` is not a whole number; using {using} for {label}.")
+        return fallback
     if not low <= value <= high:
-        notices.append(f"URL parameter `{name}={raw}` is outside [{low}, {high}] for {label}; using the default.")
-        return None
+        notices.append(f"URL parameter `{name}={raw}` is outside [{low:,}, {high:,}] for {label}; using {using}.")
+        return fallback
     return value
 
 
@@ -180,14 +182,19 @@ def parse_query(query: dict[str, str]) -> Parsed:
             notices.append(f"Unknown city `{q['city']}` in the URL; showing {default_city_slug()} instead "
                            f"(available: {', '.join(cities)}).")
             out["city"] = default_city_slug()
-    # whole numbers here; their ranges (K ≤ nodes in the region, |Y| ≤ K ...) are applied to the whole state by
-    # validate_state, with the same notices as for a widget
-    for key, label in (("k", "K = |X|"), ("m", "|Y|"), ("tasks", "the number of task nodes"), ("seed", "the seed")):
-        if key in q:
-            v = _int(q[key], key, -2**62, 2**62, notices, label)
-            out[key] = DEFAULTS[key] if v is None else v
+    # the same limits as the widgets (k_range: 2 ≤ K ≤ nodes in the region and MAX_K; 1 ≤ |Y| ≤ K); a value out
+    # of range falls back to the default with a notice, and validate_state checks the whole state afterwards
+    city = out.get("city", default_city_slug())
     if "region" in q:
         out["region"] = q["region"]  # checked against the city by validate_state
+    k_lo, k_hi, k_why = k_range(city, str(out.get("region", WHOLE)))
+    if "k" in q:
+        out["k"] = _int(q["k"], "k", k_lo, k_hi, notices, f"K = |X| (at most {k_why})", min(DEFAULTS["k"], k_hi))
+    k = out.get("k", DEFAULTS["k"])
+    for key, rng, label in (("m", (M_MIN, k), "|Y| (at most K)"), ("tasks", TASKS_RANGE, "the number of task nodes"),
+                            ("seed", (0, 2**31 - 1), "the seed")):
+        if key in q:
+            out[key] = _int(q[key], key, rng[0], rng[1], notices, label, min(DEFAULTS[key], rng[1]))
     for key, allowed in (("metric", METRICS), ("prior", PRIORS_UI), ("cost", COST_MODELS)):
         if key in q:
             if q[key] in allowed:
