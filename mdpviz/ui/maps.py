@@ -100,7 +100,8 @@ def symbol_legend_html(items: list[tuple[str, list[int], str]]) -> str:
         else:
             sw = (f'<span style="display:inline-block;width:10px;height:10px;border-radius:50%;'
                   f'background:{rgb};vertical-align:middle"></span>')
-        parts.append(f'<span style="margin-right:12px;white-space:nowrap">{sw} {html.escape(label)}</span>')
+        wrap = "nowrap" if len(label) <= 40 else "normal"  # long labels wrap inside the legend's column
+        parts.append(f'<span style="margin-right:12px;white-space:{wrap}">{sw} {html.escape(label)}</span>')
     return f'<div style="font-size:0.8rem;line-height:1.8">{"".join(parts)}</div>'
 
 

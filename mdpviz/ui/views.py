@@ -170,7 +170,7 @@ def metrics_panel(prob: Problem, result: Result, ev: dict[str, Any], v: Verdict 
                    f"{viol['tolerance']:g}), over all pairs of X. Worst pair uses {viol['worst_factor']:.3g}× the "
                    "allowed ε·d.")
     st.caption(f"{viol['violated_pairs']:,} violated / {viol['checked_pairs']:,} ordered pairs checked at "
-               f"ε = {result.eps:g} km⁻¹ in the {viol.get('metric', prob.metric)} metric")
+               f"ε = {result.eps:.3g} km⁻¹ in the {viol.get('metric', prob.metric)} metric")
     if v is not None and v.claim_line:
         st.caption(f"**Against the claim:** {v.claim_line}")
     st.metric("Adversary error (m)", f"{ev['adversary_error_m']:.1f}",
