@@ -36,7 +36,10 @@ from .augmented import (
 from .blanket import Discovery, Grouping, algorithm2, discover, slot_features
 from .solver import ViolationReport, check, solve_reduced_lp
 
-MAX_STATIONS = 80
+# The largest K (stations = secrets of the problem) C-mDP accepts: the schema's ``Mechanism.max_k`` of every cmdp
+# variant, so the dashboard's warning and this refusal name one number. Measured (``bench cmdp``, Rome centre):
+# K = 24 solves in about half a minute; at K = 40 the reduced LP already has ~770k rows and did not finish in 600 s.
+MAX_STATIONS = 24
 HOLDOUT_SEED_OFFSET = 1_000_003  # the held-out corpus's seed is the corpus seed plus this
 CONTEXTS = ("predicted", "first-order", "oracle", "none")
 CAVEAT = ("C-mDP protects (location, blanket context) pairs under the augmented metric of Eq. 13; context-free "
@@ -140,8 +143,11 @@ def _network(problem: Problem) -> RoadNetwork:
     if problem.city is None or (problem.x_node < 0).any():
         raise ProblemError("C-mDP needs a problem on a road network (build it with a city, not free points).")
     if problem.k > MAX_STATIONS:
-        msg = (f"C-mDP's LP has one row per (location, context) pair; K = {problem.k} stations is too many. "
-               f"Build the problem with k ≤ {MAX_STATIONS} (16–30 solves in seconds).")
+        msg = (f"C-mDP takes at most K = {MAX_STATIONS} stations (the problem's secrets); this problem has K = "
+               f"{problem.k}. Its LP has a row per pair of (location, context) secrets and output, so it grows like "
+               f"K³: build the problem with k ≤ {MAX_STATIONS}, for example `--k {MAX_STATIONS} --all-outputs "
+               "--region centre:3` on Rome (stations within a few km of each other, as the paper's η = 5 km "
+               "neighbour rule expects).")
         raise ProblemError(msg)
     return load_city(problem.city)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..cmdp.pipeline import CAVEAT, CmdpData, DataSettings, diagnostics, prepare, solve_context
+from ..cmdp.pipeline import CAVEAT, MAX_STATIONS, CmdpData, DataSettings, diagnostics, prepare, solve_context
 from ..problem import Problem
 from .base import Mechanism, Param, Progress, Result, epsilon_param
 from .registry import register
@@ -113,19 +113,20 @@ def _solve_truemb(problem: Problem, params: dict[str, Any], progress: Progress, 
 
 _INFO = ("Synthetic vehicle trajectories between the secrets (as stations); secrets become (location, blanket "
          "context) pairs with the augmented distance of Eq. 13; the reduced LP (Eqs. 30–33) minimises the "
-         "next-location travel loss of Eq. 34. K ≤ 24 solves in seconds. ")
+         "next-location travel loss of Eq. 34. "
+         f"Takes K ≤ {MAX_STATIONS} stations, best drawn from a region a few km wide (η = 5 km). ")
 
 CMDP = register(Mechanism(
     name="cmdp", label="LP + C-mDP (context-aware)", family="cmdp", paper=PAPER,
     info=_INFO + "Blankets: Algorithm 1 per (hour, speed, region) group, predicted by a classifier (Algorithm 2).",
-    params=(*_COMMON, _PREDICTOR), solve=_solve_cmdp, max_k=24))
+    params=(*_COMMON, _PREDICTOR), solve=_solve_cmdp, max_k=MAX_STATIONS))
 
 CMDP_MARKOV = register(Mechanism(
     name="cmdp-markov", label="LP + Markov (first-order context)", family="cmdp", paper=PAPER,
     info=_INFO + "Blanket fixed to the previous location {X_t−1} for every report (the paper's LP+Markov1).",
-    params=_COMMON, solve=_solve_markov, max_k=24))
+    params=_COMMON, solve=_solve_markov, max_k=MAX_STATIONS))
 
 CMDP_TRUEMB = register(Mechanism(
     name="cmdp-truemb", label="LP + TrueMB (oracle blanket)", family="cmdp", paper=PAPER,
     info=_INFO + "Blanket = the order the generator actually used (or Algorithm 1 per group): an oracle.",
-    params=(*_COMMON, _ORACLE), solve=_solve_truemb, max_k=24))
+    params=(*_COMMON, _ORACLE), solve=_solve_truemb, max_k=MAX_STATIONS))
