@@ -46,9 +46,12 @@ _STEPS = Param("budget_steps", int, 10, "resolution n of the budget search: ε�
 _LB_GRID = Param("lb_grid", int, 6, "grid of the universal lower bound (0 = skip; the paper's code uses 12); "
                  "coarser is faster and looser", low=0, high=12, unit="cells per side",
                  label="lower-bound grid")
-_METHOD = Param("method", str, "simplex", "HiGHS algorithm of the anchor LPs: dual simplex (as the authors' code) or "
-                "interior point; a numerical failure is retried once with the other", choices=("simplex", "ipm"),
+_METHOD = Param("method", str, "auto", "HiGHS algorithm of the anchor LPs: dual simplex (as the authors' code), "
+                "interior point, or 'auto': simplex when a cell's neighbour ratio e^(ε·cell/2) is at least e² (Rome "
+                "at ε = 5 km⁻¹: about 4× faster there), interior point otherwise (faster on small cells); a "
+                "numerical failure is retried once with the other", choices=("auto", "simplex", "ipm"),
                 label="LP method")
+AUTO_SIMPLEX_EXPONENT = 2.0  # 'auto' picks simplex when (ε/2)·cell side ≥ this
 
 
 def axis_budgets(eps: float, p: int, variant: str, steps: int) -> list[tuple[float, float]]:
@@ -106,7 +109,7 @@ def build_lattice(problem: Problem, params: dict[str, Any]) -> Lattice:
 
 def anchor_lp(problem: Problem, lattice: Lattice, w_x: Any, e1: float, e2: float,
               time_limit: float | None, progress: Progress,
-              method: str = "simplex") -> tuple[NDArray[np.float64] | None, dict[str, Any]]:
+              method: str = "auto") -> tuple[NDArray[np.float64] | None, dict[str, Any]]:
     """Approx-APO: min Σ c̃_jk z_jk with c̃ = Wᵀ diag(p) C, neighbour constraints at ε_ℓ·step, rows summing to 1.
 
     Costs are scaled to ≤ 1 (metres of a 50 km city otherwise upset the interior point method). A solve ending in
@@ -118,6 +121,8 @@ def anchor_lp(problem: Problem, lattice: Lattice, w_x: Any, e1: float, e2: float
     expo = np.where(axis == 0, e1, e2) * lattice.step
     t0 = time.perf_counter()
     tries = []
+    if method == "auto":
+        method = "simplex" if max(e1, e2) * lattice.step >= AUTO_SIMPLEX_EXPONENT else "ipm"
     for m in (method, "ipm" if method == "simplex" else "simplex"):
         left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
         if left is not None and left <= 0:
@@ -194,7 +199,7 @@ def _search(variant: str, problem: Problem, lattice: Lattice, w_x: Any, params: 
         progress(f"budget {n_done + 1}/{len(candidates)}: ε₁ = {e1:.3g}, ε₂ = {e2:.3g} km⁻¹",
                  n_done / len(candidates))
         t0 = time.perf_counter()
-        Za, lp = anchor_lp(problem, lattice, w_x, e1, e2, left, progress, params.get("method", "simplex"))
+        Za, lp = anchor_lp(problem, lattice, w_x, e1, e2, left, progress, params.get("method", "auto"))
         timings["lp_s"] += time.perf_counter() - t0
         facts["size"] = lp["size"]
         if Za is None:
