@@ -2,12 +2,15 @@
 
 Two sweeps on one city (default Rome, the paper's city, X drawn over the whole city):
 
-* ``standing``: for each ε, AIPO, AIPO-E, the paper's discretised Laplace (``laplace-d``), EM, planar Laplace
-  (``laplace``) and the exact LP where K allows, plus two references: the non-private floor (every secret reports
+* ``standing``: for each ε, AIPO, AIPO-E, the paper's discretised Laplace (``laplace-d``), EM, EM with Bayesian
+  remapping (``em-br``, the paper's RMP), planar Laplace (``laplace``) and the exact LP where K allows, plus two references: the non-private floor (every secret reports
   its cheapest output, metres) and AIPO's universal lower bound. ``--preset paper`` uses the paper's settings
   (|Y| = 20, the authors' 4.77 km Rome cell, lower-bound grid 12).
-* ``cells``: AIPO's loss and time against the lattice cell side at one ε: a node's distribution is a blend of its
-  cell's four corners, so AIPO cannot tell apart outputs closer together than a cell.
+* ``cells``: AIPO's loss and time against the lattice cell side at one ε (a 4-step budget search, no lower bound):
+  a node's distribution is a blend of its cell's four corners, so AIPO cannot tell apart outputs closer together
+  than a cell.
+* ``soundness``: every mechanism of the AIPO family at each ε of ``--eps`` and both cost models, with its status,
+  verdict and violations of its own claim (the paper-cities issue's check at K = 500, |Y| = 100).
 
 Every loss is the true loss on the secrets (metres); violations are checked in each mechanism's own claim metric.
 """
@@ -41,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--cost", choices=("travel", "distance"), default="distance", help="cost model (default distance)")
     ap.add_argument("--eps", type=float, nargs="+", default=[0.4, 1.0, 1.6, 5.0], help="ε values, km⁻¹")
     ap.add_argument("--preset", choices=("none", "paper"), default="none", help="AIPO's paper preset")
-    ap.add_argument("--sweeps", nargs="+", choices=("standing", "cells"), default=["standing", "cells"])
+    ap.add_argument("--sweeps", nargs="+", choices=("standing", "cells", "soundness"), default=["standing", "cells"])
     ap.add_argument("--cells-eps", type=float, default=5.0, help="ε of the cells sweep (default 5)")
     ap.add_argument("--cell-km", type=float, nargs="+", default=[6.0, 3.0, 2.0, 1.5],
                     help="cell sides of the cells sweep, km")
@@ -65,7 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ("aipo", {**aipo_params, "eps": eps}),
                 ("aipo-e", {k: v for k, v in {**aipo_params, "eps": eps}.items()
                             if k in get_mechanism("aipo-e").defaults()}),
-                ("laplace-d", {"eps": eps}), ("em", {"eps": eps}), ("laplace", {"eps": eps})]
+                ("laplace-d", {"eps": eps}), ("em", {"eps": eps}), ("em-br", {"eps": eps}),
+                ("laplace", {"eps": eps})]
             if pb.k <= a.lp_max_k:
                 runs.append(("lp", {"eps": eps}))
             em_loss = None
@@ -85,9 +89,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "cells" in a.sweeps:
         for cell in a.cell_km:
             row = {"sweep": "cells", "eps": a.cells_eps, "method": "aipo",
-                   **_run(pb, "aipo", {"eps": a.cells_eps, "cell_km": cell, "lb_grid": 0}, a.time_limit)}
+                   **_run(pb, "aipo", {"eps": a.cells_eps, "cell_km": cell, "lb_grid": 0, "budget_steps": 4},
+                          a.time_limit)}
             rows.append(row)
             print(row, flush=True)
+    if "soundness" in a.sweeps:
+        for cost in ("travel", "distance"):
+            pb_c = build_problem(a.city, a.k, **{**problem_kw, "cost": cost})
+            for eps in a.eps:
+                for name in ("aipo", "aipo-e", "aipo-r", "laplace-d"):
+                    r, row = report.timed_solve(pb_c, name, {"eps": eps}, a.time_limit)
+                    row = {"sweep": "soundness", "cost": cost, "eps": eps, "method": name, **row,
+                           "claim_check": (r.diagnostics.get("claim_check") or {}).get("violated_pairs"),
+                           "degenerate": r.degenerate[:60], "message": r.message[:90]}
+                    rows.append(row)
+                    print(row, flush=True)
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     notes = (f"`python -m mdpviz bench aipo {' '.join(argv or [])}`: {a.city}, K = {pb.k} secrets over the whole "
              f"city (d up to {np.max(pb.d):.0f} km), |Y| = {pb.m}, cost {pb.settings['cost']}, uniform prior"

@@ -23,11 +23,11 @@ from ..errors import ParameterError
 from ..geo import project_km
 from ..lattice import AnchorInterpolant, Lattice, interpolate_rows
 from ..lp.colgen import lipschitz_repair
-from ..lp.highs import MAX_PAIR_ROWS
+from ..lp.highs import MAX_PAIR_ROWS, LPOutcome
 from ..lp.mdp_lp import all_pairs, solve_mdp_lp
 from ..metrics import cone_breaches, utility_loss_m
 from ..problem import Problem
-from ..progress import Progress
+from ..progress import Progress, no_progress
 from .base import Mechanism, Param, Preset, Result, epsilon_param
 from .registry import register
 
@@ -107,47 +107,58 @@ def build_lattice(problem: Problem, params: dict[str, Any]) -> Lattice:
     return lattice
 
 
+def solve_retrying(weights: NDArray[np.float64], c: NDArray[np.float64], pi: NDArray[np.int64],
+                   pj: NDArray[np.int64], expo: NDArray[np.float64], method: str, time_limit: float | None,
+                   progress: Progress) -> tuple[NDArray[np.float64] | None, LPOutcome, list[str]]:
+    """``solve_mdp_lp`` with costs scaled to ≤ 1 and one retry with the other HiGHS algorithm after a numerical
+    failure (not after a time limit), inside ``time_limit`` in all. Returns (Z or None, last outcome, tries)."""
+    scale = float(np.abs(c).max()) or 1.0
+    t0 = time.perf_counter()
+    tries: list[str] = []
+    Z, out = None, LPOutcome(None, "time limit", None, 0.0, message="no time left")
+    for m in (method, "ipm" if method == "simplex" else "simplex"):
+        left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+        if left is not None and left <= 0:
+            break
+        Z, out = solve_mdp_lp(weights, c / scale, pi, pj, expo, method=m, time_limit=left, progress=progress)
+        tries.append(f"{m}: {out.status}")
+        if Z is not None or out.status == "time limit":
+            break
+    if out.objective is not None:
+        out.objective *= scale
+    return Z, out, tries
+
+
 def anchor_lp(problem: Problem, lattice: Lattice, w_x: Any, e1: float, e2: float,
               time_limit: float | None, progress: Progress,
               method: str = "auto") -> tuple[NDArray[np.float64] | None, dict[str, Any]]:
     """Approx-APO: min Σ c̃_jk z_jk with c̃ = Wᵀ diag(p) C, neighbour constraints at ε_ℓ·step, rows summing to 1.
 
-    Costs are scaled to ≤ 1 (metres of a 50 km city otherwise upset the interior point method). A solve ending in
-    a numerical failure (not a time limit) is retried once with the other algorithm within the time left.
+    Costs are scaled to ≤ 1 (metres of a 50 km city otherwise upset the interior point method); a numerical
+    failure is retried with the other algorithm (``solve_retrying``).
     """
     c_tilde = np.asarray(w_x.T @ (problem.p[:, None] * problem.c))
-    scale = float(np.abs(c_tilde).max()) or 1.0
     pi, pj, axis = lattice.neighbour_pairs()
     expo = np.where(axis == 0, e1, e2) * lattice.step
-    t0 = time.perf_counter()
-    tries = []
     if method == "auto":
         method = "simplex" if max(e1, e2) * lattice.step >= AUTO_SIMPLEX_EXPONENT else "ipm"
-    for m in (method, "ipm" if method == "simplex" else "simplex"):
-        left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
-        if left is not None and left <= 0:
-            break
-        Z, out = solve_mdp_lp(np.ones(lattice.n_anchors), c_tilde / scale, pi, pj, expo, method=m,
-                              time_limit=left, progress=progress)
-        tries.append(f"{m}: {out.status}")
-        if Z is not None or out.status == "time limit":
-            break
-    facts = {"status": out.status, "size": out.size, "solve_s": time.perf_counter() - t0, "tries": tries,
-             "message": out.message}
-    return Z, facts
+    t0 = time.perf_counter()
+    Z, out, tries = solve_retrying(np.ones(lattice.n_anchors), c_tilde, pi, pj, expo, method, time_limit, progress)
+    return Z, {"status": out.status, "size": out.size, "solve_s": time.perf_counter() - t0, "tries": tries,
+               "message": out.message}
 
 
 def planar_xy(problem: Problem, lattice: Lattice) -> NDArray[np.float64]:
     return project_km(problem.x_lat, problem.x_lon, lattice.lat0, lattice.lon0)
 
 
-def universal_lower_bound(problem: Problem, eps: float, p: int, grid: int,
-                          time_limit: float | None = None) -> float | None:
+def universal_lower_bound(problem: Problem, eps: float, p: int, grid: int, time_limit: float | None = None,
+                          progress: Progress = no_progress) -> tuple[float | None, str]:
     """Lower bound (m) on the loss of every (ε, d_p)-mDP mechanism over X (spec 003 §3.5).
 
     Cells of a grid×grid partition; the LP over non-empty cells uses the largest corner-to-corner ℓp distance
     between cells and each cell's smallest cost, so any mechanism's cell-averaged rows are feasible for it.
-    None when the LP does not finish in ``time_limit``.
+    Returns (bound or None, the LP's status).
     """
     lat = Lattice.covering(problem.x_lat, problem.x_lon, grid)
     xy = planar_xy(problem, lat)
@@ -162,9 +173,8 @@ def universal_lower_bound(problem: Problem, eps: float, p: int, grid: int,
     gap = np.abs(lo[:, None, :] - lo[None, :, :]) + lat.step  # largest per-axis separation of two cells
     d_max = np.linalg.norm(gap, ord=p, axis=2)
     pi, pj = all_pairs(n)
-    scale = float(c_min.max()) or 1.0
-    Z, out = solve_mdp_lp(weight, c_min / scale, pi, pj, eps * d_max[pi, pj], time_limit=time_limit)
-    return None if Z is None else float(out.objective) * scale  # type: ignore[operator]
+    Z, out, tries = solve_retrying(weight, c_min, pi, pj, eps * d_max[pi, pj], "simplex", time_limit, progress)
+    return (None if Z is None else float(out.objective)), ", ".join(tries)
 
 
 def anchor_claim_check(log_anchor: NDArray[np.float64], lattice: Lattice, e1: float,
@@ -260,10 +270,12 @@ def _solve(variant: str, problem: Problem, params: dict[str, Any], progress: Pro
         if left is None or left > 0:
             progress("universal lower bound", None)
             t0 = time.perf_counter()
-            bound = universal_lower_bound(problem, eps, p, params["lb_grid"], left)
+            bound, lb_status = universal_lower_bound(problem, eps, p, params["lb_grid"], left, progress)
             timings["lower_bound_s"] = time.perf_counter() - t0
+        else:
+            lb_status = "not started: no time left"
         if bound is None:
-            message += " The lower bound did not finish before the deadline."
+            message += f" No lower bound ({lb_status})."
     claim = (f"all pairs of points of the plane, ℓ{p} distance in the planar projection" if variant != "aipo-r"
              else "anchor neighbours only, at full ε before normalisation (relaxed: not ε-mDP between points)")
     diagnostics: dict[str, Any] = {

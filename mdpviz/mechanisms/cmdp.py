@@ -14,7 +14,7 @@ from typing import Any
 
 from ..cmdp.pipeline import CAVEAT, MAX_STATIONS, CmdpData, DataSettings, diagnostics, prepare, solve_context
 from ..problem import Problem
-from .base import Mechanism, Param, Progress, Result, epsilon_param
+from .base import Mechanism, Param, Preset, Progress, Result, epsilon_param
 from .registry import register
 
 PAPER = ("Chen, Huang, Qiu: Context-aware metric differential privacy for vehicle trajectory data "
@@ -116,17 +116,26 @@ _INFO = ("Synthetic vehicle trajectories between the secrets (as stations); secr
          "next-location travel loss of Eq. 34. "
          f"Takes K ≤ {MAX_STATIONS} stations, best drawn from a region a few km wide (η = 5 km). ")
 
+# The paper's sweep (spec 002 §6.2: Fig. 10 plots ε from 0.5 to 2.5 km⁻¹, η = 5 km) on stations drawn close together
+# in the paper's city; the Trajectories page can read its ε choices and the region from here.
+PAPER_PRESET = Preset(
+    "paper", "C-mDP paper: ε 0.5–2.5 km⁻¹, η = 5 km, 16 stations in central Rome",
+    "The paper's ε grid and neighbour threshold, on stations in a 3 km disc of Rome's centre (the synthetic "
+    "corpus stands in for the paper's taxi traces).",
+    params=(("eta", 5.0),), problem=(("city", "rome"), ("k", 16), ("all_outputs", True), ("region", "centre:3")),
+    eps=(0.5, 1.0, 1.5, 2.0, 2.5))
+
 CMDP = register(Mechanism(
     name="cmdp", label="LP + C-mDP (context-aware)", family="cmdp", paper=PAPER,
     info=_INFO + "Blankets: Algorithm 1 per (hour, speed, region) group, predicted by a classifier (Algorithm 2).",
-    params=(*_COMMON, _PREDICTOR), solve=_solve_cmdp, max_k=MAX_STATIONS))
+    params=(*_COMMON, _PREDICTOR), solve=_solve_cmdp, max_k=MAX_STATIONS, presets=(PAPER_PRESET,)))
 
 CMDP_MARKOV = register(Mechanism(
     name="cmdp-markov", label="LP + Markov (first-order context)", family="cmdp", paper=PAPER,
     info=_INFO + "Blanket fixed to the previous location {X_t−1} for every report (the paper's LP+Markov1).",
-    params=_COMMON, solve=_solve_markov, max_k=MAX_STATIONS))
+    params=_COMMON, solve=_solve_markov, max_k=MAX_STATIONS, presets=(PAPER_PRESET,)))
 
 CMDP_TRUEMB = register(Mechanism(
     name="cmdp-truemb", label="LP + TrueMB (oracle blanket)", family="cmdp", paper=PAPER,
     info=_INFO + "Blanket = the order the generator actually used (or Algorithm 1 per group): an oracle.",
-    params=(*_COMMON, _ORACLE), solve=_solve_truemb, max_k=MAX_STATIONS))
+    params=(*_COMMON, _ORACLE), solve=_solve_truemb, max_k=MAX_STATIONS, presets=(PAPER_PRESET,)))
