@@ -87,6 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     row["vs_em_pct"] = 100.0 * (row["loss_m"] / em_loss - 1.0)
             rows.extend(block)
     if "cells" in a.sweeps:
+        rows.append({"sweep": "cells", "eps": a.cells_eps, "method": "em",
+                     **_run(pb, "em", {"eps": a.cells_eps}, a.time_limit)})
         for cell in a.cell_km:
             row = {"sweep": "cells", "eps": a.cells_eps, "method": "aipo",
                    **_run(pb, "aipo", {"eps": a.cells_eps, "cell_km": cell, "lb_grid": 0, "budget_steps": 4},

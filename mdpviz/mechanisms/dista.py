@@ -237,12 +237,13 @@ def _words(cfg: DistaConfig, out: DistaRun) -> tuple[str, str]:
         verdicts.append(f"Budget overspent: the exact audit finds the uploads spend {b.eps_upload:.3g} km⁻¹, so the "
                         f"release spends {b.eps_spent:.3g} km⁻¹ against the claimed ε = {b.eps:.3g} (the authors' "
                         "recipe gives the LP a fixed share of ε whatever the audit finds).")
-    if erased["dx"] == n:
+    if 2 * erased["dx"] >= n:
+        who = f"all {n} users" if erased["dx"] == n else f"{erased['dx']} of {n} users"
         tail = (" and the costs too, so each user reports uniformly over its candidates" if erased["cy"] == n
-                else "; each user's report depends on its costs and candidate set only")
-        verdicts.append(f"Uploads erased: the upload noise and repair left the distance block of all {n} users zero "
-                        "(rank 0 after noise, or every distance repaired to 0), so the LP makes every row of a "
-                        f"neighbourhood equal: the report ignores where the user is inside N_m{tail}.")
+                else "; such a user's report depends on its costs and candidate set only")
+        verdicts.append(f"Uploads erased: the upload noise and repair left the distance block of {who} zero "
+                        "(rank 0 after noise, or every distance repaired to 0), so the LP makes every row of their "
+                        f"neighbourhoods equal: the report ignores where the user is inside N_m{tail}.")
     elif erased["dx"]:
         parts.append(f"{erased['dx']} of {n} users' distance blocks were erased by the upload noise.")
     return " ".join(parts), " ".join(verdicts)
