@@ -10,7 +10,7 @@ import pytest
 from mdpviz import metrics
 from mdpviz.dista import noise as nz
 from mdpviz.dista.audit import run_audit
-from mdpviz.dista.benders import build_user_lp, solve_sub
+from mdpviz.dista.benders import TIMED_OUT, benders_loop, build_user_lp, solve_sub
 from mdpviz.dista.budget import account
 from mdpviz.dista.pipeline import DistaConfig, embed, run
 from mdpviz.dista.surrogates import fit_parametric, fit_svd, fit_user, relative_error
@@ -311,3 +311,26 @@ def test_ui_helpers_build_from_a_result(pb):
     assert ui.benders_figure(r) is not None
     with pytest.raises(ValueError):
         ui.budget_figure(solve(pb, "em", {"eps": 5.0}, use_cache=False))
+
+
+def test_the_deadline_is_honoured_and_a_time_limit_returns_no_z(pb):
+    r = solve(pb, "dista-lp", {"eps": 40.0, "users": 3}, time_limit=1e-9, use_cache=False)
+    assert r.status == "time limit" and r.Z is None and r.message.startswith("Time limit")
+    # inside Benders: a subproblem that stops at the time limit ends the loop with the best point so far
+    cfg = DistaConfig(eps=40.0, users=4, gamma_mode="fixed", gamma=0.0, wem_radius=0.0, delta_max=0.3, repair=False,
+                      seed=1)
+    out = run(pb, cfg)
+    used = np.unique(np.concatenate([o.user.cand for o in out.users]))
+    w_index = np.full(pb.m, -1)
+    w_index[used] = np.arange(len(used))
+    lps = [build_user_lp(o.server_blocks["dx"], o.server_blocks["dy"], o.server_blocks["cy"], o.user.cand, w_index,
+                         len(used), out.budget.eps_pt, 0.0, "half") for o in out.users]
+    calls = []
+
+    def sub(u, w, left):
+        calls.append(1)
+        return TIMED_OUT if len(calls) > len(lps) else solve_sub(u, w, time_limit=left)
+
+    bd = benders_loop(lps, len(used), sub=sub, max_iter=50)
+    assert bd.status == "time limit" and bd.z_free and len(bd.history) == 1
+    assert benders_loop(lps, len(used), time_limit=1e-9).status == "time limit"

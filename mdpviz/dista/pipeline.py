@@ -94,6 +94,7 @@ class DistaRun:
     violations_true: dict[str, int]
     violations_enforced: dict[str, int]
     end_to_end: dict[str, Any] = field(default_factory=dict)
+    status: str = "optimal"  # the LP's: optimal, iteration limit, or time limit (then users may have no Z)
 
     @property
     def erased(self) -> dict[str, int]:
@@ -164,6 +165,7 @@ def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
         SolverError: an LP that ends without a solution.
     """
     timings: dict[str, float] = {}
+    deadline = None if time_limit is None else time.perf_counter() + float(time_limit)
     r_users, r_fit, r_audit, r_noise, r_report = (np.random.default_rng(s)
                                                   for s in np.random.SeedSequence(cfg.seed).spawn(5))
     t0 = time.perf_counter()
@@ -233,17 +235,27 @@ def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
     timings["lp_build_s"] = time.perf_counter() - t1
     t1 = time.perf_counter()
     bd: BendersOutcome | None = None
-    if cfg.solver == "benders":
-        bd = benders_loop(lps, len(used), gap_tol=cfg.gap_tol, max_iter=cfg.benders_iters, time_limit=time_limit,
+    left = None if deadline is None else deadline - time.perf_counter()
+    solved = None
+    if left is not None and left <= 0:
+        pass  # the audit and the uploads used the whole time limit: no LP is started
+    elif cfg.solver == "benders":
+        bd = benders_loop(lps, len(used), gap_tol=cfg.gap_tol, max_iter=cfg.benders_iters, time_limit=left,
                           progress=progress)
-        w, z_free, objective = bd.w, bd.z_free, bd.upper
+        solved = (bd.w, bd.z_free, bd.upper) if bd.z_free else None
     else:
-        w, z_free, objective = solve_direct(lps, len(used), time_limit=time_limit)
+        solved = solve_direct(lps, len(used), time_limit=left)
     timings["lp_solve_s"] = time.perf_counter() - t1
     lp_size = {"variables": sum(u.n_free for u in lps) + len(used),
                "constraints": sum(u.A_free.shape[0] + u.static_B.shape[0] for u in lps),
                "nonzeros": sum(u.A_free.nnz + u.B.nnz + u.static_B.nnz for u in lps),
                "wem_entries": int(sum(u.fixed.sum() for u in lps))}
+    if solved is None:  # stopped by the time limit before any feasible point
+        timings["total_s"] = time.perf_counter() - t0
+        none = {"violated": 0, "checked": 0}
+        return DistaRun(cfg, outcomes, audit, budget, gamma, bd, float("nan"), lp_size, timings, none, dict(none),
+                        status="time limit")
+    w, z_free, objective = solved
 
     # download, local un-permutation, report; measured checks
     viol_true = {"violated": 0, "checked": 0}
@@ -264,7 +276,7 @@ def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
         o.stats["report_cost_m"] = float(problem.c[o.user.record, o.report])
     timings["total_s"] = time.perf_counter() - t0
     return DistaRun(cfg, outcomes, audit, budget, gamma, bd, float(objective), lp_size, timings, viol_true, viol_enf,
-                    end_to_end(problem, outcomes, budget.eps))
+                    end_to_end(problem, outcomes, budget.eps), bd.status if bd is not None else "optimal")
 
 
 def embed(problem: Problem, run_: DistaRun) -> tuple[NDArray[np.float64], NDArray[np.int64]]:

@@ -243,6 +243,8 @@ def _status(facts: dict[str, Any], best: tuple | None) -> tuple[str, str]:
     kept = ("no mechanism to return" if best is None
             else f"the {split} is returned and is exactly private, but may not be the best split")
     if facts["stopped"]:
+        kept = ("no mechanism to return" if best is None else f"diagnostics['feasible_Z'] holds the {split}, "
+                "exactly private but perhaps not the best split")
         return "time limit", (f"Time limit: {words} before the deadline, so the budget search is incomplete: {kept}. "
                               "Raise the time limit, lower `budget_steps`, or use a coarser lattice.")
     return ("error" if best is None else "incomplete"), f"{words}: {kept}. Try `method` = 'ipm' or a coarser lattice."
@@ -260,9 +262,12 @@ def _solve(variant: str, problem: Problem, params: dict[str, Any], progress: Pro
     curve, best, facts = _search(variant, problem, lattice, w_x, params, deadline, progress, timings)
     status, message = _status(facts, best)
     lattice_info = {"nx": lattice.nx, "ny": lattice.ny, "step_km": lattice.step}
-    if best is None:
+    if best is None or status == "time limit":  # solve()'s contract: a time limit returns no Z
+        diagnostics = {"budget_curve": curve, "lattice": lattice_info, "anchors": lattice.n_anchors}
+        if best is not None:
+            diagnostics.update(feasible_Z=best[1], feasible_objective_m=best[0], eps1=best[3], eps2=best[4])
         return Result(variant, params, None, status, eps, timings=timings, lp_size=facts["size"], message=message,
-                      diagnostics={"budget_curve": curve, "lattice": lattice_info, "anchors": lattice.n_anchors})
+                      diagnostics=diagnostics)
     loss, Z, log_anchor, e1, e2 = best
     bound = None
     if variant == "aipo" and params.get("lb_grid", 0) > 0:

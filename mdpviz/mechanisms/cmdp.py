@@ -14,6 +14,7 @@ from typing import Any
 
 from ..cmdp.pipeline import CAVEAT, MAX_STATIONS, CmdpData, DataSettings, diagnostics, prepare, solve_context
 from ..problem import Problem
+from ..trajectories import OutOfTime
 from .base import Mechanism, Param, Preset, Progress, Result, epsilon_param
 from .registry import register
 
@@ -80,23 +81,43 @@ def data_settings(params: dict[str, Any]) -> DataSettings:
 
 def solve_cmdp(problem: Problem, params: dict[str, Any], context: str, progress: Progress,
                time_limit: float | None, name: str, data: CmdpData | None = None) -> Result:
-    """Solve one C-mDP variant; ``data`` overrides the generated corpus (e.g. a user's trajectories)."""
+    """Solve one C-mDP variant; ``data`` overrides the generated corpus (e.g. a user's trajectories).
+
+    ``time_limit`` bounds the whole solve: the corpus preparation stops once it passes (status ``time limit``, no
+    Z), the LP gets only the time left, and the held-out loss (a second corpus) is skipped when none is left.
+    """
     t0 = time.perf_counter()
-    data = data or prepare(problem, data_settings(params), progress=progress)
+    deadline = None if time_limit is None else t0 + float(time_limit)
+    try:
+        data = data or prepare(problem, data_settings(params), progress=progress, deadline=deadline)
+    except OutOfTime as e:
+        msg = (f"Time limit: {time.perf_counter() - t0:.1f} s passed while {e} for the synthetic corpus "
+               f"({params['vehicles']} vehicles × {params['steps']} hops), before the LP. Raise the time limit (the "
+               "corpus is then kept in memory for every variant and ε of this problem), or use fewer vehicles, "
+               "hops or stations closer together.")
+        return Result(name, params, None, "time limit", params["eps"], message=msg,
+                      timings={"prepare_s": time.perf_counter() - t0})
     prep_s = time.perf_counter() - t0
+    left = None if deadline is None else deadline - time.perf_counter()
+    if left is not None and left <= 0:
+        return Result(name, params, None, "time limit", params["eps"], timings={"prepare_s": prep_s},
+                      message=f"Time limit: the corpus took {prep_s:.1f} s, all of it; the LP did not start.")
     options = {"predictor": params.get("predictor", "classifier"), "oracle": params.get("oracle", "generator")}
     sizes, note = data.sizes(context, **options)
     sol = solve_context(data, sizes, params["eps"], eta=params["eta"], decay=params["decay"],
                         neighbours=params["neighbours"], min_count=params["min_count"],
                         max_secrets=params["max_secrets"], domain=params["domain"], method=params["method"],
-                        time_limit=time_limit, progress=progress, note=note)
+                        time_limit=left, progress=progress, note=note)
     timings = {"prepare_s": prep_s, "build_s": sol.facts["build_s"], "solve_s": sol.facts["solve_s"]}
     claim = (f"augmented secrets (x, b): every pair within η = {params['eta']:g} km under Eq. 13 "
              f"(see diagnostics violations_enforced); Z is the location marginal, not claimed ε-mDP in d_x")
     message = sol.facts.get("message", "") if sol.Q is None else CAVEAT
+    holdout = deadline is None or time.perf_counter() < deadline
+    if sol.Q is not None and not holdout:
+        message += " The held-out loss was skipped: no time was left for a second corpus."
     return Result(name, params, sol.Z, sol.facts["status"], params["eps"], claim=claim, timings=timings,
                   lp_size=sol.facts["lp_size"], objective_m=sol.loss_m, message=message,
-                  diagnostics=diagnostics(data, sol, context, **options))
+                  diagnostics=diagnostics(data, sol, context, holdout=holdout, **options))
 
 
 def _solve_cmdp(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:

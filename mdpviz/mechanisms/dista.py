@@ -150,13 +150,15 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
     t0 = time.perf_counter()
     with PeakRss() as mem:
         out = run(problem, cfg, progress, time_limit)
+        if out.status == "time limit" and out.users[0].Z is None:
+            return _stopped(params, out)
         Z, source = embed(problem, out)
     wall = time.perf_counter() - t0
     b = out.budget
     vt, ve = out.violations_true, out.violations_enforced
     per_user = [{"user": m, "record": o.user.record, "report": o.report, **o.stats} for m, o in enumerate(out.users)]
     audits = {t: a.summary() for t, a in out.audit.blocks.items()}
-    status = out.benders.status if out.benders is not None else "optimal"
+    status = out.status
     diagnostics: dict[str, Any] = {
         "budget": b.as_dict(),
         "budget_split": {"km_inv": {"ε_dx": b.eps_t["dx"], "ε_dy": b.eps_t["dy"], "ε_cy": b.eps_t["cy"],
@@ -213,9 +215,25 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
              "Not claimed: pairs across neighbourhoods (the candidate set Y_m itself depends on the true record) "
              "and the parts sent in the clear (the SVD's U_k, V_k and which outputs Y_m are).")
     message, degenerate = _words(cfg, out)
+    if status == "time limit":  # solve()'s contract: no Z; the best feasible point so far is kept aside
+        diagnostics.update(feasible_Z=Z, feasible_objective_m=out.objective_km * 1000.0)
+        message = ("Time limit: Benders stopped before closing its gap; diagnostics['feasible_Z'] holds its best "
+                   "feasible point (private as claimed below). " + message)
+        Z = None
     return Result("dista-lp", params, Z, status, b.eps_pt, claim=claim, timings=out.timings, lp_size=out.lp_size,
                   objective_m=out.objective_km * 1000.0, diagnostics=diagnostics, message=message,
                   degenerate=degenerate)
+
+
+def _stopped(params: dict[str, Any], out: DistaRun) -> Result:
+    """The result of a run the time limit stopped before any feasible point: no Z, and where it stopped."""
+    where = ("before the LP started (the audit and the uploads took it all)" if out.benders is None
+             else "before Benders found feasible WEM weights")
+    t = out.timings
+    message = (f"Time limit: stopped {where}; audit {t.get('audit_s', 0):.2f} s, uploads {t.get('users_s', 0):.2f} s, "
+               f"LP {t.get('lp_solve_s', 0):.2f} s. Raise the time limit or lower the number of users.")
+    return Result("dista-lp", params, None, "time limit", out.budget.eps_pt, timings=out.timings,
+                  lp_size=out.lp_size, message=message, diagnostics={"budget": out.budget.as_dict()})
 
 
 def _words(cfg: DistaConfig, out: DistaRun) -> tuple[str, str]:
