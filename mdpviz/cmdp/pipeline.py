@@ -45,8 +45,9 @@ from .blanket import Discovery, Grouping, algorithm2, discover, slot_features
 from .solver import ViolationReport, check, solve_reduced_lp
 
 # The largest K (stations = secrets of the problem) C-mDP accepts: the schema's ``Mechanism.max_k`` of every cmdp
-# variant, so the dashboard's warning and this refusal name one number. Measured (``bench cmdp``, Rome centre):
-# K = 24 solves in about half a minute; at K = 40 the reduced LP already has ~770k rows and did not finish in 600 s.
+# variant, so the dashboard's warning and this refusal name one number. Measured with ``python -m mdpviz solve --city
+# rome --k K --all-outputs --region centre:3 --mechanism cmdp --eps 1`` at load ≈ 6–10: K = 24 in 46 s (33 s of LP);
+# K = 40 gives ~770k LP rows and did not finish in 600 s.
 MAX_STATIONS = 24
 HOLDOUT_SEED_OFFSET = 1_000_003  # the held-out corpus's seed is the corpus seed plus this
 CONTEXTS = ("predicted", "first-order", "oracle", "none")

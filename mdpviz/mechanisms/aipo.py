@@ -7,8 +7,8 @@ claim of AIPO is in the ℓp distance of the local planar projection (km), for e
 not only for road nodes.
 
 Time: the whole budget search (every candidate LP, then the lower bound) shares one deadline; a search that the
-deadline cuts short ends with status ``time limit`` (its best candidate so far is still exactly private), and
-``optimal`` means every candidate LP was solved.
+deadline cuts short ends with status ``time limit`` and no Z (its best candidate so far, still exactly private, is
+``diagnostics['feasible_Z']``), and ``optimal`` means every candidate LP was solved.
 """
 
 from __future__ import annotations
@@ -179,9 +179,8 @@ def universal_lower_bound(problem: Problem, eps: float, p: int, grid: int, time_
 
 def anchor_claim_check(log_anchor: NDArray[np.float64], lattice: Lattice, e1: float,
                        e2: float) -> dict[str, float | int]:
-    """AIPO-R's own claim: normalised anchor rows within e^{ε_ℓ·step} of each lattice neighbour (no other pair)."""
-    Z = np.exp(log_anchor - log_anchor.max(axis=1, keepdims=True))
-    Z /= Z.sum(axis=1, keepdims=True)
+    """AIPO-R's own claim: anchor rows (before normalisation) within e^{ε_ℓ·step} of each lattice neighbour."""
+    Z = np.exp(log_anchor)
     pi, pj, axis = lattice.neighbour_pairs()
     E = np.full((lattice.n_anchors, lattice.n_anchors), np.inf)
     E[pi, pj] = np.where(axis == 0, e1, e2) * lattice.step

@@ -247,6 +247,11 @@ def _words(cfg: DistaConfig, out: DistaRun) -> tuple[str, str]:
              f"({e2e['pairs_with_different_candidates']} pairs have different candidate sets, hence reports one "
              "record never gives: infinite loss)."]
     verdicts = []
+    if out.status in ("iteration limit", "time limit") and out.benders is not None:
+        gap = out.benders.upper - out.benders.lower
+        verdicts.append(f"Not optimal: Benders stopped at its {out.status} after {len(out.benders.history)} "
+                        f"iterations with a gap of {gap:.3g} km of cost; the release is feasible and private as "
+                        "claimed, but another run with more iterations or time may cost less.")
     if vt["violated"]:
         verdicts.append(f"Claim not met: {vt['violated']} of {vt['checked']} neighbourhood constraints break under "
                         f"the true metric, because the reconstructed distances overestimate some true ones (repair "
