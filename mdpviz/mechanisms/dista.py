@@ -227,9 +227,9 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
 
 def _stopped(params: dict[str, Any], out: DistaRun) -> Result:
     """The result of a run the time limit stopped before any feasible point: no Z, and where it stopped."""
-    where = ("before the LP started (the audit and the uploads took it all)" if out.benders is None
-             else "before Benders found feasible WEM weights")
     t = out.timings
+    where = ("before the LP started (the audit and the uploads took it all)" if t.get("lp_solve_s", 0.0) < 1e-3
+             else "before the LP found a feasible point")
     message = (f"Time limit: stopped {where}; audit {t.get('audit_s', 0):.2f} s, uploads {t.get('users_s', 0):.2f} s, "
                f"LP {t.get('lp_solve_s', 0):.2f} s. Raise the time limit or lower the number of users.")
     return Result("dista-lp", params, None, "time limit", out.budget.eps_pt, timings=out.timings,
