@@ -770,8 +770,8 @@ def test_doctests_of_the_dashboard_helpers() -> None:
     are run here."""
     import doctest
 
-    from mdpviz.ui import basemap, charts, compare, views
+    from mdpviz.ui import basemap, charts, compare, explore, views
 
-    for module in (basemap, charts, compare, views):
+    for module in (basemap, charts, compare, explore, views):
         failed, tried = doctest.testmod(module)
         assert tried and not failed, module.__name__

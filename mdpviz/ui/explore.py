@@ -30,13 +30,9 @@ def _on_click(map_key: str) -> None:
     selection = event.get("selection") if event else None
     hit = maps.clicked_secret(selection)
     plane = maps.clicked_point(selection) if hit is None else None
-    if ss.get("pick_region") and (hit is not None or plane is not None):
-        if plane is not None:
-            lat, lon = plane[0], plane[1]
-        else:
-            obj = next(o for objs in (selection or {}).get("objects", {}).values() for o in objs if "lat" in o)
-            lat, lon = float(obj["lat"]), float(obj["lon"])
-        ss["region"] = f"{lat:.5f},{lon:.5f},{float(ss.get('pick_radius_km', 3.0)):g}"
+    picked = region_from_click(selection, float(ss.get("pick_radius_km", 3.0))) if ss.get("pick_region") else None
+    if picked is not None:
+        ss["region"] = picked
         ss["pick_region"], ss["_region_ok"], ss["_full_rerun"] = False, None, True
         ss["secret"], ss["point"] = None, None
         ss["map_generation"] = ss.get("map_generation", 0) + 1
@@ -224,6 +220,22 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
     if prob.city:
         _region_picker()
     state.write_url("explore")
+
+
+def region_from_click(selection: dict | None, radius_km: float) -> str | None:
+    """The region text of a disc of ``radius_km`` around a clicked point of the map (a cell of the pick grid or
+    any drawn point), or None when the click hit nothing.
+
+    >>> region_from_click({"objects": {"plane": [{"lat": 41.9, "lon": 12.48, "i": 3}]}}, 3.0)
+    '41.90000,12.48000,3'
+    >>> region_from_click({"objects": {}}, 3.0) is None
+    True
+    """
+    objects = [o for objs in ((selection or {}).get("objects") or {}).values() for o in objs
+               if isinstance(o, dict) and "lat" in o and "lon" in o]
+    if not objects:
+        return None
+    return f"{float(objects[0]['lat']):.5f},{float(objects[0]['lon']):.5f},{radius_km:g}"
 
 
 def _city_pick_grid(prob: Problem) -> maps.PlaneGrid:
