@@ -38,7 +38,6 @@ BROKEN: dict[tuple[str, float | None], str] = {
     ("panda-e", 5.0): "rows collapse on Rome with Result.degenerate empty: fixed on branch seeds13 (issue 13)",
     ("panda-p", 5.0): "rows collapse on Rome with Result.degenerate empty: fixed on branch seeds13 (issue 13)",
     ("panda-l", 5.0): "rows collapse on Rome with Result.degenerate empty: fixed on branch seeds13 (issue 13)",
-    ("aipo-r", 5.0): "claims no ε-mDP (relaxed) with Result.degenerate empty: fixed on branch seeds14 (issue 14)",
 }
 
 
