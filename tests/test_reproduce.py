@@ -111,7 +111,7 @@ def test_reproduce_page_shows_a_report_and_reruns_live() -> None:
     at.selectbox(key="repro_paper").set_value("dista").run()
     assert "DISTA-LP" in at.markdown[0].value or any("DISTA-LP" in m.value for m in at.markdown)
     at.session_state["repro_size"] = "tiny"  # the button reruns the quick form; tiny keeps the test short
-    at.button[0].click().run()
+    at.button(key="repro_run").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert any("your tiny rerun" in c.value for c in at.caption)
     assert len(at.dataframe) >= 1 and len(at.tabs) >= 3  # Table IV, budgets, time, bytes
