@@ -32,13 +32,14 @@ with views.guard():
     found = rp.available(exp, mode, size)
     if not found:
         st.info("No report yet for this experiment and mode: press **Rerun** in the sidebar, or run "
-                f"`python -m mdpviz reproduce {exp.name}` and commit its folder under docs/reproduce/.", icon="▶️")
+                f"`python -m mdpviz reproduce {exp.name}` and commit its folder under docs/reproduce/.",
+                icon=":material/play_arrow:")
         st.stop()
     origin = st.radio("Report", list(found), key=f"repro_origin_{name}_{mode}", horizontal=True,
                       index=len(found) - 1 if run_clicked else 0, label_visibility="collapsed")
     report = rp.load(found[origin])
 if report is None:
-    st.warning("This report folder is incomplete; rerun the experiment.", icon="⚠️")
+    st.warning("This report folder is incomplete; rerun the experiment.", icon=":material/warning:")
     st.stop()
 rp.header(report, origin)
 rp.chart(exp, report)

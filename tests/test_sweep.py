@@ -4,6 +4,8 @@ without solving its finished points again."""
 from __future__ import annotations
 
 import json
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -33,7 +35,9 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return calls
 
 
-def test_in_process_and_local_cluster_give_the_same_rows(tmp_path: Path) -> None:
+def test_in_process_and_local_cluster_give_the_same_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Streamlit's AppTest (earlier test files) leaves a page script as __main__, which spawned workers would re-run
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
     points = small_grid()
     local = run_sweep(points, tmp_path / "a.jsonl", use_cache=False)
     dask = run_sweep(points, tmp_path / "b.jsonl", workers=2, use_cache=False)
