@@ -321,7 +321,8 @@ def run_sweep(points: Sequence[Point], results: Path | str | None = None, *, wor
     Args:
         points: the grid (duplicates are run once).
         results: the JSON-lines file (None: keep records in memory only).
-        workers: > 0 starts a Dask ``LocalCluster`` with this many single-threaded worker processes.
+        workers: > 0 starts a Dask ``LocalCluster`` with this many single-threaded worker processes (spawned:
+            they re-import ``__main__``, so start it from a plain Python program, not from a Streamlit page).
         scheduler: address of an existing Dask scheduler (``tcp://HOST:PORT``); wins over ``workers``.
         use_cache: workers read and write the on-disk solve cache.
         retry_errors: rerun points whose earlier record is an error (a crash, a bug since fixed).
