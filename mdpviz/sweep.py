@@ -346,7 +346,14 @@ def run_sweep(points: Sequence[Point], results: Path | str | None = None, *, wor
     todo = [p for p in unique if p.key not in records]
     reused = len(records)
 
+    backend = "in-process"
+    if todo and scheduler:
+        backend = f"dask scheduler {scheduler}"
+    elif todo and workers:
+        backend = f"dask LocalCluster ({workers} workers)"
+
     def finish(rec: dict[str, Any]) -> None:
+        rec.setdefault("backend", backend)
         records[rec["key"]] = rec
         if store is not None:
             store.append(rec)
@@ -354,9 +361,8 @@ def run_sweep(points: Sequence[Point], results: Path | str | None = None, *, wor
             on_record(rec, len(records), total)
 
     stopped = False
-    backend = "in-process"
     if todo and (scheduler or workers):
-        backend, stopped = _run_dask(todo, finish, scheduler, workers, use_cache, stop)
+        stopped = _run_dask(todo, finish, scheduler, workers, use_cache, stop)
     else:
         for p in todo:
             if stop is not None and stop():
@@ -368,7 +374,7 @@ def run_sweep(points: Sequence[Point], results: Path | str | None = None, *, wor
 
 
 def _run_dask(todo: list[Point], finish: Callable[[dict[str, Any]], None], scheduler: str | None, workers: int,
-              use_cache: bool, stop: Callable[[], bool] | None) -> tuple[str, bool]:
+              use_cache: bool, stop: Callable[[], bool] | None) -> bool:
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError as e:  # pragma: no cover - dask is in requirements.txt
@@ -380,7 +386,6 @@ def _run_dask(todo: list[Point], finish: Callable[[dict[str, Any]], None], sched
         except OSError as e:
             raise MdpvizError(f"Cannot reach the Dask scheduler `{scheduler}` ({e}); start one with "
                               "`dask scheduler` and `dask worker ADDRESS`, or use --workers N.") from e
-        backend = f"dask scheduler {scheduler}"
     else:
         from .paths import cache_dir
 
@@ -391,7 +396,6 @@ def _run_dask(todo: list[Point], finish: Callable[[dict[str, Any]], None], sched
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                                dashboard_address=":0", env=env, silence_logs=40)
         client = Client(cluster)
-        backend = f"dask LocalCluster ({workers} workers)"
     stopped = False
     try:
         futures = [client.submit(run_point, p.as_dict(), use_cache, key=f"point-{p.key}-{time.time_ns()}",
@@ -416,7 +420,7 @@ def _run_dask(todo: list[Point], finish: Callable[[dict[str, Any]], None], sched
         client.close()
         if cluster is not None:
             cluster.close()
-    return backend, stopped
+    return stopped
 
 
 def comparable(record: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -103,22 +103,41 @@ def _notes(size: str) -> list[str]:
     return notes
 
 
-def _reason(label: str, runs: Sequence[Mapping[str, Any]], metric: str) -> str:
+def _reason(label: str, runs: Sequence[Mapping[str, Any]], metric: str, standing: str = "") -> str:
+    """Measured facts (and the specs' notes on the artifact) that bear on a difference; ``standing``: where the
+    method stands against EM, ours and the paper's."""
     if why := cm.failed(runs):
         return why
     if metric == "time":
         return cm.hardware_reason()
     parts = []
-    if label == "Laplace (planar)":
-        parts.append("continuous planar Laplace + nearest output, not the paper's discretised weights")
     vio = cm.values(runs, "violation_ratio")
-    if label == "LP" and vio and max(vio) > 0:
-        parts.append(f"grid LP: secrets share their cell's row, and {max(vio):.1%} of the checked pairs violate ε-mDP")
-    if label.startswith("AIPO"):
-        anchors = cm.values(runs, "d.anchors")
-        if anchors:
-            parts.append(f"{anchors[0]:.0f} lattice anchors over a 47 × 49 km city")
-    return "; ".join(parts) or "the sample of secrets and outputs differs from the paper's (not published)"
+    if metric == "violations":
+        if label == "COPT":
+            parts.append("ours runs ConstOPT on the secrets themselves and repairs solver tolerances exactly (ε-mDP); "
+                         "the paper's COPT runs on a 250 × 250 grid expanded to the nodes (spec §6)")
+        elif label == "AIPO-R" or label == "LP":
+            parts.append("not ε-mDP by design" + (" (rows shared per grid cell)" if label == "LP" else
+                                                  " (anchors' neighbours only, before normalisation)")
+                         + "; ours checks every ordered pair of the secrets with no absolute slack, the artifact "
+                         "adds 0.01 (spec §6)")
+    else:
+        if label == "Laplace (planar)":
+            parts.append("continuous planar Laplace + nearest output, not the paper's discretised weights")
+        if label == "LP" and vio and max(vio) > 0:
+            parts.append(f"grid LP: secrets share their cell's row, {max(vio):.1%} of the checked pairs violate "
+                         "ε-mDP")
+        if label.startswith("AIPO"):
+            anchors = cm.values(runs, "d.anchors")
+            if anchors:
+                parts.append(f"{anchors[0]:.0f} lattice anchors over the 47 × 49 km city")
+        if label in ("EM", "Laplace", "TEM", "RMP", "COPT"):
+            parts.append(f"ours: K = {runs[0].get('problem.k')} sampled secrets with |Y| = "
+                         f"{runs[0].get('problem.n_outputs')} outputs drawn from them; the paper evaluates every node "
+                         "(its EM is nearly flat in ε, 8.5–8.9 km)")
+        if standing:
+            parts.append(standing)
+    return "; ".join(p for p in parts if p)
 
 
 def compare(records: list[dict[str, Any]], size: str, mode: str) -> Comparison:
@@ -131,11 +150,18 @@ def compare(records: list[dict[str, Any]], size: str, mode: str) -> Comparison:
         art = "Laplace" if label == "Laplace (planar)" and discrete_laplace() is None else label
         loss = mean_pm(cm.values(runs, lambda r: r["loss_m"] / 1000.0 if "loss_m" in r else None))
         means[(eps, label)] = loss[0]
+        em_runs = by.get((eps, "EM"), [])
+        em = mean_pm(cm.values(em_runs, lambda r: r["loss_m"] / 1000.0 if "loss_m" in r else None))[0]
+        example = {"source": "artifact README example run", "eps": eps, "metric": "utility_loss"}
+        paper_loss, paper_em = paper_value(PAPER, method=art, **example), paper_value(PAPER, method="EM", **example)
+        standing = ""
+        if label != "EM" and em == em and loss[0] == loss[0] and em:
+            standing = f"against EM: ours {cm.pct(loss[0], em):+.0f}%"
+            if paper_loss and paper_em and paper_loss.get("value") and paper_em.get("value"):
+                standing += f", the artifact's run {cm.pct(paper_loss['value'], paper_em['value']):+.0f}%"
         out.append(comparison_row(table="Utility loss (artifact example run)", city="rome", setting=setting, x=eps,
                                   method=label, metric="utility_loss", unit="km", ours=loss[0], ours_pm=loss[1],
-                                  n=loss[2], paper=paper_value(PAPER, source="artifact README example run", eps=eps,
-                                                               method=art, metric="utility_loss"),
-                                  reason=_reason(label, runs, "loss")))
+                                  n=loss[2], paper=paper_loss, reason=_reason(label, runs, "loss", standing)))
         vio = mean_pm(cm.values(runs, lambda r: 100.0 * r["violation_ratio"] if "violation_ratio" in r else None))
         vpaper = paper_value(PAPER, source="artifact README example run", eps=eps, method=art, metric="violation_ratio")
         out.append(comparison_row(table="Violation ratio (artifact example run)", city="rome", setting=setting, x=eps,

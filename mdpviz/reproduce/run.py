@@ -66,7 +66,8 @@ def reproduce(name: str, *, size: str = "quick", mode: str = "paper", out_dir: P
     meta = {"experiment": name, "paper": exp.paper, "title": exp.title, "size": size, "mode": mode,
             "command": command or f"python -m mdpviz reproduce {name} --size {size} --mode {mode}",
             "date": date, "machine": machine(), "load_start": load_start, "load_end": _load(),
-            "backend": run.backend, "points": len({p.key for p in points}), "computed": run.computed,
+            "backend": ", ".join(sorted({str(r.get("backend") or run.backend) for r in run.records}))
+            or run.backend, "points": len({p.key for p in points}), "computed": run.computed,
             "reused": run.reused, "errors": sum(1 for r in run.records if r.get("error")), "stopped": run.stopped,
             "wall_s": time.perf_counter() - t0, "version": __version__, "commit": _commit(),
             "points_finished": [finished[0], finished[-1]] if finished else [],
