@@ -192,6 +192,12 @@ def compare(records: list[dict[str, Any]], size: str, mode: str) -> Comparison:
         red = sum(cm.pct(a, b) for a, b in pairs) / len(pairs) if pairs else None
         reason = "averaged over the ε values run here" + ("" if len(eps_run) == len(EPS_ALL) else
                                                           f" ({len(eps_run)} of the paper's 8) and Rome only")
+        em_curve = [means.get((e, "EM")) for e in eps_run]
+        if len(eps_run) > 1 and all(v == v and v is not None for v in em_curve):
+            reason += (f"; our EM falls from {em_curve[0]:.2f} to {em_curve[-1]:.2f} km over these ε, the paper's "
+                       "stays at 8.5–8.9 km, which suggests its EM is scored against another loss matrix; and "
+                       "AIPO's per-axis budgets spend at most ε/(2√2) along an axis where EM spends ε/2 "
+                       "(docs/WHAT-WE-LEARNED.md, AIPO)")
         out.append(comparison_row(table="Table 3: AIPO's loss change against each baseline", city="rome",
                                   setting=f"ε ∈ {eps_run}", x=base, method=f"AIPO vs {base}",
                                   metric=f"loss_change_vs:{base}", unit="%", ours=red, n=len(pairs),
