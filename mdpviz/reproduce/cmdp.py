@@ -2,9 +2,9 @@
 ConstOPT and ExpMech, as the paper's relative claims.
 
 The paper's data (Rome taxi traces, map-matched) are not available: each point generates a seeded corpus of
-synthetic vehicle trajectories between K stations drawn from a 1 km disc around Rome's centre (the paper: "a
-target region", size not given), discovers Markov blankets and solves every method at one ε (η = 5 km, as the
-paper). Every loss is the expected next-location loss under the same true model (metres). The context-free LP is
+synthetic vehicle trajectories between K stations drawn from a disc around Rome's centre (``cmdp``'s paper preset
+where it has one: 16 stations within 3 km; the paper: "a target region", size not given), discovers Markov
+blankets and solves every method at one ε (η = 5 km, as the paper). Every loss is the expected next-location loss under the same true model (metres). The context-free LP is
 run twice: on the no-motion cost (the spec's reading of the paper's LP) and on the context-averaged cost (the best
 context-invariant mechanism).
 """
@@ -20,7 +20,8 @@ import numpy as np
 
 from ..sweep import Point, problem_of
 from . import common as cm
-from .base import ChartSpec, Comparison, Experiment, comparison_row, mean_pm, paper_value, rows_of, sizes
+from .base import ChartSpec, Comparison, Experiment, comparison_row, find_preset, mean_pm, paper_value, rows_of, \
+    sizes
 from .registry import register
 
 PAPER = "cmdp"
@@ -66,15 +67,26 @@ def measure(point: Point, *, use_cache: bool = True) -> list[dict[str, Any]]:
 
 
 def _settings(size: str) -> dict[str, Any]:
-    return {"k": sizes(size, 8, 16, 20), "eps": sizes(size, [1.0], [0.5, 1.5, 2.5], list(EPS_ALL)),
+    return {"k": sizes(size, 8, 16, 16), "eps": sizes(size, [1.0], [0.5, 1.5, 2.5], list(EPS_ALL)),
             "seeds": sizes(size, [0], [0], [0, 1, 2]), "vehicles": sizes(size, 200, 600, 1000),
             "max_secrets": sizes(size, 40, 120, 150), "time_limit": sizes(size, 20.0, 60.0, 600.0)}
 
 
+def _setting(size: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(problem settings, cmdp parameters): the paper preset's where ``cmdp`` has one, with this form's sizes."""
+    s = _settings(size)
+    preset = find_preset("cmdp", "paper")
+    problem = {"city": "rome", "k": s["k"], "all_outputs": True, "region": "centre:3", "metric": "haversine",
+               **(preset[2] if preset else {})}
+    if size == "tiny" or "k" not in problem:
+        problem["k"] = s["k"]
+    params = {"eta": 5.0, **(preset[1] if preset else {}), "vehicles": s["vehicles"], "max_secrets": s["max_secrets"]}
+    return problem, params
+
+
 def points(size: str, mode: str) -> list[Point]:
     s = _settings(size)
-    problem = {"city": "rome", "k": s["k"], "all_outputs": True, "region": "centre:1", "metric": "haversine"}
-    params = {"eta": 5.0, "vehicles": s["vehicles"], "max_secrets": s["max_secrets"]}
+    problem, params = _setting(size)
     return [Point(problem, "", {**params, "eps": eps}, seed, task="mdpviz.reproduce.cmdp:measure",
                   time_limit=s["time_limit"], tags={"label": "Fig. 10 methods"})
             for eps in s["eps"] for seed in s["seeds"]]
@@ -82,9 +94,12 @@ def points(size: str, mode: str) -> list[Point]:
 
 def _notes(size: str) -> list[str]:
     s = _settings(size)
-    return [f"Synthetic corpus: {s['vehicles']} vehicles between K = {s['k']} stations in a 1 km disc around Rome's "
-            f"centre (the paper: Rome taxi traces, not available offline), at most {s['max_secrets']} (location, "
-            f"context) secrets, η = 5 km, ε ∈ {s['eps']} km⁻¹, {len(s['seeds'])} corpus seed(s).",
+    problem, params = _setting(size)
+    preset = find_preset("cmdp", "paper")
+    return [f"Synthetic corpus: {s['vehicles']} vehicles between K = {problem['k']} stations in Rome, region "
+            f"{problem['region']} (the paper: Rome taxi traces, not available offline), at most {s['max_secrets']} "
+            f"(location, context) secrets, η = {params['eta']:g} km, ε ∈ {s['eps']} km⁻¹, {len(s['seeds'])} corpus "
+            "seed(s)" + (f"; from `cmdp`'s '{preset[0]}' preset" if preset else "") + ".",
             "The paper's claims are relative (Fig. 10's curves are not in the text): each row compares our change of "
             "loss with the paper's stated range. The paper's LP is the context-free LP; ours is shown on the "
             "no-motion cost and on the context-averaged cost (the best context-invariant LP, a stronger baseline)."]
@@ -109,7 +124,7 @@ def compare(records: list[dict[str, Any]], size: str, mode: str) -> Comparison:
             out.append(comparison_row(table="Fig. 10: utility loss", city="rome", setting=setting, x=eps,
                                       method=label, metric="utility_loss", unit="m", ours=loss[0], ours_pm=loss[1],
                                       n=loss[2], paper=paper_value(PAPER, source="Fig. 10 (y-axis)"),
-                                      reason=cm.failed(runs) or "a synthetic corpus on a 1 km disc: the scale of the "
+                                      reason=cm.failed(runs) or "a synthetic corpus between stations: the scale of the "
                                       "losses follows our station spacing, not the taxi data's"))
         claims = [("LP+C-mDP", "LP (no-motion cost)", "LP"),
                   ("LP+C-mDP", "LP (context-averaged cost; best context-invariant)", "LP"),
