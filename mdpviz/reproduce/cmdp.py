@@ -5,8 +5,8 @@ The paper's data (Rome taxi traces, map-matched) are not available: each point g
 synthetic vehicle trajectories between K stations drawn from a disc around Rome's centre (``cmdp``'s paper preset
 where it has one: 16 stations within 3 km; the paper: "a target region", size not given), discovers Markov
 blankets and solves every method at one ε (η = 5 km, as the paper). Every loss is the expected next-location
-loss under the same true model (metres). The context-free LP is run twice: on the no-motion cost (the spec's reading of the paper's LP) and on the context-averaged cost (the best
-context-invariant mechanism).
+loss under the same true model (metres). The context-free LP is run twice: on the no-motion cost (the spec's
+reading of the paper's LP) and on the context-averaged cost (the best context-invariant mechanism).
 """
 
 from __future__ import annotations
