@@ -73,6 +73,25 @@ def chart_figure(rows: Sequence[Mapping[str, Any]], spec: ChartSpec, title: str)
     return fig
 
 
+SHOWN = ("city", "setting", "method", "metric", "ours", "paper", "ratio ours/paper", "verdict", "reason")
+
+
+def shown_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """Comparison rows as text, as the report and the dashboard show them: ours with ± and the run count, the
+    paper's number as printed, both with their unit."""
+    out = []
+    for r in frame.itertuples(index=False):
+        ours = fmt(r.ours) + (f" ± {fmt(r.ours_pm, 3)}" if isinstance(r.ours_pm, float) and r.ours_pm > 0 else "")
+        unit = r.unit if isinstance(r.unit, str) else ""
+        ours = (ours + f" {unit}" if ours else "—") + (f" (n={r.n})" if r.n and r.n == r.n else "")
+        paper = str(r.paper) if isinstance(r.paper, str) and r.paper else "—"
+        if paper != "—" and r.paper_value == r.paper_value and unit and not paper.endswith(unit):
+            paper += f" {unit}"
+        reason = r.reason if isinstance(r.reason, str) else ""
+        out.append((r.city, r.setting, r.method, r.metric, ours.strip(), paper, fmt(r.ratio, 3), r.verdict, reason))
+    return pd.DataFrame(out, columns=list(SHOWN))
+
+
 def _cell(value: Any) -> str:
     """A Markdown table cell: pipes escaped, one line."""
     text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
@@ -115,13 +134,7 @@ def markdown(exp: Experiment, cmp: Comparison, meta: Mapping[str, Any]) -> str:
         out.write(f"## {table}\n\n")
         out.write(f"| city | setting | method | metric | ours | paper ({hw}) | ratio ours/paper "
                   "| verdict | reason where they differ |\n|---|---|---|---|---|---|---|---|---|\n")
-        for r in part.itertuples(index=False):
-            ours = fmt(r.ours) + (f" ± {fmt(r.ours_pm, 3)}" if isinstance(r.ours_pm, float) and r.ours_pm > 0 else "")
-            ours = (ours + f" {r.unit}" if ours else "—") + (f" (n={r.n})" if r.n else "")
-            paper = str(r.paper) if isinstance(r.paper, str) and r.paper else "—"
-            if paper != "—" and r.paper_value == r.paper_value and r.unit and not paper.endswith(str(r.unit)):
-                paper += f" {r.unit}"
-            cells = (r.city, r.setting, r.method, r.metric, ours, paper, fmt(r.ratio, 3), r.verdict, r.reason)
+        for cells in shown_rows(part).itertuples(index=False):
             out.write("| " + " | ".join(_cell(c) for c in cells) + " |\n")
         out.write("\n")
     out.write("Chart: `chart.html` (ours as lines, the paper's as open markers). Measured rows: `points.csv`.\n")

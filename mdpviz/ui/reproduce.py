@@ -14,11 +14,7 @@ import streamlit as st
 
 from mdpviz.paths import cache_dir
 from mdpviz.reproduce import Experiment, experiments, paper_info, reproduce
-from mdpviz.reproduce.report import SHIPPED_DIR, chart_figure, folder_name, load_report
-
-TABLE_COLUMNS = {"city": "city", "setting": "setting", "method": "method", "metric": "metric", "unit": "unit",
-                 "paper": "paper", "ours": "ours", "ours_pm": "± (1.96·std)", "n": "runs", "ratio": "ours / paper",
-                 "verdict": "verdict", "reason": "reason where they differ"}
+from mdpviz.reproduce.report import SHIPPED_DIR, chart_figure, folder_name, load_report, shown_rows
 
 
 def live_dir() -> Path:
@@ -81,11 +77,7 @@ def tables(report: dict[str, Any]) -> None:
     names = list(dict.fromkeys(frame["table"]))
     for tab, name in zip(st.tabs(names), names, strict=True):
         with tab:
-            part = frame[frame["table"] == name][list(TABLE_COLUMNS)].rename(columns=TABLE_COLUMNS)
-            st.dataframe(part, hide_index=True, width="stretch",
-                         column_config={"ours": st.column_config.NumberColumn(format="%.4g"),
-                                        "± (1.96·std)": st.column_config.NumberColumn(format="%.3g"),
-                                        "ours / paper": st.column_config.NumberColumn(format="%.3g")})
+            st.dataframe(shown_rows(frame[frame["table"] == name]), hide_index=True, width="stretch")
 
 
 def chart(exp: Experiment, report: dict[str, Any]) -> None:
