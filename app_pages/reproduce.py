@@ -3,6 +3,7 @@
 import streamlit as st
 
 from mdpviz.reproduce import get_experiment
+from mdpviz.reproduce.base import MODE_TEXT
 from mdpviz.ui import reproduce as rp
 from mdpviz.ui import views
 
@@ -16,7 +17,7 @@ with st.sidebar:
     name = st.selectbox("Experiment", names, key="repro_exp", format_func=lambda n: get_experiment(n).title)
     exp = get_experiment(name)
     mode = st.radio("Mode", exp.modes, key=f"repro_mode_{name}", horizontal=True,
-                    format_func={"paper": "as the paper writes it", "authors": "as the authors' code ran it"}.get,
+                    format_func=MODE_TEXT.get,
                     help="Where the authors' published code differs from the paper, its settings are a mode.")
     size = ss.get("repro_size", "quick")
     run_clicked = st.button(f"Rerun the {size} form now", type="primary", width="stretch", key="repro_run",

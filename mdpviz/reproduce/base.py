@@ -23,7 +23,6 @@ from ..sweep import Point
 
 VALUES_FILE = Path(__file__).with_name("paper_values.json")
 SIZES = ("tiny", "quick", "full")
-MODES = ("paper", "authors")
 MODE_TEXT = {"paper": "as the paper writes it", "authors": "as the authors' published code ran it"}
 # ratio band inside which we call a number reproduced (besides falling inside the paper's own ± band)
 AGREE_BAND = (0.8, 1.25)
@@ -60,11 +59,6 @@ def paper_value(paper: str, **match: Any) -> dict[str, Any] | None:
     if len(found) > 1:
         raise MdpvizError(f"{len(found)} paper values match {match}; add a field to tell them apart.")
     return found[0] if found else None
-
-
-def values_file_ids(rows: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Ids of the paper values a comparison cites (for tests and the report's provenance line)."""
-    return sorted({str(r["paper_id"]) for r in rows if r.get("paper_id")})
 
 
 # ---------------------------------------------------------------- experiments
