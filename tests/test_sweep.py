@@ -8,6 +8,7 @@ import sys
 import types
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import mdpviz.solve
@@ -117,3 +118,21 @@ def test_a_problem_built_here_runs_in_process_only() -> None:
     assert row["k"] == 20 and row["loss_m"] > 0 and row["adversary_error_m"] > 0 and row["violated_pairs"] == 0
     elsewhere = Point({"_local": "not-in-this-process"}, "em", {"eps": 4.0})
     assert "another process" in run_sweep([elsewhere], None).records[0]["error"]
+
+
+def test_bench_mechanisms_runs_on_the_sweep_runner_and_resumes(tmp_path, monkeypatch, capsys) -> None:
+    from mdpviz.benchmarks import mechanisms as bench
+    from mdpviz.benchmarks import report
+
+    monkeypatch.setattr(report, "DOCS", tmp_path)
+    argv = ["--city", "helsinki", "--ks", "30", "--outputs", "10", "--only", "em", "--time-limit", "20",
+            "--points", str(tmp_path / "points.jsonl"), "--out", "survey"]
+    assert bench.main(argv) == 0
+    assert len((tmp_path / "points.jsonl").read_text().splitlines()) == 1
+    rows = pd.read_csv(tmp_path / "survey.csv")
+    assert list(rows.mechanism) == ["em"] and list(rows.status) == ["closed form"]
+    assert rows.checked_pairs[0] == 30 * 29 and rows.violated_pairs[0] == 0
+    capsys.readouterr()
+    assert bench.main(argv) == 0
+    assert "1 of 1 points reused" in capsys.readouterr().out
+    assert len((tmp_path / "points.jsonl").read_text().splitlines()) == 1  # nothing recomputed
