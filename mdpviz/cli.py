@@ -244,6 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="folder of the reports (default ./mdpviz-reproduce)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the solve cache")
     p.add_argument("--fresh", action="store_true", help="recompute every point (default: resume from the points file)")
+    p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                   help="stop starting points after this much wall time per experiment (checked as each point "
+                        "ends); the report lists the points not run, and a rerun resumes them")
     p.set_defaults(func=cmd_reproduce, size="full")
 
     p = sub.add_parser("bench", help="benchmarks that print timings (lp, panda, ...)")
@@ -281,6 +284,8 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     names = [e.name for e in experiments()] if a.names == ["all"] else a.names
     for name in names:
         get_experiment(name)  # unknown names fail before anything runs
+    if a.budget is not None and a.budget <= 0:
+        raise MdpvizError(f"`--budget` = {a.budget:g} s is invalid: give a positive number of seconds.")
     for name in names:
         t0 = time.perf_counter()
 
@@ -292,11 +297,13 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
                   f"({rec.get('wall_s', 0):.1f} s; {time.perf_counter() - t0:.0f} s elapsed)", flush=True)
 
         command = f"python -m mdpviz reproduce {name} --size {a.size} --mode {a.mode}" + (
-            f" --workers {a.workers}" if a.workers else "") + (f" --scheduler {a.scheduler}" if a.scheduler else "")
+            f" --workers {a.workers}" if a.workers else "") + (f" --scheduler {a.scheduler}" if a.scheduler else "") + (
+            f" --budget {a.budget:g}" if a.budget else "")
+        stop = None if a.budget is None else (lambda t0=t0: time.perf_counter() - t0 > a.budget)
         print(f"{name}: {a.size} form, {a.mode} mode", flush=True)
         path, cmp = reproduce(name, size=a.size, mode=a.mode, out_dir=a.out or DEFAULT_OUT, workers=a.workers,
                               scheduler=a.scheduler, use_cache=not a.no_cache, fresh=a.fresh, command=command,
-                              progress=progress)
+                              progress=progress, stop=stop)
         counts: dict[str, int] = {}
         for row in cmp.rows:
             counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1

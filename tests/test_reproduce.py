@@ -99,6 +99,19 @@ def test_cli_runs_an_experiment_and_prints_where_the_report_is(tmp_path: Path,
     assert main(["reproduce", "no-such-table", "--tiny"]) == 2
     frame = pd.read_csv(tmp_path / "dista-tables-tiny" / "comparison.csv")
     assert {"ours", "paper", "ratio", "reason"} <= set(frame.columns)
+    assert main(["reproduce", "aipo-tables", "--tiny", "--budget", "-1"]) == 2
+
+
+def test_a_run_stopped_by_its_budget_lists_what_it_left_out(tmp_path: Path) -> None:
+    assert main(["reproduce", "aipo-tables", "--tiny", "--budget", "1e-9", "--out", str(tmp_path)]) == 0
+    report = load_report(tmp_path / "aipo-tables-tiny")
+    meta = report["meta"]
+    assert meta["stopped"] and meta["computed"] == 0 < meta["points"] and meta["not_run"]
+    assert "## Not run" in report["markdown"] and meta["not_run"][0] in report["markdown"]
+    assert main(["reproduce", "aipo-tables", "--tiny", "--out", str(tmp_path)]) == 0  # resumes the rest
+    meta = load_report(tmp_path / "aipo-tables-tiny")["meta"]
+    assert meta["computed"] == meta["points"] and not meta["not_run"] and "## Not run" not in (
+        tmp_path / "aipo-tables-tiny" / "report.md").read_text()
 
 
 def test_reproduce_page_shows_a_report_and_reruns_live() -> None:

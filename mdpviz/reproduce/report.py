@@ -123,6 +123,11 @@ def markdown(exp: Experiment, cmp: Comparison, meta: Mapping[str, Any]) -> str:
              f"the paper's numbers: `mdpviz/reproduce/paper_values.json` (from {info['spec']} §7); the paper ran "
              f"{info['hardware']}"]
     out.write("".join(f"- {h}\n" for h in head) + "\n")
+    if meta.get("not_run"):
+        n = len(meta["not_run"])
+        out.write(f"## Not run\n\nThe run stopped before these points of the grid ({n} group{'s' if n > 1 else ''}); "
+                  "their rows below have no number of ours. Rerunning the same command resumes them.\n\n"
+                  + "".join(f"- {w}\n" for w in meta["not_run"]) + "\n")
     if cmp.notes:
         out.write("## Settings and scope\n\n" + "".join(f"- {n}\n" for n in cmp.notes) + "\n")
     frame = pd.DataFrame(cmp.rows, columns=[*COLUMNS, "paper_id"])

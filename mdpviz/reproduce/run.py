@@ -6,13 +6,14 @@ import datetime as dt
 import os
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
 from ..benchmarks.report import machine
-from ..sweep import run_sweep
+from ..sweep import Point, run_sweep
 from .base import Comparison
 from .registry import get_experiment
 from .report import folder_name, write_index, write_report
@@ -40,6 +41,18 @@ def points_file(out_dir: Path, experiment: str, size: str) -> Path:
     """Where an experiment's finished points live (shared by experiments with the same grid)."""
     exp = get_experiment(experiment)
     return out_dir / "_points" / f"{exp.grid_name or exp.name}-{size}.jsonl"
+
+
+def not_run(points: list[Point], finished: set[str]) -> list[str]:
+    """The grid's points without a record, grouped as 'label, city, K = k, ε = e: n points' (empty when all ran)."""
+    counts: Counter[str] = Counter()
+    for p in {p.key: p for p in points}.values():
+        if p.key not in finished:
+            what = [str(p.tags.get("label") or p.mechanism or p.task.rsplit(":", 1)[-1]), str(p.problem.get("city", "")),
+                    f"K = {p.problem['k']:,}" if "k" in p.problem else "",
+                    f"ε = {p.params['eps']:g}" if isinstance(p.params.get("eps"), (int, float)) else ""]
+            counts[", ".join(w for w in what if w)] += 1
+    return [f"{what}: {n} point{'s' if n > 1 else ''}" for what, n in counts.items()]
 
 
 def reproduce(name: str, *, size: str = "quick", mode: str = "paper", out_dir: Path | str = DEFAULT_OUT,
@@ -72,7 +85,8 @@ def reproduce(name: str, *, size: str = "quick", mode: str = "paper", out_dir: P
             "wall_s": time.perf_counter() - t0, "version": __version__, "commit": _commit(),
             "points_finished": [finished[0], finished[-1]] if finished else [],
             "points_load": [min(loads), max(loads)] if loads else [],
-            "points_wall_s": sum(float(r.get("wall_s") or 0.0) for r in run.records)}
+            "points_wall_s": sum(float(r.get("wall_s") or 0.0) for r in run.records),
+            "not_run": not_run(points, {r["key"] for r in run.records})}
     path = write_report(exp, cmp, run.records, meta, out_dir / folder_name(name, size, mode))
     write_index(out_dir)
     return path, cmp
