@@ -36,6 +36,7 @@ DEFAULT_TASK = "mdpviz.sweep:solve_point"
 # row fields that measure time or where a row was computed: they differ between runs of the same point
 VOLATILE = ("time_s", "wall_s", "build_s", "cached", "worker")
 VOLATILE_PREFIXES = ("t.",)
+STOP_POLL_S = 0.5  # how often a Dask run asks ``stop`` while no point finishes
 
 
 @dataclass(frozen=True)
@@ -328,7 +329,8 @@ def run_sweep(points: Sequence[Point], results: Path | str | None = None, *, wor
         retry_errors: rerun points whose earlier record is an error (a crash, a bug since fixed).
         same_code: reuse only records made by this version of the library's source (``code_stamp``).
         fresh: reuse nothing from ``results`` (new records are still appended).
-        stop: called between points; True stops the sweep (finished points are kept, pending ones cancelled).
+        stop: called between points (on Dask also every ``STOP_POLL_S`` while none finishes); True stops the sweep
+            (finished points are kept, pending and running ones cancelled).
         on_record: ``on_record(record, done, total)`` after each newly computed point (``done`` counts the
             points reused from ``results`` too).
     """
@@ -402,20 +404,25 @@ def _run_dask(todo: list[Point], finish: Callable[[dict[str, Any]], None], sched
                                  pure=False) for p in todo]
         by_key = {f.key: p for f, p in zip(futures, todo)}
         done = as_completed(futures)
-        for fut in done:
-            try:
-                rec = fut.result()
-            except Exception as e:  # noqa: BLE001 - a worker died (memory, kill): record it, go on
-                p = by_key[fut.key]
-                hint = (" (the scheduler and every worker must import this mdpviz: start them from the same "
-                        "environment with the checkout on PYTHONPATH)" if "deserializ" in str(e) else "")
-                rec = {"key": p.key, "point": p.as_dict(), "rows": [], "error": f"{type(e).__name__}: {e}{hint}",
-                       "wall_s": math.nan, "worker": "", "finished": dt.datetime.now(dt.UTC).isoformat()}
-            finish(rec)
+        while not done.is_empty():
+            batch = done.next_batch(block=False)
+            for fut in batch:
+                try:
+                    rec = fut.result()
+                except Exception as e:  # noqa: BLE001 - a worker died (memory, kill): record it, go on
+                    p = by_key[fut.key]
+                    hint = (" (the scheduler and every worker must import this mdpviz: start them from the same "
+                            "environment with the checkout on PYTHONPATH)" if "deserializ" in str(e) else "")
+                    rec = {"key": p.key, "point": p.as_dict(), "rows": [], "error": f"{type(e).__name__}: {e}{hint}",
+                           "wall_s": math.nan, "worker": "", "finished": dt.datetime.now(dt.UTC).isoformat()}
+                finish(rec)
+            # asked every STOP_POLL_S as well, so a stop does not wait for a long point to end
             if stop is not None and stop():
                 stopped = True
                 client.cancel([f for f in futures if not f.done()])
                 break
+            if not batch:
+                time.sleep(STOP_POLL_S)
     finally:
         client.close()
         if cluster is not None:
