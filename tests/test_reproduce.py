@@ -108,10 +108,12 @@ def test_a_run_stopped_by_its_budget_lists_what_it_left_out(tmp_path: Path) -> N
     meta = report["meta"]
     assert meta["stopped"] and meta["computed"] == 0 < meta["points"] and meta["not_run"]
     assert "## Not run" in report["markdown"] and meta["not_run"][0] in report["markdown"]
+    assert f"{meta['points']} of {meta['points']} points not run" in (tmp_path / "README.md").read_text()
     assert main(["reproduce", "aipo-tables", "--tiny", "--out", str(tmp_path)]) == 0  # resumes the rest
     meta = load_report(tmp_path / "aipo-tables-tiny")["meta"]
     assert meta["computed"] == meta["points"] and not meta["not_run"] and "## Not run" not in (
         tmp_path / "aipo-tables-tiny" / "report.md").read_text()
+    assert "did not cover their whole grid" not in (tmp_path / "README.md").read_text()
 
 
 def test_reproduce_page_shows_a_report_and_reruns_live() -> None:

@@ -22,6 +22,7 @@ from .common import fmt
 
 SHIPPED_DIR = Path(__file__).resolve().parents[2] / "docs" / "reproduce"  # the committed full runs
 PLOTLY_JS = "plotly.min.js"
+NOTES_FILE = "NOTES.md"  # hand-written notes on a run, appended to the generated index
 TEXT_COLUMNS = ("table", "city", "setting", "method", "metric", "unit", "paper", "verdict", "reason", "paper_ref",
                 "hardware", "series", "paper_id")
 POINT_COLUMNS = ("problem.city", "problem.k", "problem.region", "mechanism", "tag.label", "tag.mode", "seed", "status",
@@ -184,22 +185,35 @@ def load_report(folder: Path) -> dict[str, Any] | None:
 
 
 def write_index(out_dir: Path) -> Path:
-    """``out_dir/README.md``: every report folder there, with its date, form, machine load and verdicts."""
+    """``out_dir/README.md``: every report folder there, with its date, form, machine load and verdicts; the runs
+    that stopped before the end of their grid, with what they left out; then ``out_dir/NOTES.md`` if present."""
     lines = ["# Reproduced tables of the seed papers", "",
              "Written by `python -m mdpviz reproduce` after each run (one folder per experiment, form and mode; "
              "`NAME` alone is the full form in the paper's mode). Each report puts our numbers beside the paper's "
              "(`mdpviz/reproduce/paper_values.json`), with the ratio and a reason where they differ.", "",
              "| report | what | form, mode | date | load at start | points | verdicts |",
              "|---|---|---|---|---|---|---|"]
+    partial: list[str] = []
     for folder in sorted(p for p in out_dir.iterdir() if p.is_dir() and not p.name.startswith("_")):
         report = load_report(folder)
         if report is None:
             continue
         meta, frame = report["meta"], report["comparison"]
         verdicts = ", ".join(f"{k} {v}" for k, v in frame["verdict"].value_counts().items())
+        missing = int(meta["points"]) - int(meta["computed"]) - int(meta["reused"])
+        ran = f"{meta['points'] - missing} of {meta['points']}" if missing else f"{meta['points']}"
         lines.append(f"| [{folder.name}]({folder.name}/report.md) | {_cell(meta['title'])} | {meta['size']}, "
-                     f"{meta['mode']} | {meta['date']} | {meta['load_start']} | {meta['points']} "
+                     f"{meta['mode']} | {meta['date']} | {meta['load_start']} | {ran} "
                      f"({meta['errors']} errors) | {verdicts} |")
+        if missing:
+            partial.append(f"- **{folder.name}** (`{meta['command']}`): {missing} of {meta['points']} points not run, "
+                           f"stopped after {meta['wall_s']:.0f} s: " + "; ".join(meta.get("not_run") or []) + ".")
+    if partial:
+        lines += ["", "## Runs that did not cover their whole grid", "",
+                  "Their reports list the points not run; rerunning the same command resumes them.", "", *partial]
+    notes = out_dir / NOTES_FILE
+    if notes.exists():
+        lines += ["", notes.read_text(encoding="utf-8").rstrip()]
     path = out_dir / "README.md"
     atomic_write(path, lambda p: p.write_text("\n".join(lines) + "\n", encoding="utf-8"))
     return path
