@@ -147,8 +147,13 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
     out = solve_anpo(E, weights, c_a, how=params["anpo_solver"], method=params["method"], time_limit=left,
                      progress=progress, max_rows=params["max_lp_rows"])
     fallback = ""
-    if out.Z is None and out.status == "error" and params["anpo_solver"] == "colgen":
-        fallback = out.message  # the structured solver failed: solve the same LP monolithically
+    broken = out.Z is None and out.status == "error"
+    broken |= out.Z is not None and (out.status != "optimal" or out.enforced.get("violated_pairs", 0) > 0)
+    if broken and params["anpo_solver"] == "colgen":
+        # the structured solver failed, stalled, or returned rows breaking the LP's own pairs: solve the same LP
+        # monolithically (and say so)
+        fallback = (f"status {out.status}, {out.enforced.get('violated_pairs', 0)} enforced pairs broken; "
+                    f"{out.message}")
         left = None if time_limit is None else max(0.01, time_limit - (time.perf_counter() - t_start))
         first = out
         out = solve_anpo(E, weights, c_a, how="monolithic", method=params["method"], time_limit=left,
@@ -280,6 +285,8 @@ def _verdict(params: dict[str, Any], n_anchors: int, rows: int, lp_info: dict[st
              secrets: np.ndarray, d: np.ndarray, true_cost: np.ndarray, eps: float, delta: float) -> tuple[str, str]:
     """Plain words on what happened (message) and, when the release is degenerate, a short verdict."""
     notes, verdicts = [], []
+    if "colgen failed" in lp_info["solver"]:
+        notes.append(f"AnPO: {lp_info['solver']}")
     eb = diag["eps_bar"]
     share = eb.get("paper_fraction_at_least_eps") or 0.0
     if params["eps_bar"] != "paper":
