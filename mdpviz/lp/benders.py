@@ -18,7 +18,19 @@ paper's neighbours d ≤ η, or any pair set). Rows are split into subsets R_l (
 already hold, and a cut implied by a chain of other MP rows adds nothing either, so ``cuts="needed"`` (default)
 keeps exactly the boundary pairs not implied by others: the same MP polytope as ``"all"`` with far fewer rows.
 
-**Statuses.** ``optimal`` (certified UB − LB ≤ ξ and ≤ 1e-4·UB), ``gap reached`` (UB − LB ≤ ξ only),
+**Numerics: the master floor.** A subproblem's value falls with a boundary entry z̄_b,y at slopes up to
+e^{ε·D(b, x)}·c (an internal record x capped by z_x ≤ e^{ε·D} z̄_b): at the paper's ε = 10 km⁻¹ cut coefficients
+reached 1e34, which HiGHS refuses. A floor z_Y ≥ τ (``floor``, default 1e-9) bounds those slopes by about c/τ; it
+can raise the optimum by at most τ·Σ W (mix any optimum with the uniform matrix), which the reported lower bound
+subtracts. A cut that still has a coefficient above ``CUT_CAP`` is left out (a relaxation), never capped.
+
+**In-out stabilisation** (``stabilise`` λ < 1, ``core``): the subproblems are solved at λ·z_out + (1 − λ)·z_core,
+z_core a feasible point (the exponential mechanism, then each feasible separation point); when no cut from there
+cuts the master's own point, the next round separates at that point. Cuts stay valid, so the optimum is the same;
+λ = 1 is plain Benders as in the paper.
+
+**Statuses.** ``optimal`` (certified UB − LB ≤ ξ and ≤ 1e-4·UB for the paper's LP, the floor's effect included),
+``gap reached`` (UB − LB ≤ ξ for the LP solved, when a slack or a large floor makes it differ from the paper's),
 ``iteration limit``, ``time limit``, ``stalled`` (no cut is violated but the gap is open: numerical trouble) and
 ``error`` (a HiGHS status that is neither optimal nor infeasible, e.g. "Unknown", even after a cold restart).
 Only the first two hand back ``Z``; the others keep the best feasible point found in ``feasible_Z``.
@@ -40,13 +52,14 @@ from scipy.sparse.csgraph import connected_components
 
 from ..errors import ParameterError
 from ..progress import Progress, no_progress
-from .colgen import exponent_closure, repair_into_cone
+from .colgen import exponent_closure
 from .highs import COEF_CAP, INF, check_lp_rows, new_highs, pass_model
 
 PARTITIONERS = ("kmeans-dv", "kmeans-rec", "kmeans-adj", "spectral")
 CUT_RULES = ("needed", "all", "none")
 LOG_CAP = float(np.log(COEF_CAP))
 OPTIMAL_REL = 1e-4  # a certified gap within ξ is called optimal only if it is also this small against UB
+CUT_CAP = 1e13  # a cut with a larger coefficient is left out (HiGHS refuses entries above 1e15)
 _H = highspy.HighsModelStatus
 
 
@@ -198,29 +211,26 @@ def _run(h: highspy.Highs, deadline: float | None) -> _H:
 
 
 class _Sub:
-    """An LP over some rows with the other rows given: HiGHS models of it and (``elastic``) of its phase-1 twin.
+    """Subproblem of one subset: HiGHS models of its LP and of its phase-1 (elastic) twin, rhs = h + B z_Y.
 
-    Variables are the rows ``rows_x`` (``local`` maps a row to its position); ``fixed`` marks the given rows and
-    ``fidx`` maps each to its position in the vector passed to :meth:`solve` (length ``n_fixed`` × m). Pair rows
-    with one given end move it to the right-hand side: rhs = h + B z_given. A Benders subproblem has the internal
-    rows of a subset as variables and the boundary rows given; the primal heuristic has a whole subset as
-    variables and every other row given.
+    Variables are the internal rows ``rows_x`` of the subset (``local`` maps a row to its position); the boundary
+    rows are given (``bidx`` maps a row to its position in z_Y). Pair rows with a boundary end move it to the
+    right-hand side.
     """
 
-    def __init__(self, rows_x: NDArray[np.int64], local: NDArray[np.int64], fidx: NDArray[np.int64],
-                 fixed: NDArray[np.bool_], pi: NDArray[np.int64], pj: NDArray[np.int64], coef: NDArray[np.float64],
-                 W: NDArray[np.float64], n_fixed: int, slack: float, elastic: bool = True,
-                 penalty: float = 0.0) -> None:
+    def __init__(self, rows_x: NDArray[np.int64], local: NDArray[np.int64], bidx: NDArray[np.int64],
+                 is_b: NDArray[np.bool_], pi: NDArray[np.int64], pj: NDArray[np.int64], coef: NDArray[np.float64],
+                 W: NDArray[np.float64], nb: int, slack: float) -> None:
         m = W.shape[1]
-        self.m, self.nx, self.rows = m, len(rows_x), rows_x
-        xi, xj = ~fixed[pi], ~fixed[pj]
+        self.m, self.nx = m, len(rows_x)
+        xi, xj = ~is_b[pi], ~is_b[pj]
         xx, xy, yx = xi & xj, xi & ~xj, ~xi & xj
         nv = self.nx * m
         blocks = [_pair_rows(pi[xx], pj[xx], coef[xx], m, local[pi[xx]], local[pj[xx]], nv)]
         n_rows = blocks[0].shape[0]
         B_rows, B_cols, B_vals = [], [], []
         for mask, x_side, b_side, x_val, b_val in ((xy, pi, pj, 1.0, None), (yx, pj, pi, None, -1.0)):
-            # variable i, given j: z_i ≤ e z̄_j;   given i, variable j: −e z_j ≤ −z̄_i
+            # internal i, boundary j: z_i ≤ e z̄_j;   boundary i, internal j: −e z_j ≤ −z̄_i
             r = int(mask.sum())
             y = np.tile(np.arange(m), r)
             rr = np.repeat(np.arange(r) * m, m) + y
@@ -228,33 +238,26 @@ class _Sub:
             blocks.append(sp.csr_matrix((np.full(r * m, x_val) if x_val is not None else -e,
                                          (rr, np.repeat(local[x_side[mask]], m) * m + y)), shape=(r * m, nv)))
             B_rows.append(n_rows + rr)
-            B_cols.append(np.repeat(fidx[b_side[mask]], m) * m + y)
+            B_cols.append(np.repeat(bidx[b_side[mask]], m) * m + y)
             B_vals.append(e if b_val is None else np.full(r * m, b_val))
             n_rows += r * m
         self.n_pair_rows = n_rows
         self.B = sp.csr_matrix((np.concatenate(B_vals), (np.concatenate(B_rows), np.concatenate(B_cols))),
-                               shape=(n_rows, n_fixed * m))
+                               shape=(n_rows, nb * m))
         self.BT = self.B.T.tocsr()
         self.h = np.full(n_rows, float(slack))
         S = sp.csr_matrix((np.ones(nv), (np.repeat(np.arange(self.nx), m), np.arange(nv))), shape=(self.nx, nv))
         A = sp.vstack(blocks + [S]).tocsc()
         lower = np.concatenate([np.full(n_rows, -INF), np.ones(self.nx)])
         upper = np.concatenate([self.h, np.ones(self.nx)])
-        self.cost = W[rows_x].ravel()
-        self.nv = nv
         self.lp = new_highs()
         self.lp.setOptionValue("solver", "simplex")
-        if penalty > 0:  # soft pair rows: a violation s ≥ 0 costs `penalty` per unit (the heuristic never fails)
-            A_s = sp.hstack([A, sp.vstack([-sp.eye(n_rows), sp.csr_matrix((self.nx, n_rows))])]).tocsc()
-            pass_model(self.lp, np.concatenate([self.cost, np.full(n_rows, penalty)]), A_s, lower, upper)
-        else:
-            pass_model(self.lp, self.cost, A, lower, upper)
-        self.ph1 = None
-        if elastic:  # phase 1: the same rows with an elastic slack s ≥ 0 on each pair row, minimise Σ s
-            A1 = sp.hstack([A, sp.vstack([-sp.eye(n_rows), sp.csr_matrix((self.nx, n_rows))])]).tocsc()
-            self.ph1 = new_highs()
-            self.ph1.setOptionValue("solver", "simplex")
-            pass_model(self.ph1, np.concatenate([np.zeros(nv), np.ones(n_rows)]), A1, lower, upper)
+        pass_model(self.lp, W[rows_x].ravel(), A, lower, upper)
+        # phase 1: the same rows with an elastic slack s ≥ 0 on each pair row, minimise Σ s
+        A1 = sp.hstack([A, sp.vstack([-sp.eye(n_rows), sp.csr_matrix((self.nx, n_rows))])]).tocsc()
+        self.ph1 = new_highs()
+        self.ph1.setOptionValue("solver", "simplex")
+        pass_model(self.ph1, np.concatenate([np.zeros(nv), np.ones(n_rows)]), A1, lower, upper)
         self.size = {"variables": nv, "constraints": A.shape[0], "nonzeros": int(A.nnz)}
 
     def _duals(self, h: highspy.Highs) -> tuple[float, NDArray[np.float64], float]:
@@ -274,12 +277,10 @@ class _Sub:
         st = _run(self.lp, deadline)
         if st == _H.kOptimal:
             const, g, value = self._duals(self.lp)
-            z = np.maximum(np.array(self.lp.getSolution().col_value)[: self.nv], 0.0).reshape(self.nx, self.m)
+            z = np.maximum(np.array(self.lp.getSolution().col_value), 0.0).reshape(self.nx, self.m)
             return "opt", const, g, value, z
         if st not in (_H.kInfeasible, _H.kUnboundedOrInfeasible):  # costs ≥ 0 and z bounded: never unbounded
             return self.lp.modelStatusToString(st), 0.0, None, 0.0, None
-        if self.ph1 is None:
-            return "infeasible", 0.0, None, 0.0, None
         if self.n_pair_rows:
             self.ph1.changeRowsBounds(self.n_pair_rows, idx, lo, rhs)
         st = _run(self.ph1, deadline)
@@ -296,9 +297,6 @@ def _components(nb: int, ci: NDArray[np.int64], cj: NDArray[np.int64]) -> list[i
     g = sp.coo_matrix((np.ones(len(ci)), (ci, cj)), shape=(nb, nb))
     _, lab = connected_components(g, directed=False)
     return sorted(np.bincount(lab).tolist(), reverse=True)
-
-
-CUT_CAP = 1e13  # a cut with a larger coefficient is left out (HiGHS refuses entries above 1e15)
 
 
 def _clean_cuts(lo: list[float], cols: list[NDArray[np.int64]], vals: list[NDArray[np.float64]]
@@ -320,43 +318,12 @@ def _clean_cuts(lo: list[float], cols: list[NDArray[np.int64]], vals: list[NDArr
     return out_lo, out_cols, out_vals, dropped
 
 
-def _repair(zY: NDArray[np.float64], zX: list[NDArray[np.float64] | None], b_rows: NDArray[np.int64],
-            sub_rows: list[NDArray[np.int64]], subs: list[_Sub | None], locals_: list[_Sub | None],
-            W: NDArray[np.float64], closure: NDArray[np.float64], deadline: float | None,
-            sweep_all: bool = False) -> tuple[NDArray[np.float64] | None, float]:
-    """Primal heuristic: complete the boundary point zY into a feasible Z by re-solving, one after another, the
-    whole LP of each subset whose subproblem was infeasible, with every other row given (its cross pairs to the
-    current rows of other subsets stay enforced, so the finished Z meets every pair row). (None, inf) if one of
-    these LPs is infeasible too."""
-    n, m = W.shape
-    Z = np.zeros((n, m))
-    Z[b_rows] = zY.reshape(len(b_rows), m)
-    bad = []
-    for s, (rows, z) in enumerate(zip(sub_rows, zX)):
-        if z is not None:
-            Z[rows] = z
-        elif subs[s] is not None:
-            bad.append(s)
-    if not bad and not sweep_all:
-        return None, np.inf
-    order = bad + ([s for s in range(len(locals_)) if s not in bad] if sweep_all else [])
-    for s in order:
-        loc = locals_[s]
-        assert loc is not None
-        kind, _, _, _, z = loc.solve(Z.ravel(), deadline)
-        if kind != "opt" or z is None:
-            return None, np.inf
-        Z[loc.rows] = z
-    Z, _ = repair_into_cone(Z, closure, W)  # the soft rows' small breaches (solver tolerances) repaired exactly
-    return Z, float(np.sum(W * Z))
-
-
 def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.int64],
                   expo: NDArray[np.float64], labels: NDArray[np.int64], *, gap_m: float = 0.01,
                   max_iter: int = 1000, cuts: str = "needed", slack: float = 0.0, time_limit: float | None = None,
                   progress: Progress = no_progress,
                   core: NDArray[np.float64] | None = None, stabilise: float = 1.0,
-                  repair: bool = True, floor: float = 1e-9, sweep: bool = False) -> BendersOutcome:
+                  floor: float = 1e-9) -> BendersOutcome:
     """Benders decomposition of min Σ W∘Z s.t. rows sum to 1 and z[i,y] ≤ e^{expo}·z[j,y] on pairs (pi, pj).
 
     Args:
@@ -369,6 +336,8 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
         cuts: initial cuts of Eq. 14: ``needed`` (default), ``all`` or ``none`` (see :func:`master_pairs`).
         slack: the authors' code-only additive slack δ on every pair row (0 = the paper's LP).
         time_limit: seconds for everything (status ``time limit``).
+        core, stabilise: a feasible (n, m) point and λ of the in-out stabilisation (module docstring).
+        floor: τ, lower bound on the master's entries (module docstring); 0 turns it off.
     """
     t_start = time.perf_counter()
     deadline = None if time_limit is None else t_start + time_limit
@@ -424,22 +393,6 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
         local[rows_x] = np.arange(len(rows_x))
         inside = (labels[pi] == lab) & (labels[pj] == lab) & (~is_b[pi] | ~is_b[pj])
         subs.append(_Sub(rows_x, local, bidx, is_b, pi[inside], pj[inside], coef[inside], W, nb, slack))
-    # primal heuristic: each subset's whole LP (boundary rows too) with every other row given
-    locals_: list[_Sub | None] = []
-    closure = np.zeros((0, 0))
-    if repair:
-        E_all = np.full((n, n), np.inf)
-        np.fill_diagonal(E_all, 0.0)
-        np.minimum.at(E_all, (pi, pj), np.minimum(expo, LOG_CAP))
-        closure = exponent_closure(E_all)
-        every = np.arange(n, dtype=np.int64)
-        for lab in parts:
-            members = np.flatnonzero(labels == lab)
-            pos = np.full(n, -1, dtype=np.int64)
-            pos[members] = np.arange(len(members))
-            touch = (labels[pi] == lab) | (labels[pj] == lab)
-            locals_.append(_Sub(members, pos, every, labels != lab, pi[touch], pj[touch], coef[touch], W, n, slack,
-                                elastic=False, penalty=1e6 * float(W.max())))
     timings["sub_build_s"] = time.perf_counter() - t0
 
     zc = None if core is None else np.asarray(core, dtype=np.float64)[b_rows].ravel()
@@ -456,7 +409,7 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
     Z_best: NDArray[np.float64] | None = None
     status, message = "iteration limit", f"no certified gap ≤ ξ = {gap_m:g} after {max_iter} iterations"
     t_mp = t_sub = 0.0
-    n_opt = n_feas = n_repairs = n_repaired = n_dropped = 0
+    n_opt = n_feas = n_dropped = 0
     it = 0
     for it in range(1, max_iter + 1):
         if deadline is not None and time.perf_counter() > deadline:
@@ -520,15 +473,6 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
         if failed:
             status, message = ("time limit", failed) if "Time limit" in failed else ("error", failed)
             break
-        if repair and (not feasible or sweep):
-            Zh, ub_h = _repair(zY, zX, b_rows, sub_rows, subs, locals_, W, closure, deadline, sweep)
-            n_repairs += 1
-            if Zh is not None:
-                n_repaired += 1
-                if zc is not None:
-                    zc = Zh[b_rows].ravel()
-                if ub_h < ub_best:
-                    ub_best, Z_best = ub_h, Zh
         if feasible and lam < 1.0:
             zc = zY  # a feasible separation point becomes the new core (in-out stabilisation)
         at_out = lam < 1.0 and not violated_out  # nothing cuts the MP's own point: separate there next
@@ -591,7 +535,7 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
                    "master_pairs": int(len(ci)), **cut_counts, "cut_rule": cuts,
                    "master_component_sizes": comps,
                    "optimality_cuts": n_opt, "feasibility_cuts": n_feas, "gap_m": gap_m,
-                   "repairs_tried": n_repairs, "repairs_feasible": n_repaired, "cuts_dropped": n_dropped,
+                   "cuts_dropped": n_dropped, "stabilise": stabilise,
                    "floor": floor, "floor_cost_m": floor_cost}
     done = status in ("optimal", "gap reached")
     # reported lower bound: valid for the paper's LP (the floored LP's optimum exceeds it by at most floor_cost)
