@@ -290,7 +290,7 @@ class _Sub:
         return "feas", const, g, value, None
 
 
-def _components(nb: int, ci: NDArray[np.int64], cj: NDArray[np.int64]) -> list[int]:
+def components(nb: int, ci: NDArray[np.int64], cj: NDArray[np.int64]) -> list[int]:
     """Sizes of the connected components of the MP's own pair graph (the paper's Table 2 measure)."""
     if nb == 0:
         return []
@@ -527,7 +527,7 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
     size.update({"sub_variables_max": max((s.size["variables"] for s in subs if s), default=0),
                  "sub_constraints_max": max((s.size["constraints"] for s in subs if s), default=0),
                  "variables": nb * m + n_parts + sum(s.size["variables"] for s in subs if s)})
-    comps = _components(nb, ci, cj)
+    comps = components(nb, ci, cj)
     diagnostics = {"iterations": it, "history": history, "subsets": n_parts,
                    "subset_sizes": [int((labels == lab).sum()) for lab in parts],
                    "internal_sizes": [len(r) for r in sub_rows], "boundary_count": int(nb),
