@@ -32,11 +32,8 @@ K = 200  # Rome secrets (|Y| = 100); mechanisms with a smaller max_k get their m
 # fixes on other branches (the integrator removes a mark once its fix is merged); strict: each must fail today
 XFAIL = {
     "aipo": "each of its ~10 budget candidates gets the whole time limit (mechanisms/aipo.py): branch seeds14",
-    "lp-bd": "building the Benders master (lp/benders.py, ~10 s here) ignores the deadline: issue 13 (seeds13)",
     "dista-lp": "returns a Z with status 'time limit' (mechanisms/dista.py): issue 14 (seeds14)",
 }
-_PANDA = "returns a Z with status 'time limit' when its AnPO LP times out (mechanisms/panda.py): issue 13 (seeds13)"
-XFAIL.update(dict.fromkeys(("panda-e", "panda-p", "panda-l"), _PANDA))
 _CMDP = "C-mDP's corpus preparation (trajectories, blankets, classifier) ignores the deadline: issue 14 (seeds14)"
 XFAIL.update(dict.fromkeys(("cmdp", "cmdp-markov", "cmdp-truemb"), _CMDP))
 

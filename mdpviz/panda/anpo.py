@@ -250,7 +250,7 @@ def _solve_colgen(E: NDArray[np.float64], label: NDArray[np.int64], Fc: NDArray[
     size: dict[str, int] = {}
     for part in range(n_comp):  # one solve per component, vectorised inside
         rows = np.flatnonzero(comp == part)
-        if len(rows) == 1:
+        if len(rows) == 1 and n_comp > 1:
             Zc[rows[0], np.argmin(W[rows[0]])] = 1.0
             bound += float(W[rows[0]].min())
             continue
