@@ -242,17 +242,22 @@ class _Sub:
             B_vals.append(e if b_val is None else np.full(r * m, b_val))
             n_rows += r * m
         self.n_pair_rows = n_rows
-        self.B = sp.csr_matrix((np.concatenate(B_vals), (np.concatenate(B_rows), np.concatenate(B_cols))),
-                               shape=(n_rows, nb * m))
+        # every pair row divided by its largest coefficient, max(1, e): no entry above 1, so a row's slack is at
+        # most rhs + 1 over z ∈ [0, 1], which is what makes the safe cuts of _duals tight
+        scale = sp.diags(1.0 / np.maximum(1.0, np.concatenate([np.repeat(coef[k], m) for k in (xx, xy, yx)])))
+        self.B = (scale @ sp.csr_matrix((np.concatenate(B_vals), (np.concatenate(B_rows), np.concatenate(B_cols))),
+                                        shape=(n_rows, nb * m))).tocsr()
         self.BT = self.B.T.tocsr()
-        self.h = np.full(n_rows, float(slack))
+        self.h = scale @ np.full(n_rows, float(slack))
         S = sp.csr_matrix((np.ones(nv), (np.repeat(np.arange(self.nx), m), np.arange(nv))), shape=(self.nx, nv))
-        A = sp.vstack(blocks + [S]).tocsc()
+        A = sp.vstack([scale @ sp.vstack(blocks), S]).tocsc()
+        self.AT = A.T.tocsr()  # for the reduced costs of the safe cuts
+        self.cost = W[rows_x].ravel()
         lower = np.concatenate([np.full(n_rows, -INF), np.ones(self.nx)])
         upper = np.concatenate([self.h, np.ones(self.nx)])
         self.lp = new_highs()
         self.lp.setOptionValue("solver", "simplex")
-        pass_model(self.lp, W[rows_x].ravel(), A, lower, upper)
+        pass_model(self.lp, self.cost, A, lower, upper)
         # phase 1: the same rows with an elastic slack s ≥ 0 on each pair row, minimise Σ s
         A1 = sp.hstack([A, sp.vstack([-sp.eye(n_rows), sp.csr_matrix((self.nx, n_rows))])]).tocsc()
         self.ph1 = new_highs()
@@ -260,10 +265,20 @@ class _Sub:
         pass_model(self.ph1, np.concatenate([np.zeros(nv), np.ones(n_rows)]), A1, lower, upper)
         self.size = {"variables": nv, "constraints": A.shape[0], "nonzeros": int(A.nnz)}
 
-    def _duals(self, h: highspy.Highs) -> tuple[float, NDArray[np.float64], float]:
+    def _duals(self, h: highspy.Highs, phase1: bool, h_vec: NDArray[np.float64] | None = None
+               ) -> tuple[float, NDArray[np.float64], float]:
+        """A cut valid whatever the solver's tolerances (a "safe" dual bound). With the duals u (pair rows) and v
+        (row sums) as returned and the reduced costs r = c − Aᵀ(u, v) recomputed here, every feasible point gives
+        value = r·z + u·rhs − u·s + Σv with row slacks 0 ≤ s ≤ rhs + 1 and 0 ≤ z ≤ 1, hence value ≥ Σ min(r, 0) +
+        Σ_{u ≤ 0} u·rhs − Σ_{u > 0} u + Σv: a u of the wrong sign (within HiGHS's tolerance) costs only itself.
+        Returns (const, g, objective) of the cut ``const + g·z_Y`` (rhs = h + B z_Y; ``h_vec`` replaces h)."""
         dual = np.array(h.getSolution().row_dual)
         u, v = dual[: self.n_pair_rows], dual[self.n_pair_rows:]
-        return float(u @ self.h + v.sum()), self.BT @ u, float(h.getInfo().objective_function_value)
+        r = (0.0 if phase1 else self.cost) - self.AT @ dual
+        neg = np.minimum(u, 0.0)
+        hv = self.h if h_vec is None else h_vec
+        const = float(neg @ hv - np.maximum(u, 0.0).sum() + v.sum() + np.minimum(r, 0.0).sum())
+        return const, self.BT @ neg, float(h.getInfo().objective_function_value)
 
     def solve(self, zY: NDArray[np.float64], deadline: float | None
               ) -> tuple[str, float, NDArray[np.float64] | None, float, NDArray[np.float64] | None]:
@@ -276,7 +291,7 @@ class _Sub:
             self.lp.changeRowsBounds(self.n_pair_rows, idx, lo, rhs)
         st = _run(self.lp, deadline)
         if st == _H.kOptimal:
-            const, g, value = self._duals(self.lp)
+            const, g, value = self._duals(self.lp, phase1=False)
             z = np.maximum(np.array(self.lp.getSolution().col_value), 0.0).reshape(self.nx, self.m)
             return "opt", const, g, value, z
         if st not in (_H.kInfeasible, _H.kUnboundedOrInfeasible):  # costs ≥ 0 and z bounded: never unbounded
@@ -286,8 +301,19 @@ class _Sub:
         st = _run(self.ph1, deadline)
         if st != _H.kOptimal:  # the elastic twin is always feasible and bounded: anything else is a failure
             return "phase 1: " + self.ph1.modelStatusToString(st), 0.0, None, 0.0, None
-        const, g, value = self._duals(self.ph1)
-        return "feas", const, g, value, None
+        const, g, value = self._duals(self.ph1, phase1=True)
+        if const + float(g @ zY) > 1e-9 or not self.n_pair_rows:
+            return "feas", const, g, value, None
+        # infeasible only within the solver's tolerances (the safe feasibility cut does not cut z_Y): re-solve with
+        # each row loosened by its phase-1 slack; that LP relaxes the subproblem, so its cut is valid, and its rows
+        # hold within those slacks (the mechanism repairs them exactly and re-checks the gap)
+        sigma = np.maximum(np.array(self.ph1.getSolution().col_value)[self.nx * self.m:], 0.0)
+        self.lp.changeRowsBounds(self.n_pair_rows, idx, lo, rhs + sigma)
+        if _run(self.lp, deadline) != _H.kOptimal:
+            return "feas", const, g, value, None
+        const, g, value = self._duals(self.lp, phase1=False, h_vec=self.h + sigma)
+        z = np.maximum(np.array(self.lp.getSolution().col_value), 0.0).reshape(self.nx, self.m)
+        return "opt", const, g, value, z
 
 
 def components(nb: int, ci: NDArray[np.int64], cj: NDArray[np.int64]) -> list[int]:
