@@ -101,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--outputs", type=int, default=100, help="|Y| (default 100, as the authors' code)")
     ap.add_argument("--cost", default="distance", choices=["distance", "travel"])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--lambdas", type=float, nargs="+", default=[0.5, 1.0], help="stabilisation λ values to run")
+    ap.add_argument("--lambdas", type=float, nargs="+", default=[1.0, 0.5], help="stabilisation λ values to run")
     ap.add_argument("--time-limit", type=float, default=900.0, help="seconds per solve")
     ap.add_argument("--name", default="benders", help="output file stem under docs/benchmarks")
     ap.add_argument("--no-write", action="store_true", help="print only")

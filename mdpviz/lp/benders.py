@@ -197,7 +197,8 @@ def master_pairs(n: int, pi: NDArray[np.int64], pj: NDArray[np.int64], expo: NDA
 
 def _run(h: highspy.Highs, deadline: float | None) -> _H:
     """Run HiGHS within the deadline; a status other than optimal / infeasible / time limit gets one cold restart
-    (``clearSolver``), since a warm start can end in "Unknown" where a fresh solve succeeds."""
+    without presolve (``clearSolver``): a warm start, or presolve on these badly scaled rows, can end in "Unknown"
+    where a fresh solve of the original model succeeds."""
     for attempt in range(2):
         if deadline is not None:
             # HiGHS's clock is cumulative over the instance's runs: the limit is run time so far + what is left
@@ -207,6 +208,7 @@ def _run(h: highspy.Highs, deadline: float | None) -> _H:
         if st in (_H.kOptimal, _H.kInfeasible, _H.kTimeLimit) or attempt:
             return st
         h.clearSolver()
+        h.setOptionValue("presolve", "off")
     return st
 
 
@@ -244,7 +246,9 @@ class _Sub:
         self.n_pair_rows = n_rows
         # every pair row divided by its largest coefficient, max(1, e): no entry above 1, so a row's slack is at
         # most rhs + 1 over z ∈ [0, 1], which is what makes the safe cuts of _duals tight
-        scale = sp.diags(1.0 / np.maximum(1.0, np.concatenate([np.repeat(coef[k], m) for k in (xx, xy, yx)])))
+        big = np.maximum(1.0, np.concatenate([np.repeat(coef[k], m) for k in (xx, xy, yx)]))
+        self.big = big
+        scale = sp.diags(1.0 / big)
         self.B = (scale @ sp.csr_matrix((np.concatenate(B_vals), (np.concatenate(B_rows), np.concatenate(B_cols))),
                                         shape=(n_rows, nb * m))).tocsr()
         self.BT = self.B.T.tocsr()
@@ -257,11 +261,14 @@ class _Sub:
         upper = np.concatenate([self.h, np.ones(self.nx)])
         self.lp = new_highs()
         self.lp.setOptionValue("solver", "simplex")
+        self.lp.setOptionValue("presolve", "off")  # small LPs; presolve ended some in "Unknown"
         pass_model(self.lp, self.cost, A, lower, upper)
-        # phase 1: the same rows with an elastic slack s ≥ 0 on each pair row, minimise Σ s
-        A1 = sp.hstack([A, sp.vstack([-sp.eye(n_rows), sp.csr_matrix((self.nx, n_rows))])]).tocsc()
+        # phase 1: the same rows with an elastic slack σ ≥ 0 on each pair row, measured in the row's unscaled units
+        # (entry −1/scale), minimise Σ σ: a real infeasibility never looks like round-off
+        A1 = sp.hstack([A, sp.vstack([-scale, sp.csr_matrix((self.nx, n_rows))])]).tocsc()
         self.ph1 = new_highs()
         self.ph1.setOptionValue("solver", "simplex")
+        self.ph1.setOptionValue("presolve", "off")
         pass_model(self.ph1, np.concatenate([np.zeros(nv), np.ones(n_rows)]), A1, lower, upper)
         self.size = {"variables": nv, "constraints": A.shape[0], "nonzeros": int(A.nnz)}
 
@@ -307,13 +314,44 @@ class _Sub:
         # infeasible only within the solver's tolerances (the safe feasibility cut does not cut z_Y): re-solve with
         # each row loosened by its phase-1 slack; that LP relaxes the subproblem, so its cut is valid, and its rows
         # hold within those slacks (the mechanism repairs them exactly and re-checks the gap)
-        sigma = np.maximum(np.array(self.ph1.getSolution().col_value)[self.nx * self.m:], 0.0)
+        sigma = np.maximum(np.array(self.ph1.getSolution().col_value)[self.nx * self.m:], 0.0) / self.big
         self.lp.changeRowsBounds(self.n_pair_rows, idx, lo, rhs + sigma)
         if _run(self.lp, deadline) != _H.kOptimal:
             return "feas", const, g, value, None
         const, g, value = self._duals(self.lp, phase1=False, h_vec=self.h + sigma)
         z = np.maximum(np.array(self.lp.getSolution().col_value), 0.0).reshape(self.nx, self.m)
         return "opt", const, g, value, z
+
+
+class _SafeBound:
+    """A lower bound on the master LP that holds whatever HiGHS's tolerances (Neumaier–Shcherbina): any row duals y
+    of the right signs give min over the column box of c·x − yᵀ(Ax − b) ≤ the optimum. With coefficients up to
+    1e13 HiGHS's own "optimal" objective was once above a feasible point's value (1.06 m above the optimum)."""
+
+    def __init__(self, cost: NDArray[np.float64], A: sp.spmatrix, lo: NDArray[np.float64], up: NDArray[np.float64],
+                 col_lo: NDArray[np.float64], col_up: NDArray[np.float64]) -> None:
+        self.cost, self.col_lo, self.col_up = cost, col_lo, col_up
+        self.blocks, self.lo, self.up = [sp.csr_matrix(A)], [lo], [up]
+        self.A: sp.csr_matrix | None = None
+
+    def add(self, lo: list[float], cols: list[NDArray[np.int64]], vals: list[NDArray[np.float64]]) -> None:
+        indptr = np.concatenate([[0], np.cumsum([len(c) for c in cols])])
+        self.blocks.append(sp.csr_matrix((np.concatenate(vals), np.concatenate(cols), indptr),
+                                         shape=(len(cols), len(self.cost))))
+        self.lo.append(np.asarray(lo, dtype=np.float64))
+        self.up.append(np.full(len(cols), np.inf))
+        self.A = None
+
+    def bound(self, y: NDArray[np.float64]) -> float:
+        if self.A is None:
+            self.A = sp.vstack(self.blocks).tocsr()
+            self.lo, self.up = [np.concatenate(self.lo)], [np.concatenate(self.up)]
+            self.blocks = [self.A]
+        lo, up = self.lo[0], self.up[0]
+        y = np.where(y > 0, np.where(np.isfinite(lo), y, 0.0), np.where(np.isfinite(up), y, 0.0))
+        r = self.cost - self.A.T @ y
+        rows = np.where(y > 0, y * np.where(np.isfinite(lo), lo, 0.0), y * np.where(np.isfinite(up), up, 0.0))
+        return float(rows.sum() + np.minimum(r * self.col_lo, r * self.col_up).sum())
 
 
 def components(nb: int, ci: NDArray[np.int64], cj: NDArray[np.int64]) -> list[int]:
@@ -396,12 +434,18 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
     A = sp.vstack([A_pairs, S]).tocsc()
     w_floor = np.array([W[(labels == lab) & ~is_b].min(axis=1).sum() if ((labels == lab) & ~is_b).any() else 0.0
                         for lab in parts])
+    # and w_l ≤ Σ_{x ∈ X_l} max_y W[x, y]: no subproblem costs more (a box the safe bound needs)
+    w_ceil = np.array([W[(labels == lab) & ~is_b].max(axis=1).sum() if ((labels == lab) & ~is_b).any() else 0.0
+                       for lab in parts])
     mp = new_highs()
     mp.setOptionValue("solver", "simplex")
-    pass_model(mp, np.concatenate([W[b_rows].ravel(), np.ones(n_parts)]), A,
-               np.concatenate([np.full(A_pairs.shape[0], -INF), np.ones(nb)]),
-               np.concatenate([np.full(A_pairs.shape[0], float(slack)), np.ones(nb)]),
-               np.concatenate([np.full(nb * m, float(floor)), w_floor]), np.full(nvm, INF))
+    mp_cost = np.concatenate([W[b_rows].ravel(), np.ones(n_parts)])
+    row_lo = np.concatenate([np.full(A_pairs.shape[0], -INF), np.ones(nb)])
+    row_up = np.concatenate([np.full(A_pairs.shape[0], float(slack)), np.ones(nb)])
+    col_lo = np.concatenate([np.full(nb * m, float(floor)), w_floor])
+    col_up = np.concatenate([np.ones(nb * m), w_ceil])
+    pass_model(mp, mp_cost, A, row_lo, row_up, col_lo, col_up)
+    safe = _SafeBound(mp_cost, A, np.where(row_lo <= -INF, -np.inf, row_lo), row_up, col_lo, col_up)
     mp_size = {"variables": nvm, "constraints": int(A.shape[0]), "nonzeros": int(A.nnz)}
     timings["master_build_s"] = time.perf_counter() - t0
 
@@ -454,7 +498,8 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
             message = f"the master LP ended with HiGHS status '{mp.modelStatusToString(st)}' at iteration {it}"
             break
         x = np.array(mp.getSolution().col_value)
-        lb = max(lb, float(mp.getInfo().objective_function_value))  # a lower bound on the LP solved
+        mp_obj = float(mp.getInfo().objective_function_value)
+        lb = max(lb, safe.bound(np.array(mp.getSolution().row_dual)))  # a lower bound on the LP solved
         z_out, w_out = np.maximum(x[: nb * m], 0.0), x[nb * m:]
         lam = 1.0 if (zc is None or at_out) else stabilise
         zY = z_out if lam >= 1.0 else lam * z_out + (1.0 - lam) * zc
@@ -509,7 +554,7 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
             for rows_x, z in zip(sub_rows, zX):
                 if z is not None:
                     Z_best[rows_x] = z
-        history.append({"iteration": it, "lower": lb, "upper": ub if feasible else np.nan,
+        history.append({"iteration": it, "lower": lb, "master_objective": mp_obj, "upper": ub if feasible else np.nan,
                         "best_upper": ub_best, "optimality_cuts": n_opt, "feasibility_cuts": n_feas,
                         "master_s": dt_mp, "max_sub_s": dt_max})
         if np.isfinite(ub_best):
@@ -548,6 +593,7 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
         if added != highspy.HighsStatus.kOk:
             status, message = "error", f"HiGHS refused the cuts of iteration {it} ({added})"
             break
+        safe.add(cut_lo, cut_cols, cut_vals)
     timings.update(master_s=t_mp, subproblems_s=t_sub, total_s=time.perf_counter() - t_start)
     size = {"master_" + k: v for k, v in mp_size.items()}
     size.update({"sub_variables_max": max((s.size["variables"] for s in subs if s), default=0),

@@ -152,7 +152,7 @@ LP_BD = register(Mechanism(
                   "value functions from slopes of e^{ε·path} that double precision cannot hold; it can raise the "
                   "optimum by at most τ·Σ p·c, which the reported bound subtracts (the authors' code uses 0.001, "
                   "which changes the LP; 0 = none)", low=0.0, high=0.01, label="master floor τ"),
-            Param("stabilise", float, 0.5, "in-out stabilisation λ: subproblems are solved at λ·(master point) + "
+            Param("stabilise", float, 1.0, "in-out stabilisation λ: subproblems are solved at λ·(master point) + "
                   "(1 − λ)·(a feasible core point, first the exponential mechanism); 1 = plain Benders as in the "
                   "paper. Changes the path, never the optimum", low=0.05, high=1.0, label="stabilisation λ"),
             Param("seed", int, 0, "seed of the partitioner's k-means", low=0, high=2**31 - 1, label="seed")),
