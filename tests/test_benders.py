@@ -12,7 +12,6 @@ from mdpviz.lp.mdp_lp import solve_mdp_lp
 from mdpviz.lp.neighbours import neighbour_pairs, neighbour_path_km
 from mdpviz.mechanisms import get_mechanism
 from mdpviz.metrics import cone_breaches, violations
-from mdpviz.presets import PRESETS, apply_preset
 from mdpviz.problem import build_problem
 from mdpviz.solve import solve
 
@@ -153,9 +152,9 @@ def test_iteration_limit_returns_no_mechanism(rome) -> None:
 
 
 def test_presets_are_valid_parameters() -> None:
-    for name, presets in PRESETS.items():
+    for name in ("lp-bd", "panda-e", "panda-p", "panda-l"):
         mech = get_mechanism(name)
-        for preset in presets:
-            mech.validate(apply_preset(name, preset.name))
-            assert preset.note
-    assert {p.name for p in PRESETS["lp-bd"]} == {"paper", "authors-code"}
+        assert {p.name for p in mech.presets} == {"paper", "authors-code"}
+        for preset in mech.presets:
+            mech.validate(preset.param_dict())
+            assert preset.help

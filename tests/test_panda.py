@@ -31,7 +31,6 @@ from mdpviz.panda.margins import (
     surrogate_probabilities,
 )
 from mdpviz.panda.selection import FLOORS, VARIANTS, decay, make_selection, sample_anchor_sets
-from mdpviz.presets import apply_preset
 from mdpviz.problem import build_problem, problem_from_points
 from mdpviz.solve import solve
 
@@ -354,7 +353,7 @@ def test_paper_mode_on_rome_says_what_happened(rome_panda, variant: str) -> None
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_authors_code_preset_on_rome_shows_its_privacy_cost(rome_panda, variant: str) -> None:
     name = f"panda-{variant}"
-    res = solve(rome_panda, name, apply_preset(name, "authors-code", {"relaxed_max_rows": 0, "n_users": 30}),
+    res = solve(rome_panda, name, {"relaxed_max_rows": 0, "n_users": 30, **get_mechanism(name).preset("authors-code").param_dict()},
                 use_cache=False)
     _check_claim(rome_panda, res)
     dg = res.diagnostics

@@ -35,7 +35,6 @@ LIMIT_STATUSES = ("time limit", "iteration limit", "interrupted")
 BROKEN: dict[tuple[str, float | None], str] = {
     ("lp-ca", None): "Result.degenerate empty for its representatives-only claim: to set in mdpviz/mechanisms/lp.py "
                      "(helper lp's file; the change is proposed in the sound helper's report)",
-    ("aipo-r", 5.0): "claims no ε-mDP (relaxed) with Result.degenerate empty: fixed on branch seeds14 (issue 14)",
 }
 
 

@@ -30,12 +30,7 @@ LP_SLACK_S = 0.25  # time in HiGHS beyond the deadline: the LPs were granted mor
 K = 200  # Rome secrets (|Y| = 100); mechanisms with a smaller max_k get their max_k
 
 # fixes on other branches (the integrator removes a mark once its fix is merged); strict: each must fail today
-XFAIL = {
-    "aipo": "each of its ~10 budget candidates gets the whole time limit (mechanisms/aipo.py): branch seeds14",
-    "dista-lp": "returns a Z with status 'time limit' (mechanisms/dista.py): issue 14 (seeds14)",
-}
-_CMDP = "C-mDP's corpus preparation (trajectories, blankets, classifier) ignores the deadline: issue 14 (seeds14)"
-XFAIL.update(dict.fromkeys(("cmdp", "cmdp-markov", "cmdp-truemb"), _CMDP))
+XFAIL: dict[str, str] = {}
 
 
 def _run_one(problem: Problem, name: str, time_limit: float, conn: Any) -> None:

@@ -1,7 +1,7 @@
 """``python -m mdpviz bench panda``: PAnDA as its paper writes it and as its authors' code ran it, against baselines.
 
 For each K a problem is built on the city (whole city, seeded, |Y| outputs). Each PAnDA variant runs in both modes:
-``paper`` (the defaults) and ``authors-code`` (the preset of ``mdpviz.presets``), then EM, EM+BR, LP+EM and, up to
+``paper`` (the defaults) and ``authors-code`` (the mechanism's preset), then EM, EM+BR, LP+EM and, up to
 ``--lp-max-k``, the optimal LP. Every method is measured on the same N users (PAnDA's seeded users): the loss they
 experience, V_pure over their pairs (ε·d, the check every ε-mDP mechanism must pass) and, for PAnDA, V_pair
 (Phase I charged with Prop. 3's ε̄) and V_cf. Rows go to ``docs/benchmarks/panda.csv`` and ``panda.md``.
@@ -46,7 +46,7 @@ def run(city: str, ks: Sequence[int], variants: Sequence[str], modes: Sequence[s
         time_limit: float) -> list[dict[str, Any]]:
     """One dict per (K, method); printed as it goes."""
     from ..metrics import violations
-    from ..presets import apply_preset
+    from ..mechanisms import get_mechanism
     from ..problem import build_problem
     from ..solve import solve
 
@@ -58,7 +58,7 @@ def run(city: str, ks: Sequence[int], variants: Sequence[str], modes: Sequence[s
             name = f"panda-{v}"
             for mode in modes:
                 base = {"eps": eps, "n_users": users, "seed": seed, "max_lp_rows": 5000}
-                params = apply_preset(name, mode, base)
+                params = {**base, **get_mechanism(name).preset(mode).param_dict()}
                 t0, c0 = time.perf_counter(), time.process_time()
                 res = solve(problem, name, params, time_limit=time_limit, use_cache=False)
                 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -114,7 +114,7 @@ users for every method; anchor loss = the authors' code's figure (uniform over a
 user pairs breaking (ε − ε̄)·d with Prop. 3's ε̄, whatever ε̄ the LP charged; V_cf: per-user counterfactuals;
 V_pure: user pairs breaking ε·d (Phase I ignored); all: ordered pairs of X breaking ε-mDP for the baselines
 (all-pairs check, up to --check-max-k). Modes: paper = the defaults (Prop. 3's ε̄, every anchor pair, S_x = Γ
-nearest); authors-code = the preset of mdpviz.presets (ε̄ with only the last factor, pairs closer than 0.8 km,
+nearest); authors-code = the mechanism's preset (ε̄ with only the last factor, pairs closer than 0.8 km,
 S_x within γ/2). The paper reports ≈ 220–350 m for PAnDA on its cities, 82 % below EM (CCS 2025, Table 2/3;
 24-core desktop, MATLAB); those figures are quoted, not reproduced."""
 

@@ -21,7 +21,7 @@ from ..lp.neighbours import neighbour_pairs, neighbour_path_km
 from ..metrics import TOLERANCE, cone_breaches
 from ..problem import Problem
 from .em import em_matrix
-from .base import Mechanism, Param, Progress, Result, epsilon_param
+from .base import Mechanism, Param, Preset, Progress, Result, epsilon_param
 from .registry import register
 
 SCOPES = ("neighbours", "all-pairs")
@@ -122,6 +122,21 @@ def _solve_lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, t
                   diagnostics=diag)
 
 
+PRESETS = (
+    Preset("paper", "LP+BD as in the paper (road data)",
+           "The paper's LP (ε-mDP between neighbours within η = 2 km) at its road-data setting ε = 10 km⁻¹, 25 subsets "
+           "by k-means on distance rows, stop at a certified gap of ξ = 0.01.",
+           params=(("eps", 10.0), ("scope", "neighbours"), ("eta", 2.0), ("subsets", 25),
+                   ("partitioner", "kmeans-dv"), ("gap_m", 0.01))),
+    Preset("authors-code", "LP+BD as in the authors' code",
+           "The authors' MATLAB code (chenxiunt/MetricDP_BendersDecomposition): an additive slack δ = 0.01 on every "
+           "mDP row and master entries ≥ 0.001 (with |Y| = 100 that spreads 10% of each boundary row uniformly), an "
+           "absolute gap of 0.001; both change the LP, so the result is not the paper's optimum (its rows are "
+           "repaired into the cone afterwards).",
+           params=(("eps", 10.0), ("scope", "neighbours"), ("eta", 2.0), ("subsets", 25), ("slack", 0.01),
+                   ("floor", 0.001), ("max_iter", 100), ("gap_m", 0.001))),
+)
+
 LP_BD = register(Mechanism(
     name="lp-bd", label="LP + Benders decomposition (LP+BD)", family="lp", paper=PAPER,
     info="The paper's LP: ε-mDP between neighbours (d ≤ η). X is split into subsets (k-means on distance rows); "
@@ -156,4 +171,4 @@ LP_BD = register(Mechanism(
                   "(1 − λ)·(a feasible core point, first the exponential mechanism); 1 = plain Benders as in the "
                   "paper. Changes the path, never the optimum", low=0.05, high=1.0, label="stabilisation λ"),
             Param("seed", int, 0, "seed of the partitioner's k-means", low=0, high=2**31 - 1, label="seed")),
-    solve=_solve_lp_bd, max_k=1000))
+    solve=_solve_lp_bd, max_k=1000, presets=PRESETS))

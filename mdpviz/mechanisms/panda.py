@@ -30,7 +30,7 @@ from ..panda.selection import (
     sample_users,
 )
 from ..problem import Problem
-from .base import Mechanism, Param, Progress, Result, epsilon_param
+from .base import Mechanism, Param, Preset, Progress, Result, epsilon_param
 from .registry import register
 
 PAPER = ("Liu, Qiu: PAnDA: Rethinking Metric Differential Privacy Optimization at Scale with Anchor-Based "
@@ -342,12 +342,31 @@ def selection_map(problem: Problem, params: dict[str, Any], secret: int, variant
     return sel.weights(problem.d[secret])
 
 
+def _presets(variant: str) -> tuple[Preset, Preset]:
+    """PAnDA-``variant`` as its paper writes it (the defaults) and as the authors' code ran it."""
+    name = f"PAnDA-{variant}"
+    paper = Preset("paper", f"{name} as in the paper (defaults)",
+                   "Prop. 3's exact Phase I cost ε̄, every anchor pair constrained (Eq. 31), S_x = the Γ nearest "
+                   "records (Eq. 29).")
+    code = Preset(
+        "authors-code", f"{name} as in the authors' code",
+        "The authors' MATLAB code (paopao128/CCS-2025-PAnDA): ε̄ from get_epsilon_nmw.m, whose loop keeps only the "
+        "last factor of each product (it under-counts Phase I); mDP constraints only between anchors closer than "
+        "0.8 km; S_x = the records within γ/2; P_S = 1; a small floor 1e-4 beyond γ. Privacy is still measured with "
+        "Prop. 3's ε̄, so V_pair shows what these choices cost. Not reproduced: the code's own decay constants (e.g. "
+        "e^(−0.4λd)) and its γ = d_max/c with c from 80 to 220 depending on K.",
+        params=(("eps_bar", "authors-code"), ("pair_radius_km", 0.8), ("s_rule", "half-gamma"), ("ps_rule", "one"),
+                ("floor", "w_min"), ("w_min", 1e-4), ("max_lp_rows", 2000), ("anpo_solver", "monolithic")))
+    return paper, code
+
+
 def _make(variant: str, label: str, info: str) -> Mechanism:
     def solve(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:
         return _solve(problem, params, progress, time_limit, variant)
 
     return register(Mechanism(name=variant_name(variant), label=label, paper=PAPER, info=info, params=_PARAMS,
-                              solve=solve, family="panda", exact=False, max_k=2000))
+                              solve=solve, family="panda", exact=False, max_k=2000,
+                              presets=_presets(variant)))
 
 
 PANDA_E = _make("e", "PAnDA-e (exponential decay)",
