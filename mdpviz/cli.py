@@ -236,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # benchmark suites: name -> module under mdpviz.benchmarks exposing main(argv) -> int
-BENCHMARKS = ("lp", "panda", "aipo", "cmdp", "dista", "mechanisms")
+BENCHMARKS = ("lp", "panda", "benders", "aipo", "cmdp", "dista", "mechanisms")
 
 
 def cmd_bench(a: argparse.Namespace) -> int:
