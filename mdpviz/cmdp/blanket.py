@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ..trajectories import Slots
+from .corpus import Slots
 from .citest import g_test
 
 MPH_PER_KMH = 0.621371

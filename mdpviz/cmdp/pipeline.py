@@ -22,7 +22,7 @@ from ..cities import RoadNetwork, load_city
 from ..errors import ProblemError
 from ..problem import Problem
 from ..progress import Progress, no_progress
-from ..trajectories import (
+from .corpus import (
     Slots,
     StationGraph,
     Trajectories,

@@ -25,10 +25,10 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.sparse.csgraph import dijkstra
 
-from .cities import RoadNetwork
-from .errors import ProblemError
-from .geo import haversine_km, project_km
-from .points import find_columns, read_table, snap_to_nodes
+from ..cities import RoadNetwork
+from ..errors import ProblemError
+from ..geo import haversine_km, project_km
+from ..points import find_columns, read_table, snap_to_nodes
 
 TrajectorySource = str | Path | IO[str] | IO[bytes] | bytes | pd.DataFrame
 
