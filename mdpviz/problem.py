@@ -77,10 +77,12 @@ class Problem:
 
     @property
     def y_lat(self) -> NDArray[np.float64]:
+        """Latitudes of the outputs."""
         return self.x_lat[self.y_index]
 
     @property
     def y_lon(self) -> NDArray[np.float64]:
+        """Longitudes of the outputs."""
         return self.x_lon[self.y_index]
 
     @property
@@ -100,6 +102,7 @@ class Problem:
 
     @property
     def metric(self) -> str:
+        """The metric of ``d`` (``road`` or ``haversine``)."""
         return str(self.settings["metric"])
 
     @functools.cached_property

@@ -78,10 +78,12 @@ class Trajectories:
 
     @property
     def n_fixes(self) -> int:
+        """Number of GPS fixes over all trajectories."""
         return len(self.traj)
 
     @property
     def n_trajectories(self) -> int:
+        """Number of trajectories."""
         return len(self.ids)
 
     def to_frame(self) -> pd.DataFrame:
@@ -121,6 +123,7 @@ class StationGraph:
 
     @property
     def k(self) -> int:
+        """Number of stations."""
         return len(self.station_node)
 
 

@@ -94,6 +94,7 @@ class CmdpData:
 
     @property
     def complete(self) -> NDArray[np.bool_]:
+        """Slots with a full context (all Γ previous slots known)."""
         return self.slots.complete
 
     def sizes(self, context: str, *, predictor: str = "classifier", oracle: str = "generator",

@@ -146,6 +146,7 @@ class PeakRss:
 
     @property
     def extra_mb(self) -> float:
+        """Peak resident memory above the start, MB."""
         return max(self.peak_mb - self.start_mb, 0.0)
 
 
