@@ -30,6 +30,11 @@ _SOLVER = Param("solver", str, "structured",
                 choices=SOLVERS, label="LP engine")
 _GAP = Param("gap_tol", float, 1e-8, "structured engine: stop when (objective − certified bound)/objective is "
              "below this", low=1e-12, high=0.1, log=True, label="relative gap")
+_SCOPE = Param("scope", str, "all-pairs", "constraint set: 'all-pairs' = exact ε-mDP for every pair; 'neighbours' = "
+               "only pairs within η, the LP of the PAnDA and Benders papers (the message states the measured "
+               "all-pairs violations)", choices=("all-pairs", "neighbours"), label="constraint set")
+_ETA = Param("eta", float, 2.0, "neighbour threshold η (only with scope = neighbours; 2 km as the Benders paper)",
+             low=0.01, high=100.0, log=True, unit="km", label="η")
 _REPAIR = Param("repair", bool, True, "monolithic engine: raise entries that solver tolerances left too small "
                 "(Lipschitz repair), then fix row sums inside the mDP cone, so every pair meets ε-mDP",
                 label="repair columns")
@@ -98,11 +103,27 @@ def solve_lp_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArr
 
 
 def _solve_lp(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:
+    from ..lp.neighbours import neighbour_path_km, solve_by_components
+    from .lp_bd import all_pairs_verdict, neighbour_claim
+
     timings: dict[str, float] = {}
-    Z, f = solve_lp_rows(problem.d, problem.p, problem.c, params, progress, time_limit, timings,
-                         out_rows=problem.y_index)
-    return Result("lp", params, Z, f["status"], params["eps"], timings=timings, lp_size=f["size"],
-                  objective_m=f["objective"], bound_m=f["bound"], message=f["message"],
+    near = params["scope"] == "neighbours"
+    if near:  # E = ε·d on pairs d ≤ η, +inf elsewhere: its closure is ε × the path metric through neighbours
+        Z, f = solve_by_components(neighbour_path_km(problem.d, params["eta"]), problem.p, problem.c,
+                                   lambda d, w, c, left: solve_lp_rows(d, w, c, params, progress, left, timings),
+                                   time_limit)
+    else:
+        Z, f = solve_lp_rows(problem.d, problem.p, problem.c, params, progress, time_limit, timings,
+                             out_rows=problem.y_index)
+    claim, message, degenerate = "all pairs", f["message"], ""
+    if near:
+        claim = neighbour_claim(params["eta"])
+        if Z is not None:
+            note, degenerate, f["diagnostics"]["all_pairs"] = all_pairs_verdict(Z, params["eps"], problem.d,
+                                                                                params["eta"])
+            message = "; ".join(m for m in (message, note) if m)
+    return Result("lp", params, Z, f["status"], params["eps"], claim=claim, timings=timings, lp_size=f["size"],
+                  objective_m=f["objective"], bound_m=f["bound"], message=message, degenerate=degenerate,
                   diagnostics=f["diagnostics"])
 
 
@@ -154,7 +175,8 @@ LP = register(Mechanism(
     info="Minimises expected cost subject to z[x,y] ≤ e^{ε·d(x,x')} z[x',y] for all pairs: the best ε-mDP "
          "mechanism over Y. Default engine: exact column generation over the shared mDP cone (certified lower "
          "bound, private by construction); the monolithic LP has K²·|Y| constraints.",
-    params=(epsilon_param(), _SOLVER, _GAP, _PAIRS, _SPANNER_T, _METHOD, _REPAIR), solve=_solve_lp, max_k=150))
+    params=(epsilon_param(), _SOLVER, _GAP, _PAIRS, _SPANNER_T, _METHOD, _REPAIR, _SCOPE, _ETA), solve=_solve_lp,
+    max_k=150))
 
 LP_CA = register(Mechanism(
     name="lp-ca", label="LP + coarse approximation (LP+CA)", family="lp", exact=False,
