@@ -251,8 +251,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the solve cache")
     p.add_argument("--fresh", action="store_true", help="recompute every point (default: resume from the points file)")
     p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
-                   help="stop starting points after this much wall time per experiment (checked as each point "
-                        "ends); the report lists the points not run, and a rerun resumes them")
+                   help="stop starting points this long after the command started (experiments sharing a grid, "
+                        "e.g. the three PAnDA ones, then report the same points); each report lists the points not "
+                        "run, and a rerun resumes them")
     p.set_defaults(func=cmd_reproduce, size="full")
 
     p = sub.add_parser("bench", help="benchmarks that print timings (lp, panda, ...)")
@@ -293,6 +294,7 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
         get_experiment(name)  # unknown names fail before anything runs
     if a.budget is not None and a.budget <= 0:
         raise MdpvizError(f"`--budget` = {a.budget:g} s is invalid: give a positive number of seconds.")
+    t_start = time.perf_counter()
     for name in names:
         t0 = time.perf_counter()
 
@@ -306,7 +308,7 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
         command = f"python -m mdpviz reproduce {name} --size {a.size} --mode {a.mode}" + (
             f" --workers {a.workers}" if a.workers else "") + (f" --scheduler {a.scheduler}" if a.scheduler else "") + (
             f" --budget {a.budget:g}" if a.budget else "")
-        stop = None if a.budget is None else (lambda t0=t0: time.perf_counter() - t0 > a.budget)
+        stop = None if a.budget is None else (lambda: time.perf_counter() - t_start > a.budget)
         print(f"{name}: {a.size} form, {a.mode} mode", flush=True)
         path, cmp = reproduce(name, size=a.size, mode=a.mode, out_dir=a.out or DEFAULT_OUT, workers=a.workers,
                               scheduler=a.scheduler, use_cache=not a.no_cache, fresh=a.fresh, command=command,

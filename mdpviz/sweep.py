@@ -363,7 +363,9 @@ def run_sweep(points: Sequence[Point], results: Path | str | None = None, *, wor
             on_record(rec, len(records), total)
 
     stopped = False
-    if todo and (scheduler or workers):
+    if todo and stop is not None and stop():
+        stopped = True  # stopped before the start: no cluster is started for nothing
+    elif todo and (scheduler or workers):
         stopped = _run_dask(todo, finish, scheduler, workers, use_cache, stop)
     else:
         for p in todo:
