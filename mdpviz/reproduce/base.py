@@ -211,6 +211,18 @@ def authors_params(mechanism: str, family_key: str | None = None) -> tuple[dict[
     return kept, [note, *dropped]
 
 
+def mode_params(mechanism: str, wanted: Mapping[str, Any], mode: str,
+                family_key: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """``wanted`` with, in the authors' mode, the authors'-code settings on top (``authors_params``), fitted to the
+    mechanism's schema (``fit_params``); and the notes of both."""
+    notes: list[str] = []
+    if mode == "authors":
+        extra, notes = authors_params(mechanism, family_key)
+        wanted = {**wanted, **extra}
+    params, dropped = fit_params(mechanism, wanted)
+    return params, notes + dropped
+
+
 # ---------------------------------------------------------------- aggregation and comparison rows
 
 def mean_pm(values: Sequence[float]) -> tuple[float, float, int]:

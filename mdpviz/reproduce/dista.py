@@ -18,8 +18,8 @@ import numpy as np
 from ..errors import MdpvizError
 from ..sweep import Point, params_of, problem_of, result_row
 from . import common as cm
-from .base import ChartSpec, Comparison, Experiment, authors_params, comparison_row, fit_params, mean_pm, \
-    missing_row, paper_value, rows_of, sizes
+from .base import ChartSpec, Comparison, Experiment, comparison_row, fit_params, mean_pm, \
+    missing_row, mode_params, paper_value, rows_of, sizes
 from .registry import register
 
 PAPER = "dista"
@@ -102,12 +102,7 @@ def _settings(size: str) -> dict[str, Any]:
 
 def _dista_params(eps: float, mode: str, users: int) -> tuple[dict[str, Any], list[str]]:
     wanted: dict[str, Any] = {"eps": eps, "users": users, "hood": 20, "candidates": 20, "surrogate": "svd", "rank": 5}
-    notes: list[str] = []
-    if mode == "authors":
-        extra, notes = authors_params("dista-lp")
-        wanted.update(extra)
-    params, dropped = fit_params("dista-lp", wanted)
-    return params, notes + dropped
+    return mode_params("dista-lp", wanted, mode)
 
 
 def points(size: str, mode: str) -> list[Point]:

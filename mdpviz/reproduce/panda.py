@@ -13,7 +13,7 @@ from typing import Any
 
 from ..sweep import Point
 from . import common as cm
-from .base import ChartSpec, Comparison, Experiment, authors_params, comparison_row, fit_params, mean_pm, paper_value, \
+from .base import ChartSpec, Comparison, Experiment, comparison_row, mean_pm, mode_params, paper_value, \
     rows_of, sizes
 from .registry import register
 
@@ -42,15 +42,9 @@ def _settings(size: str) -> dict[str, Any]:
 
 
 def _params(name: str, mode: str, users: int) -> tuple[dict[str, Any], list[str]]:
-    wanted: dict[str, Any] = {"eps": 5.0}
-    notes: list[str] = []
     if name.startswith("panda"):
-        wanted.update(delta=1e-7, n_users=users)
-        if mode == "authors":
-            extra, notes = authors_params(name, "panda")
-            wanted.update(extra)
-    params, dropped = fit_params(name, wanted)
-    return params, notes + dropped
+        return mode_params(name, {"eps": 5.0, "delta": 1e-7, "n_users": users}, mode, "panda")
+    return mode_params(name, {"eps": 5.0}, "paper")
 
 
 def points(size: str, mode: str) -> list[Point]:
