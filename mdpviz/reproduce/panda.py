@@ -48,7 +48,9 @@ def _params(name: str, mode: str, users: int) -> tuple[dict[str, Any], list[str]
 
 
 def points(size: str, mode: str) -> list[Point]:
-    """The grid: city × K × method × seed (LP and LP+BD only up to ``lp_max_k``)."""
+    """The grid: city × K × method × seed (LP and LP+BD only up to ``lp_max_k``), the LP and LP+BD points last: a
+    run stopped by its budget (``--budget``) then holds every other method at as many K as it reached, rather
+    than two solves at their time limit."""
     s = _settings(size)
     out = []
     for city in s["cities"]:
@@ -62,7 +64,7 @@ def points(size: str, mode: str) -> list[Point]:
                 tags = {"label": label, **({"mode": mode} if name.startswith("panda") else {})}
                 out += [Point(problem, name, params, seed, time_limit=s["time_limit"], tags=tags)
                         for seed in s["seeds"]]
-    return out
+    return sorted(out, key=lambda p: p.mechanism in LP_ONLY_SMALL)  # stable: grid order otherwise
 
 
 def _setting_notes(size: str, mode: str) -> list[str]:
