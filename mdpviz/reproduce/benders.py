@@ -18,6 +18,7 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from ..errors import MdpvizError
 from ..sweep import Point, params_of, problem_of, solve_point
 from . import common as cm
 from .base import ChartSpec, Comparison, Experiment, comparison_row, find_preset, fit_params, mean_pm, paper_value, \
@@ -65,8 +66,13 @@ def partition_sizes(d: np.ndarray, xy: np.ndarray, method: str, subsets: int, se
 
 
 def measure(point: Point, *, use_cache: bool = True) -> dict[str, Any]:
-    """Solve (``solve_point``), then add the partition's Tables 1–2 sizes (``part.*``) for LP+BD points."""
-    row = solve_point(point, use_cache=use_cache)
+    """Solve (``solve_point``), then add the partition's Tables 1–2 sizes (``part.*``) for LP+BD points; a solve
+    the library refuses (an LP too large for memory) is a row with status 'refused' and its message, so the
+    partition's sizes are still measured."""
+    try:
+        row = solve_point(point, use_cache=use_cache)
+    except MdpvizError as e:
+        row = {"status": "refused", "message": str(e)}
     if point.mechanism == "lp-bd":
         pb = problem_of(point)
         params = params_of(point)
