@@ -36,8 +36,10 @@ with views.guard():
                 f"`python -m mdpviz reproduce {exp.name}` and commit its folder under docs/reproduce/.",
                 icon=":material/play_arrow:")
         st.stop()
-    origin = st.radio("Report", list(found), key=f"repro_origin_{name}_{mode}", horizontal=True,
-                      index=len(found) - 1 if run_clicked else 0, label_visibility="collapsed")
+    origin_key = f"repro_origin_{name}_{mode}"
+    if run_clicked or ss.get(origin_key) not in found:
+        ss[origin_key] = list(found)[-1 if run_clicked else 0]  # a rerun shows itself, not the shipped report
+    origin = st.radio("Report", list(found), key=origin_key, horizontal=True, label_visibility="collapsed")
     report = rp.load(found[origin])
 if report is None:
     st.warning("This report folder is incomplete; rerun the experiment.", icon=":material/warning:")
