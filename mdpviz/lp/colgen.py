@@ -282,11 +282,14 @@ def _cells(Wn: NDArray[np.float64], Es: NDArray[np.float64],
 
 def _first_lp(lp: RestrictedLP, reach: NDArray[np.float64], holder: NDArray[np.int64], knn: int,
               cap: float) -> None:
-    """Entries within REACH of their output's cell; pair rows from each entry's holder and from its k nearest
-    neighbours, in the direction that holds the entry farther from the cell up (both directions inside a cell)."""
+    """Entries within REACH of their output's cell (and one whole column); pair rows from each entry's holder and from
+    its k nearest neighbours, in the direction that holds the entry farther from the cell up (both ways in a cell)."""
     Es = lp.Es
     n, m = reach.shape
     R = reach <= REACH
+    # one whole column: every row reporting that output is feasible whatever pair rows are added, so no restricted
+    # LP can be infeasible
+    R[:, int(np.argmin(lp.Wn.sum(axis=0)))] = True
     xs, ys = np.nonzero(R)
     lp.add_vars(xs, ys)
     hi = holder[xs, ys]
@@ -453,7 +456,7 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
     timings["closure_s"] = time.perf_counter() - t_start
     t0 = time.perf_counter()
     progress("first LP", None)
-    lp = RestrictedLP(Wn, Es)
+    lp = RestrictedLP(Wn, Es, tolerance=float(np.clip(1e-3 * tol, 1e-10, 1e-7)))
     reach, holder = _cells(Wn, Es, out_rows)
     _first_lp(lp, reach, holder, knn, cap)
     timings["init_s"] = time.perf_counter() - t0
@@ -481,7 +484,7 @@ def _finish(run: _RowAndColumnGeneration, status: str, message: str, W: NDArray[
                      "the trivial bound instead")
     timings.update(lp_s=run.t_lp, repair_s=run.t_repair, pricing_s=run.t_price, total_s=time.perf_counter() - t_start)
     size = {"rows": n, "lp_variables": run.lp.n_vars, "lp_pair_rows": run.lp.n_pairs,
-            "pricing_lps": run.pricer.lp_calls, "pricing_rows_max": run.pricer.rows_max, "variables": n * m}
+            "pricing_lps": run.pricer.lp_calls, "pricing_pairs_max": run.pricer.pairs_max, "variables": n * m}
     diagnostics = {"iterations": run.rounds, "history": run.history, "pair_cap": run.cap, "gap": gap,
                    "lp_retries": run.lp.retries, "pricing_retries": run.pricer.retries,
                    "pricing_failures": len(failures), **fix}

@@ -30,7 +30,7 @@ _PRIMAL = {"solver": "simplex", "simplex_strategy": 4}
 class RestrictedLP:
     """The LP over entries R and pair rows S, with its HiGHS model kept warm between solves."""
 
-    def __init__(self, Wn: NDArray[np.float64], Es: NDArray[np.float64]) -> None:
+    def __init__(self, Wn: NDArray[np.float64], Es: NDArray[np.float64], tolerance: float = 1e-7) -> None:
         self.Wn, self.Es = Wn, Es
         self.n, self.m = Wn.shape
         self.var = np.full((self.n, self.m), -1, dtype=np.int64)  # column index of entry (x, y), −1: not in R
@@ -40,6 +40,10 @@ class RestrictedLP:
         h = new_highs()
         h.setOptionValue("solver", "simplex")
         h.setOptionValue("simplex_strategy", 1)  # dual simplex: rows are added as cuts, the basis stays dual feasible
+        # a pair row met only to HiGHS's tolerance leaves an entry that much too low; the repair then raises it and
+        # the row fix-up spreads the excess, so the tolerance must be below the certified gap asked for
+        h.setOptionValue("primal_feasibility_tolerance", tolerance)
+        h.setOptionValue("dual_feasibility_tolerance", tolerance)
         h.addRows(self.n, np.ones(self.n), np.ones(self.n), 0, np.zeros(self.n, dtype=np.int32),
                   np.zeros(0, dtype=np.int32), np.zeros(0))
         self.h = h
