@@ -282,14 +282,11 @@ def _cells(Wn: NDArray[np.float64], Es: NDArray[np.float64],
 
 def _first_lp(lp: RestrictedLP, reach: NDArray[np.float64], holder: NDArray[np.int64], knn: int,
               cap: float) -> None:
-    """Entries within REACH of their output's cell (and one whole column); pair rows from each entry's holder and from
-    its k nearest neighbours, in the direction that holds the entry farther from the cell up (both ways in a cell)."""
+    """Entries within REACH of their output's cell; pair rows from each entry's holder and from its k nearest
+    neighbours, in the direction that holds the entry farther from the cell up (both directions inside a cell)."""
     Es = lp.Es
     n, m = reach.shape
     R = reach <= REACH
-    # one whole column: every row reporting that output is feasible whatever pair rows are added, so no restricted
-    # LP can be infeasible
-    R[:, int(np.argmin(lp.Wn.sum(axis=0)))] = True
     xs, ys = np.nonzero(R)
     lp.add_vars(xs, ys)
     hi = holder[xs, ys]
@@ -331,6 +328,7 @@ class _RowAndColumnGeneration:
         self.t_lp = self.t_repair = self.t_price = 0.0
         self.rounds = 0
         self.added = (0, 0)
+        self.whole_column = False
 
     @property
     def gap(self) -> float:
@@ -338,6 +336,12 @@ class _RowAndColumnGeneration:
 
     def _left(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.perf_counter()
+
+    def _solve_lp(self, cold_ipm: bool) -> str:
+        t0 = time.perf_counter()
+        st = self.lp.solve(self.deadline, cold_ipm=cold_ipm)
+        self.t_lp += time.perf_counter() - t0
+        return st
 
     # ---- a feasible, exactly private point from the LP solution ----
     def _repair(self, Z: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
@@ -387,9 +391,12 @@ class _RowAndColumnGeneration:
         for r in range(1, max_rounds + 1):
             self.rounds = r
             self.progress(f"LP round {r}", self._fraction())
-            t0 = time.perf_counter()
-            st = self.lp.solve(self.deadline, cold_ipm=(r == 1 and self.lp.n_vars > 20 * n))
-            self.t_lp += time.perf_counter() - t0
+            st = self._solve_lp(cold_ipm=(r == 1 and self.lp.n_vars > 20 * n))
+            if st == "Infeasible" and not self.whole_column:
+                # every row reporting one output is feasible whatever pair rows there are: add that column
+                self.whole_column = True
+                self.lp.add_vars(np.arange(n), np.full(n, int(np.argmin(self.Wn.sum(axis=0)))))
+                st = self._solve_lp(cold_ipm=False)
             if st == "time limit":
                 return "time limit", f"time limit in LP round {r}"
             if st != "optimal":
