@@ -391,6 +391,7 @@ class _RowAndColumnGeneration:
         for r in range(1, max_rounds + 1):
             self.rounds = r
             self.progress(f"LP round {r}", self._fraction())
+            # interior point beats dual simplex from scratch on a large first LP (small ε: rows use many outputs)
             st = self._solve_lp(cold_ipm=(r == 1 and self.lp.n_vars > 20 * n))
             if st == "Infeasible" and not self.whole_column:
                 # every row reporting one output is feasible whatever pair rows there are: add that column
@@ -422,7 +423,7 @@ class _RowAndColumnGeneration:
 
 
 def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: bool = False,
-                     tol: float = 1e-4, time_limit: float | None = None, progress: Progress = no_progress,
+                     tol: float = 1e-8, time_limit: float | None = None, progress: Progress = no_progress,
                      knn: int = 8, max_iter: int = 200, out_rows: NDArray[np.int64] | None = None,
                      cap: float = PAIR_CAPS[0], **ignored: Any) -> StructuredOutcome:
     """Solve min Σ W∘Z over row-stochastic Z whose columns satisfy Z[i,y] ≤ e^{E[i,j]} Z[j,y] for all i, j.

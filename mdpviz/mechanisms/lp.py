@@ -25,11 +25,14 @@ _SPANNER_T = Param("spanner_t", float, 1.5, "stretch t of the spanner (only with
                    high=5.0, label="spanner stretch t")
 SOLVERS = ("structured", "monolithic")
 _SOLVER = Param("solver", str, "structured",
-                "'structured': exact column generation over the shared mDP cone (certified bound, private by "
-                "construction); 'monolithic': one HiGHS LP over all pairs' rows (slow beyond K ≈ 100)",
+                "'structured': exact row-and-column generation (a small LP over the entries and pair rows that matter, "
+                "repaired into the mDP cone and certified by a lower bound; private by construction); 'monolithic': "
+                "one HiGHS LP over all pairs' rows (slow beyond K ≈ 100)",
                 choices=SOLVERS, label="LP engine")
-_GAP = Param("gap_tol", float, 1e-8, "structured engine: stop when (objective − certified bound)/objective is "
-             "below this", low=1e-12, high=0.1, log=True, label="relative gap")
+GAP_TOL = 1e-4
+_GAP = Param("gap_tol", float, GAP_TOL, "structured engine: the certified relative gap (objective − lower bound) / "
+             "objective to reach; status 'optimal' only within it", low=1e-10, high=0.1, log=True,
+             label="relative gap")
 _REPAIR = Param("repair", bool, True, "monolithic engine: raise entries that solver tolerances left too small "
                 "(Lipschitz repair), then fix row sums inside the mDP cone, so every pair meets ε-mDP",
                 label="repair columns")
@@ -60,7 +63,7 @@ def solve_lp_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArr
     eps = params["eps"]
     W = weights[:, None] * c
     if params.get("solver", "structured") == "structured":
-        out = solve_structured(W, eps * d, closed=True, tol=params.get("gap_tol", 1e-8), time_limit=time_limit,
+        out = solve_structured(W, eps * d, closed=True, tol=params.get("gap_tol", GAP_TOL), time_limit=time_limit,
                                progress=progress, out_rows=out_rows)
         timings.update({k: v for k, v in out.timings.items() if k != "total_s"})
         diag = dict(out.diagnostics)
@@ -151,9 +154,10 @@ LP = register(Mechanism(
     paper="Bordenabe, Chatzikokolakis, Palamidessi: Optimal geo-indistinguishable mechanisms for location "
           "privacy (CCS 2014)",
     info="Minimises expected cost subject to z[x,y] ≤ e^{ε·d(x,x')} z[x',y] for all pairs: the best ε-mDP "
-         "mechanism over Y. Default engine: exact column generation over the shared mDP cone (certified lower "
-         "bound, private by construction); the monolithic LP has K²·|Y| constraints.",
-    params=(epsilon_param(), _SOLVER, _GAP, _PAIRS, _SPANNER_T, _METHOD, _REPAIR), solve=_solve_lp, max_k=150))
+         "mechanism over Y. Default engine: exact row-and-column generation (certified lower bound, private by "
+         "construction; Rome K = 1,000 at ε = 5 km⁻¹ in seconds, slower at small ε); the monolithic LP has "
+         "K²·|Y| constraints.",
+    params=(epsilon_param(), _SOLVER, _GAP, _PAIRS, _SPANNER_T, _METHOD, _REPAIR), solve=_solve_lp, max_k=1000))
 
 LP_CA = register(Mechanism(
     name="lp-ca", label="LP + coarse approximation (LP+CA)", family="lp", exact=False,
