@@ -135,14 +135,41 @@ def cone_violation(Z: NDArray[np.float64], Es: NDArray[np.float64]) -> float:
     return float(diff.max())
 
 
+_ROW_BLOCK = 256  # rows per block of the O(n²) steps below (memory: block·n floats)
+
+
+def _margin(Es: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The exponents the row fix-up keeps its deficit within: a hair inside Es, so rounding cannot cross it."""
+    return Es * (1 - 1e-12) + 1e-15
+
+
+def _deficit_in_cone(a: NDArray[np.float64], Es: NDArray[np.float64], t: float) -> bool:
+    """Is the deficit (t + a)/(1 + t) within the (margined) cone? Checked in log space, block by block."""
+    ld = np.log((t + a) / (1.0 + t))
+    return all(bool(np.all(ld[s:s + _ROW_BLOCK, None] - ld[None, :] <= _margin(Es[s:s + _ROW_BLOCK])))
+               for s in range(0, len(a), _ROW_BLOCK))
+
+
+def _smallest_shift(a: NDArray[np.float64], Es: NDArray[np.float64]) -> float:
+    """The smallest t ≥ 0 with (t + a_i) ≤ e^{E_ij} (t + a_j) for every pair, i.e. max (a_i − a_j)/(e^{E_ij} − 1) − a_j."""
+    t = 0.0
+    for s in range(0, len(a), _ROW_BLOCK):
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            need = (a[s:s + _ROW_BLOCK, None] - a[None, :]) / np.expm1(_margin(Es[s:s + _ROW_BLOCK])) - a[None, :]
+        need = np.where(a[s:s + _ROW_BLOCK, None] > a[None, :], need, 0.0)  # only fuller rows below emptier ones
+        t = max(t, float(np.nanmax(need)))
+    return t
+
+
 def make_row_stochastic(Z: NDArray[np.float64], Es: NDArray[np.float64],
                         W: NDArray[np.float64]) -> tuple[NDArray[np.float64], dict[str, float]]:
     """Turn Z (columns exactly in the cone, row sums ≈ 1) into a row-stochastic matrix with columns in the cone.
 
     Dividing each row by its own sum would break the cone by the ratio of two row sums. Instead every entry is
     shrunk by one factor s = 1/(R(1 + t)) (R = largest row sum) and each row's deficit δ_x = 1 − s·r_x is put
-    on the single output y* that costs least; the deficit vector δ is in the cone once t is large enough
-    (found by bisection), so the new column y* (a sum of two cone vectors) stays in the cone.
+    on the single output y* that costs least; the deficit vector δ ∝ t + 1 − r_x/R is in the cone once t is large
+    enough (the smallest such t has a closed form; it is checked, and raised if rounding needs it), so the new
+    column y* (a sum of two cone vectors) stays in the cone.
     Returns Z' and facts (shrink factor, largest deficit, t).
     """
     r = Z.sum(axis=1)
@@ -150,32 +177,22 @@ def make_row_stochastic(Z: NDArray[np.float64], Es: NDArray[np.float64],
         raise SolverError("A row of the mechanism has no mass; the master solution is unusable.")
     R = float(r.max())
     one_minus_a = (R - r) / R  # 1 − r_x/R without cancellation
-
-    def deficit(t: float) -> NDArray[np.float64]:
-        return (t + one_minus_a) / (1.0 + t)
-
-    def ok(t: float) -> bool:
-        ld = np.log(deficit(t))
-        return bool(np.all(ld[:, None] - ld[None, :] <= Es * (1 - 1e-12) + 1e-15))
-
     spread = float(one_minus_a.max())
-    if spread == 0.0:
-        t = 0.0
-    else:
-        lo, hi = 0.0, max(spread, 1e-14)
-        while not ok(hi):
-            hi *= 4.0
-            if hi > 1e6:
+    t = 0.0
+    if spread > 0.0:
+        t = _smallest_shift(one_minus_a, Es)
+        t = t * (1 + 1e-9) + 1e-300
+        for _ in range(60):
+            if t > 1e6:
                 raise SolverError("The row sums cannot be fixed inside the cone (a zero-exponent pair has unequal "
                                   "rows).")
-        for _ in range(40):
-            mid = 0.5 * (lo + hi)
-            lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-        t = hi
+            if _deficit_in_cone(one_minus_a, Es, t):
+                break
+            t = max(t * 2.0, 1e-14)
     s = 1.0 / (R * (1.0 + t))
     # the deficit as checked above, (t + 1 − r/R)/(1 + t), not 1 − s·r: that difference rounds to 0 for the
     # fullest row, and a 0 beside positive deficits breaks the cone by an infinite factor
-    delta = deficit(t)
+    delta = (t + one_minus_a) / (1.0 + t)
     out = Z * s
     if spread > 0.0:
         ystar = int(np.argmin(delta @ W))

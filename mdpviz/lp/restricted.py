@@ -40,6 +40,10 @@ class RestrictedLP:
         h = new_highs()
         h.setOptionValue("solver", "simplex")
         h.setOptionValue("simplex_strategy", 1)  # dual simplex: rows are added as cuts, the basis stays dual feasible
+        h.setOptionValue("presolve", "off")
+        # Devex pricing: dual steepest edge recomputes its weights from scratch after rows are added (about a second
+        # per re-solve at K = 1,000, for a handful of iterations); Devex is also faster from scratch here
+        h.setOptionValue("simplex_dual_edge_weight_strategy", 1)
         # a pair row met only to HiGHS's tolerance leaves an entry that much too low; the repair then raises it and
         # the row fix-up spreads the excess, so the tolerance must be below the certified gap asked for
         h.setOptionValue("primal_feasibility_tolerance", tolerance)
