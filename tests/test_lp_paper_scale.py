@@ -158,3 +158,12 @@ def test_free_pairs_and_closure():
     finite = np.where(np.isfinite(E), E, np.inf)
     from mdpviz.metrics import cone_breaches
     assert len(cone_breaches(out.Z, finite).i) == 0
+
+
+def test_collapse_is_called_degenerate():
+    """At a tiny ε the optimal mechanism is one distribution for every secret: a genuine optimum, but degenerate."""
+    problem = build_problem("kotka", 30, n_outputs=5, seed=5)
+    res = solve(problem, "lp", {"eps": 0.01}, use_cache=False)
+    assert res.status == "optimal" and res.degenerate.startswith("Collapsed")
+    assert "Collapsed" in res.message
+    assert not solve(problem, "lp", {"eps": 20.0}, use_cache=False).degenerate

@@ -1,4 +1,4 @@
-"""Exact structured solver for the optimal-mDP LP: stabilised conic Dantzig–Wolfe column generation.
+"""Exact structured solver for the optimal-mDP LP, and the exact cone repair every LP mechanism shares.
 
 The LP (Bordenabe et al. 2014, with a general exponent matrix) is
 
@@ -10,22 +10,21 @@ The LP (Bordenabe et al. 2014, with a general exponent matrix) is
 Every column Z[:, y] lies in the same cone C = {v ≥ 0 : v_i ≤ e^{E_ij} v_j}; only the row sums couple the
 columns. C does not change when E is replaced by its min-plus (shortest-path) closure E*, which satisfies the
 triangle inequality, so the *Lipschitz repair* ``u'_j = min(0, max_i (log v_i − E*_ij))`` maps any vector into
-C ∩ [0, 1]^n exactly (up to floating-point rounding). The solver is built on that fact:
+C ∩ [0, 1]^n exactly (up to floating-point rounding). The solver (:func:`solve_structured`) is built on that fact.
+At the papers' scale (a city 40–60 km wide, ε = 5 km⁻¹) a row's mass sits on a few nearby outputs and almost every
+one of the K²·|Y| pair rows is slack, so it works on the LP itself, restricted:
 
-* **Master** (n rows): Z[:, y] = Σ_k λ_yk · a_k with atoms a_k ∈ C ∩ [0, 1]^n and λ ≥ 0 (no convexity rows: C
-  is a cone). Row duals μ give the certified Lagrangian bound
-  ``LB(μ) = Σ_x μ_x + Σ_y min(0, min_{v ∈ C ∩ [0,1]^n} (W[:, y] − μ)·v)`` — valid for any μ because the row
-  sums force Z ≤ 1.
-* **Pricing** per output y (``mdpviz.lp.pricing``): min (W[:, y] − μ)·v over C ∩ [0,1]^n is a bipartite LP
-  between the few rows where the reduced cost is negative (sources) and the rows they hold up (sinks), with the
-  pairs whose exponent is above a cap left out: a relaxation, so the bound stays valid; the bound is read from
-  the LP's dual flows, made capacity-feasible, so no solver tolerance can inflate it. The pricing vertex becomes
-  an atom through the Lipschitz envelope of its sources, exactly in C.
-* **Stabilisation**: Wentges smoothing toward the best-bound dual and a dual box 0 ≤ μ ≤ U (artificial
-  columns; dropped automatically if still used at convergence).
-* **Exact output**: Z = Σ λ a has every column exactly in C; its row sums are 1 up to solver tolerance.
-  ``make_row_stochastic`` then fixes the rows *inside* the cone (a uniform shrink plus a cone-feasible top-up),
-  so the returned Z is ε-mDP for every pair whatever the solver tolerances.
+* **Restricted LP** (``mdpviz.lp.restricted``): the entries (x, y) within reach of the rows for which y is
+  cheapest, and the pair rows that hold an entry up (from its nearest cell row and its nearest neighbours),
+  solved by warm dual simplex.
+* **Upper bound**: its solution, Lipschitz-repaired and made row-stochastic inside the cone, is an exactly private
+  mechanism; its objective is an upper bound.
+* **Lower bound** (``mdpviz.lp.pricing``): at the LP's row duals μ, ``Σ_x μ_x + Σ_y min_{v ∈ C ∩ [0,1]^n}
+  (W[:, y] − μ)·v`` bounds the optimum for any μ (the row sums force Z ≤ 1); each minimum is bounded from below
+  by a capacity-feasible flow of a small transportation problem, so no solver tolerance can inflate it.
+* **Growth and termination**: the pair rows and entries the repair had to raise, and the entries priced negative,
+  join the LP; the loop stops when the certified gap is within the tolerance asked for (status ``optimal``),
+  and otherwise says how far it got.
 """
 
 from __future__ import annotations
@@ -379,8 +378,8 @@ class _RowAndColumnGeneration:
         total = float(mu.sum())
         for y in range(G.shape[1]):
             left = self._left()
-            pr = self.pricer.price(G[:, y], left)
-            if pr.status == "time limit" or (left is not None and left <= 0):
+            pr = None if (left is not None and left <= 0) else self.pricer.price(G[:, y], left)
+            if pr is None or pr.status == "time limit":
                 self.t_price += time.perf_counter() - t0
                 return "time limit"
             total += pr.bound
@@ -419,6 +418,8 @@ class _RowAndColumnGeneration:
                 return "time limit", f"time limit in LP round {r}"
             if st != "optimal":
                 return f"solver error ({st})", f"the restricted LP failed in round {r} ({st}) after retries"
+            if self._left() is not None and self._left() <= 0:
+                return "time limit", f"time limit after LP round {r}"
             Z = self.lp.solution()
             u, arg = self._repair(Z)
             if self._price(self.lp.mu) == "time limit":

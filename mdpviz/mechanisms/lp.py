@@ -99,13 +99,23 @@ def solve_lp_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArr
                "message": out.message, "diagnostics": diag}
 
 
+def collapsed(Z: NDArray[np.float64] | None) -> str:
+    """The degenerate verdict of an LP mechanism whose rows are all the same distribution (it reveals nothing)."""
+    if Z is None or len(Z) < 2 or float(np.ptp(Z, axis=0).max()) > 1e-12:
+        return ""
+    return (f"Collapsed: all {len(Z)} secrets report the same distribution (at this ε the optimal mechanism "
+            "reveals nothing about the location)")
+
+
 def _solve_lp(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:
     timings: dict[str, float] = {}
     Z, f = solve_lp_rows(problem.d, problem.p, problem.c, params, progress, time_limit, timings,
                          out_rows=problem.y_index)
+    degenerate = collapsed(Z)
+    message = "; ".join(m for m in (f["message"], degenerate) if m)
     return Result("lp", params, Z, f["status"], params["eps"], timings=timings, lp_size=f["size"],
-                  objective_m=f["objective"], bound_m=f["bound"], message=f["message"],
-                  diagnostics=f["diagnostics"])
+                  objective_m=f["objective"], bound_m=f["bound"], message=message,
+                  diagnostics=f["diagnostics"], degenerate=degenerate)
 
 
 def grid_cells(problem: Problem, g: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
