@@ -1,10 +1,14 @@
 """mdpviz dashboard: the router. Run with ``streamlit run app.py``."""
 
+from pathlib import Path
+
 import streamlit as st
 
-from mdpviz.ui import state
+from mdpviz.ui import presets, state
 
-st.set_page_config(page_title="mdpviz: metric DP on maps", page_icon="🗺️", layout="wide")
+# a local icon: an emoji or ":material/…:" page icon makes the browser fetch it from a third-party host
+st.set_page_config(page_title="mdpviz: metric DP on maps", page_icon=str(Path(__file__).parent / "mdpviz/ui/icon.svg"),
+                   layout="wide")
 
 PAGES = [
     st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True),
@@ -16,9 +20,15 @@ PAGES = [
 ]
 
 page = st.navigation(PAGES)
+state.check_requested_page([p.url_path for p in PAGES])
 # less empty space above the content, so map and metrics fit a 1280×800 screen
 st.html("<style>[data-testid='stMainBlockContainer']{padding-top:2.2rem;padding-bottom:2rem}</style>")
 state.keep_shared_state()
 state.ensure_defaults()
 state.sync_from_url()
+presets.follow()
+state.validate_state()
+if page.title != "Home":  # Home shows them on the page
+    with st.sidebar.expander("Examples: one click to a solved view", icon=":material/play_circle:"):
+        presets.buttons("sidebar")
 page.run()

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from mdpviz.mechanisms import get_mechanism, mechanisms
-from mdpviz.ui import cache, compare, controls, state, views
+from mdpviz.ui import cache, compare, controls, presets, state, views
 
 with st.sidebar:
     st.multiselect("Mechanisms (2 to 4)", [m.name for m in mechanisms()], key="compare",
@@ -19,29 +19,33 @@ with st.sidebar:
         controls.problem_controls()
         solve_clicked = st.form_submit_button("Solve all", type="primary", width="stretch",
                                               icon=":material/play_arrow:", disabled=len(chosen) < 2)
+solve_clicked = presets.take_auto_solve("compare") or solve_clicked
 
 st.markdown("#### Compare mechanisms on the same problem")
 state.show_notices()
 if len(chosen) < 2:
-    st.info("Choose at least two mechanisms in the sidebar.", icon="☝️")
+    st.info("Choose at least two mechanisms in the sidebar.", icon=":material/arrow_back:")
     st.stop()
 with views.guard():
     prob = cache.problem_from_state()
-    items, rows = [], []
+    items, rows, evs = [], [], {}
     for mech in chosen:
         params = state.params_of(mech)
-        if hint := views.solve_hint(prob.k, prob.m, mech):
-            st.sidebar.warning(f"{mech.name}: {hint}", icon="⏳")
         # one mechanism's error (bad parameter, solver failure) is shown and the others still run
         result, error = views.solve_or_lookup(prob, mech, params, solve_clicked, float(st.session_state["time_limit"]))
+        if result is None and not error and (hint := views.solve_hint(prob.k, prob.m, mech)):
+            st.warning(f"{mech.label}: {hint}", icon=":material/hourglass_top:")
         if error:
-            st.error(f"{mech.label}: {error}", icon="🚫")
+            st.error(f"{mech.label}: {error}", icon=":material/error:")
         ev = cache.evaluation(prob, result, cache.result_key(prob, result)) if result and result.ok else None
         items.append((mech, result))
+        evs[mech.name] = ev
         rows.append(compare.metrics_row(mech, result, ev, error))
 st.caption(f"{controls.city_label(prob.city)} · K = {prob.k} secrets · |Y| = {prob.m} outputs · metric {prob.metric}")
 if all(r is None for _, r in items):
-    st.info("Not solved yet for these settings. Press **Solve all** in the sidebar.", icon="▶️")
-compare.maps_view(prob, items)
+    st.info("Not solved yet for these settings. Press **Solve all** in the sidebar.", icon=":material/play_arrow:")
+if summary := compare.summary(rows):
+    st.markdown(summary)
+compare.maps_view(prob, items, evs)
 compare.table_and_bars(rows)
 state.write_url("compare")

@@ -1,12 +1,14 @@
-"""Explore: one mechanism on one problem: the map, the metrics, the mechanism's diagnostics and downloads."""
+"""Explore: one mechanism on one problem: the verdict, the map, the metrics, the diagnostics and downloads."""
 
 import streamlit as st
 
-from mdpviz.ui import cache, controls, explore, state, views
+from mdpviz.ui import cache, controls, explore, presets, state, views
 
+ss = st.session_state
 with st.sidebar:
     mech = controls.mechanism_picker()
     st.caption(mech.info)
+    controls.points_upload()
     with st.form("explore_form", border=False):
         st.markdown(f"**{mech.label}: parameters**")
         controls.mechanism_params(mech)
@@ -14,32 +16,33 @@ with st.sidebar:
         st.markdown("**Problem**")
         controls.problem_controls()
         solve_clicked = st.form_submit_button("Solve", type="primary", width="stretch", icon=":material/play_arrow:")
+solve_now = presets.take_auto_solve("explore") or solve_clicked
 
 with views.guard():
     prob = cache.problem_from_state()
-    params = state.params_of(mech)
-    hint = views.solve_hint(prob.k, prob.m, mech)
-    if hint:
-        st.sidebar.warning(hint, icon="⏳")
-    result = (views.run_solve(prob, mech, params, float(st.session_state["time_limit"])) if solve_clicked
-              else cache.lookup(prob, mech.name, params))
+params = state.params_of(mech)
+result, error = views.solve_or_lookup(prob, mech, params, solve_now, float(ss["time_limit"]))
 
 st.markdown(explore.headline(prob, mech, params))
 state.show_notices()
-map_col, side_col = st.columns([3, 1], gap="medium")
-ev = key = None
+explore.problem_notices(prob)
+ev = key = verdict = None
 if result is not None and result.ok:
     key = cache.result_key(prob, result)
     ev = cache.evaluation(prob, result, key)
+if error:
+    st.error(f"{mech.label}: {error}", icon=":material/error:")
+elif result is not None:
+    verdict = views.verdict_box(result, ev, mech.label)
+map_col, side_col = st.columns([3, 1], gap="medium")
 with side_col:
-    if hint and result is None:
-        st.warning(hint, icon="⏳")
     if result is None:
-        st.info("Not solved yet for these settings. Press **Solve** in the sidebar.", icon="▶️")
-    else:
-        views.status_line(result)
-        if ev is not None:
-            views.metrics_panel(prob, result, ev)
+        if hint := views.solve_hint(prob.k, prob.m, mech):
+            st.warning(hint, icon=":material/hourglass_top:")
+        if not error:
+            st.info("Not solved yet for these settings. Press **Solve** in the sidebar.", icon=":material/play_arrow:")
+    elif ev is not None:
+        views.metrics_panel(prob, result, ev, verdict)
 with map_col:
     explore.map_view(prob, result, ev, key)
 if result is not None:

@@ -2,11 +2,16 @@
 
 import streamlit as st
 
-from mdpviz.ui import home, state
+from mdpviz.ui import home, presets, state
 
 st.title("mdpviz")
 st.markdown("##### See metric differential privacy for locations on real road networks")
 state.show_notices()
+st.markdown("**Start with an example** (one click: it opens the page and solves)")
+presets.buttons("home", columns=2, main=True)
+if any(not p.get("main") for p in presets.presets()):
+    with st.expander("More examples: the papers' own settings"):
+        presets.buttons("home-papers", columns=2, main=False)
 left, right = st.columns([3, 2], gap="large")
 with left:
     st.markdown(home.INTRO)

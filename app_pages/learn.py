@@ -45,9 +45,10 @@ with slack. Below: five points on a 1.2 km line, both mechanisms solved live by 
         st.markdown("LP: " + learn.tiny_summary(prob, lp))
 
 with s3:
-    st.markdown("""
+    small, paper = lp_size(100, 50)["inequalities"], lp_size(2000, 100)["inequalities"]
+    st.markdown(f"""
 The LP has one constraint per ordered pair of secrets and output: **K(K−1)·|Y|**. At K = 100 and |Y| = 50 that is
-almost half a million; at the paper's K = 2,000 it is two hundred million. **PAnDA** lets each user pick a few
+{small:,}; at the paper's K = 2,000 and |Y| = 100 it is {paper:,}. **PAnDA** lets each user pick a few
 nearby *anchors* at random, solves the LP only over the union of anchors, and lets every user report from the row of
 their nearest anchor. The randomness of the anchor choice costs part of ε (Phase I) and a safety margin covers the
 surrogate error; the rest of ε goes to the small LP.""")

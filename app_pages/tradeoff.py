@@ -17,7 +17,7 @@ with st.sidebar:
     if ss.get("sweep_param") not in options:
         if ss.get("sweep_param"):
             st.warning(f"The chosen mechanisms have no parameter `{ss['sweep_param']}`; sweeping "
-                       f"{next(iter(options))} instead.", icon="⚠️")
+                       f"{next(iter(options))} instead.", icon=":material/warning:")
         ss["sweep_param"] = next(iter(options))
     st.selectbox("Parameter to sweep", list(options), key="sweep_param", format_func=lambda n: options[n].display)
     p = options[ss["sweep_param"]]
@@ -47,7 +47,8 @@ with views.guard():
         sweep.run_pending(prob, sw, float(ss["time_limit"]))
         stop_slot.empty()
 if sw is None:
-    st.info("Choose mechanisms, a parameter and a range in the sidebar, then press **Run sweep**.", icon="▶️")
+    st.info("Choose mechanisms, a parameter and a range in the sidebar, then press **Run sweep**.",
+            icon=":material/play_arrow:")
     st.stop()
 if sw.skipped:
     st.caption(f"Skipped (no parameter `{sw.param}`): {', '.join(sw.skipped)}.")

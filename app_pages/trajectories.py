@@ -7,6 +7,7 @@ import streamlit as st
 
 from mdpviz.cities import list_cities
 from mdpviz.cmdp.pipeline import CAVEAT
+from mdpviz.explain import format_s
 from mdpviz.ui import cache, views
 from mdpviz.ui import trajectories as tv
 
@@ -33,7 +34,7 @@ values = {"eps": float(ss["traj_eps"]), "vehicles": int(ss["traj_vehicles"]),
 values_json = json.dumps(values, sort_keys=True)
 
 st.markdown("#### Trajectories: context-aware mDP (C-mDP)")
-st.info(CAVEAT, icon="ℹ️")
+st.info(CAVEAT, icon=":material/info:")
 with views.guard():
     prob = tv.problem(city, k, seed)
     result = tv.solve_variant(city, k, seed, mech, values_json)
@@ -42,7 +43,7 @@ if not result.ok:
     st.error(f"The C-mDP LP ended with status **{result.status}**: {result.message}")
     st.stop()
 diag = result.diagnostics
-roads = cache.road_segments(city)
+roads = cache.road_layer(prob)
 
 c1, c2, c3, c4 = st.columns(4)
 held = diag.get("heldout_loss_m")
@@ -74,11 +75,22 @@ with right:
 
 tab_curve, tab_blanket, tab_table = st.tabs(["Loss vs ε", "Blankets", "Per-context rows"])
 with tab_curve:
-    if st.button("Compute loss and runtime against ε for the six methods", icon=":material/show_chart:"):
+    eps_values = (1.0, 2.5, 5.0, 10.0)
+    done = tv.cached_curves(city, k, seed, values_json, eps_values) is not None
+    estimate = tv.curves_estimate_s(result, lp, len(eps_values))
+    lines = tv.METHODS + tv.REFERENCES
+    if not done:
+        st.caption(f"{tv.METHODS} methods of the paper's Fig. 10 and the LP on the context-averaged cost as a "
+                   "reference "
+                   f"({lines} lines), at {len(eps_values)} values of ε: {len(eps_values) * lines} solves, about "
+                   f"{format_s(estimate)} here (estimated from this page's solves).")
+    label = (f"Show loss and runtime against ε ({lines} lines)" if done else
+             f"Compute loss and runtime against ε ({lines} lines, about {format_s(estimate)})")
+    if st.button(label, icon=":material/show_chart:"):
         ss["traj_curves"] = values_json
     if ss.get("traj_curves") == values_json:
         with views.guard():
-            df = tv.curves(city, k, seed, values_json, (1.0, 2.5, 5.0, 10.0))
+            df = tv.curves(city, k, seed, values_json, eps_values)
         st.plotly_chart(tv.loss_figure(df), key="traj-loss")
         st.plotly_chart(tv.loss_figure(df, "wall_s", "Runtime (s) against ε"), key="traj-time")
         st.dataframe(df, hide_index=True, width="stretch")

@@ -71,6 +71,7 @@ def cmd_download(a: argparse.Namespace) -> int:
 
 
 def cmd_problem(a: argparse.Namespace) -> int:
+    check_problem_args(a)
     t0 = time.perf_counter()
     problem = problem_from_args(a)
     summary = problem.summary()
@@ -121,11 +122,38 @@ def cmd_mechanisms(a: argparse.Namespace) -> int:
     return 0
 
 
+def check_problem_args(a: argparse.Namespace) -> None:
+    """Refuse option values that argparse lets through but that mean nothing (before any work starts)."""
+    if a.city is not None and not a.city.strip():
+        raise MdpvizError("`--city` is empty; give a city slug from `python -m mdpviz cities`, or leave it out.")
+    for option, value in (("--points", a.points), ("--prior-points", a.prior_points)):
+        if value is not None and not value.strip():
+            raise MdpvizError(f"`{option}` is empty; give the path of a CSV file (lat, lon[, weight]).")
+
+
+def check_solve_args(a: argparse.Namespace) -> None:
+    """Validate every option of ``solve`` that can be checked before any work: output path, mechanism and its
+    parameters, time limit, city."""
+    from .export import check_output
+    from .mechanisms import get_mechanism
+    from .solve import check_time_limit
+
+    check_problem_args(a)
+    if a.out is not None:
+        check_output(a.out, "--out")
+    get_mechanism(a.mechanism).validate(mechanism_params(a))
+    try:
+        check_time_limit(a.time_limit)
+    except MdpvizError as e:
+        raise type(e)(str(e).replace("`time_limit`", "`--time-limit`")) from None
+
+
 def cmd_solve(a: argparse.Namespace) -> int:
     from . import metrics
     from .export import write_result
     from .solve import solve
 
+    check_solve_args(a)
     t0 = time.perf_counter()
     problem = problem_from_args(a)
     build_s = time.perf_counter() - t0
@@ -195,7 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="another mechanism parameter (repeatable)")
     p.add_argument("--time-limit", type=float, default=None, help="seconds for the solver")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
-    p.add_argument("--out", metavar="FILE", help="write Z and metadata: .npz, .csv or .json by extension")
+    p.add_argument("--out", metavar="FILE", help="write Z and metadata: .npz, .csv or .json by extension (checked "
+                   "before solving; the folder must exist)")
     p.add_argument("-v", "--verbose", action="store_true", help="print progress to stderr")
     p.set_defaults(func=cmd_solve)
 
@@ -225,7 +254,11 @@ def cmd_bench(a: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one command; returns its exit code (2 for bad input, with the reason on stderr, never a traceback)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # argparse has printed the usage error (or --help); hand back its code
+        return e.code if isinstance(e.code, int) else 2
     try:
         return int(args.func(args))
     except MdpvizError as e:

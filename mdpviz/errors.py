@@ -21,3 +21,7 @@ class ParameterError(MdpvizError):
 
 class SolverError(MdpvizError):
     """A solver failed in a way that leaves no usable mechanism."""
+
+
+class CacheWarning(UserWarning):
+    """The on-disk cache could not be written (full disk, no permission...): the result is kept, not cached."""

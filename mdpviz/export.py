@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +64,33 @@ def result_bytes(fmt: str, problem: Problem, result: Result, evaluation: dict[st
     raise MdpvizError(f"Unknown output format `{fmt}`; use one of {', '.join(FORMATS)}.")
 
 
-def write_result(path: str | Path, problem: Problem, result: Result, evaluation: dict[str, Any] | None) -> None:
-    """Write to ``path`` atomically; the extension picks the format."""
+def check_output(path: str | Path, what: str = "output") -> Path:
+    """``path`` as a Path if a result can be written there; call it before the work that produces the result.
+
+    Raises:
+        MdpvizError: an unknown extension, a folder that does not exist (it is not created), a path that is a
+            folder, or a folder this user cannot write; the message names ``what`` (e.g. ``--out``) and the path.
+    """
     path = Path(path)
+    if path.is_dir():
+        raise MdpvizError(f"{what} `{path}` is a folder; give a file name ending in {', '.join(FORMATS)}.")
+    if path.suffix.lower() not in FORMATS:
+        raise MdpvizError(f"{what} `{path}`: unknown format `{path.suffix or '(no extension)'}`; "
+                          f"use one of {', '.join(FORMATS)}.")
+    folder = path.parent
+    if not folder.is_dir():
+        raise MdpvizError(f"{what} `{path}`: the folder `{folder}` does not exist (it is not created for you); "
+                          "create it first or choose another path.")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise MdpvizError(f"{what} `{path}`: the folder `{folder}` is not writable by this user.")
+    return path
+
+
+def write_result(path: str | Path, problem: Problem, result: Result, evaluation: dict[str, Any] | None) -> None:
+    """Write to ``path`` atomically; the extension picks the format. The folder must exist (see ``check_output``)."""
+    path = check_output(path)
     data = result_bytes(path.suffix.lower(), problem, result, evaluation)
-    atomic_write(path, lambda p: p.write_bytes(data))
+    try:
+        atomic_write(path, lambda p: p.write_bytes(data), make_parents=False)
+    except OSError as e:  # full disk, permissions changed meanwhile...: nothing half-written is left behind
+        raise MdpvizError(f"Could not write `{path}` ({type(e).__name__}: {e}); nothing was written.") from e

@@ -30,18 +30,36 @@ class Lattice:
     ny: int
 
     @classmethod
-    def covering(cls, lat: NDArray[np.float64], lon: NDArray[np.float64], cells: int) -> Lattice:
-        """The lattice with ``cells`` square cells across the wider side of the points' bounding box."""
+    def covering(cls, lat: NDArray[np.float64], lon: NDArray[np.float64], cells: int,
+                 step_km: float = 0.0) -> Lattice:
+        """The lattice over the points' bounding box with square cells of side ``step_km`` km, or (``step_km`` 0)
+        with ``cells`` cells across the wider side of the box.
+
+        >>> lat = np.array([41.80, 41.95]); lon = np.array([12.40, 12.60])   # about 17 × 17 km
+        >>> lattice = Lattice.covering(lat, lon, 8)
+        >>> (lattice.nx, lattice.ny), round(lattice.step, 2), Lattice.covering(lat, lon, 8, step_km=4.77).nx
+        ((9, 9), 2.08, 5)
+        """
         lat0, lon0 = float(np.mean(lat)), float(np.mean(lon))
         xy = project_km(lat, lon, lat0, lon0)
         lo, hi = xy.min(axis=0), xy.max(axis=0)
-        step = max(float((hi - lo).max()) / cells, 1e-6)
+        step = float(step_km) if step_km > 0 else max(float((hi - lo).max()) / cells, 1e-6)
         nx, ny = (np.ceil((hi - lo) / step - 1e-9).astype(int) + 1).clip(min=2)
         return cls(lat0, lon0, float(lo[0]), float(lo[1]), step, int(nx), int(ny))
 
     @property
     def n_anchors(self) -> int:
         return self.nx * self.ny
+
+    def closure(self, e1: float, e2: float) -> NDArray[np.float64]:
+        """(n_anchors, n_anchors) min-plus closure of the neighbour exponents: step·(ε₁·|Δi| + ε₂·|Δj|).
+
+        On a lattice graph whose edges along axis ℓ cost ε_ℓ·step, the shortest path between two anchors is
+        the weighted ℓ1 distance of their indices, so the closure has this closed form.
+        """
+        i = np.tile(np.arange(self.nx), self.ny)
+        j = np.repeat(np.arange(self.ny), self.nx)
+        return self.step * (e1 * np.abs(i[:, None] - i[None, :]) + e2 * np.abs(j[:, None] - j[None, :]))
 
     def anchor_xy(self) -> NDArray[np.float64]:
         """(n_anchors, 2) planar km of the anchors; anchor id = j * nx + i."""

@@ -15,6 +15,15 @@ from .problem import Problem
 # normalised probabilities is ~1e-15, so only a real breach exceeds it. There is no absolute slack: an entry of
 # 1e-300 against 1e-310 is a breach, and Z[x',y] = 0 < Z[x,y] is an infinite one (a zero where the true
 # probability is positive is a privacy bug, not rounding).
+#
+# What the tolerance is not for. Solver tolerances (HiGHS works to ~1e-7 absolute) are not rounding: an LP's Z
+# is repaired exactly (``lp.colgen.repair_into_cone``) before it is released, never excused by the check. Values
+# below float64's range are not rounding either: at ε = 15 km⁻¹ and 58 km the true ratio bound e^{−870} has no
+# float64; mechanisms floor the entries of non-zero columns at 1e-300 (``lp.colgen.floor_columns``), which keeps
+# every ratio inside the cone, instead of letting them underflow to 0. Numerical integrals (planar Laplace) are
+# computed in log space and repaired like an LP's Z when quadrature leaves a pair outside the cone.
+# ``cone_breaches`` (pairs of rows of one matrix) and ``rows_breach`` (paired rows, e.g. sampled points of the
+# plane) are the one place this check is coded: any other copy, or any additive slack, is a bug.
 TOLERANCE = 1e-9
 
 
@@ -63,6 +72,7 @@ def cone_breaches(Z: NDArray[np.float64], E: NDArray[np.float64], tolerance: flo
     slack = np.log1p(tolerance)
     with np.errstate(divide="ignore"):
         logz = np.log(Z)
+    has_zero = bool((Z == 0).any())
     found_i, found_j, found_f = [], [], []
     triples, worst = 0, 0.0
     step = max(1, 2_000_000 // max(n * m, 1))
@@ -70,14 +80,15 @@ def cone_breaches(Z: NDArray[np.float64], E: NDArray[np.float64], tolerance: flo
         e = slice(s, min(s + step, n))
         with np.errstate(invalid="ignore"):
             lr = logz[e, None, :] - logz[None, :, :]  # (b, n, m): ln z[i,y] − ln z[j,y]
-        lr[np.isnan(lr)] = -np.inf  # both zero: no breach
+        if has_zero:
+            lr[np.isnan(lr)] = -np.inf  # both zero: no breach
         rows = np.arange(e.start, e.stop)
         lr[rows - s, rows, :] = -np.inf  # the diagonal is no pair
         limit = E[e] + slack
-        over = lr > limit[:, :, None]
-        triples += int(over.sum())
         top = lr.max(axis=2)
         bad = top > limit
+        if bad.any():  # count breached outputs only where some output breaches
+            triples += int((lr[bad] > limit[bad][:, None]).sum())
         with np.errstate(divide="ignore", invalid="ignore"):
             factor = np.where(E[e] > 0, top / E[e], np.where(bad, np.inf, 0.0))
         checked = np.isfinite(E[e]) & (E[e] > 0)

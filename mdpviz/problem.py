@@ -29,6 +29,7 @@ PRIORS: tuple[str, ...] = ("uniform", "street_count", "points")
 DEFAULT_OUTPUTS = 100
 DEFAULT_TASKS = 10
 DEFAULT_SNAP_KM = 0.5
+MAX_K = 10_000  # K × K float64 arrays: K = 10,000 builds in ~3.3 GB peak (London, haversine); more exhausts memory
 
 
 @dataclass(frozen=True, eq=False)
@@ -154,6 +155,10 @@ def _finish(network: RoadNetwork | None, x_node: NDArray[np.int64], x_lat: NDArr
             timings: dict[str, float]) -> Problem:
     """Shared tail of both builders: choose Y, compute d and c, wrap it up."""
     k = len(x_lat)
+    if k > MAX_K:
+        raise ProblemError(f"K = {k:,} secrets is more than mdpviz handles (at most {MAX_K:,}): the K × K distance "
+                           f"matrix alone would need {8 * k * k / 1e9:,.0f} GB. Lower `k`, use a smaller region, or "
+                           "give fewer distinct points (with a city, points on the same road node merge).")
     _, ry, rt = _spawn(seed, 3)
     m = k if all_outputs else (min(DEFAULT_OUTPUTS, k) if n_outputs is None else n_outputs)
     m = _check_int("n_outputs", m, 1, k, f"|Y| must lie between 1 and K = {k}; lower it or raise K.")

@@ -14,6 +14,7 @@ rule on speed and region, and by a destination-seeking term. The order used for 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -30,6 +31,16 @@ from .geo import haversine_km, project_km
 from .points import find_columns, read_table, snap_to_nodes
 
 TrajectorySource = str | Path | IO[str] | IO[bytes] | bytes | pd.DataFrame
+
+
+class OutOfTime(Exception):
+    """The deadline given to a long step (``generate_trajectories``, C-mDP's corpus) passed before it finished."""
+
+
+def check_deadline(deadline: float | None, what: str) -> None:
+    """Raise ``OutOfTime`` naming ``what`` once ``deadline`` (a ``time.perf_counter()`` value) has passed."""
+    if deadline is not None and time.perf_counter() > deadline:
+        raise OutOfTime(what)
 MEMORY_RULES = ("mixed", "1", "2", "3")
 START_UTC_S = 1_704_067_200.0  # 2024-01-01 00:00 UTC: day 0 of generated traces
 _ALIASES = {"traj": ("trajectory_id", "traj_id", "trajectory", "trip_id", "id", "vehicle_id"),
@@ -206,7 +217,7 @@ def planted_order(memory: str, speed_kmh: NDArray[np.float64], downtown: NDArray
 def generate_trajectories(network: RoadNetwork, station_node: NDArray[np.int64], *, n_vehicles: int = 400,
                           n_steps: int = 60, interval_s: float = 5.0, dependence: float = 3.0,
                           dest_weight: float = 1.0, memory: str = "mixed", seed: int = 0,
-                          graph: StationGraph | None = None) -> Trajectories:
+                          graph: StationGraph | None = None, deadline: float | None = None) -> Trajectories:
     """Seeded synthetic vehicle traces between stations of a road network.
 
     Model (one vehicle = one trajectory):
@@ -234,9 +245,11 @@ def generate_trajectories(network: RoadNetwork, station_node: NDArray[np.int64],
         memory: ``mixed`` (order set by speed and region) or a fixed order ``1``, ``2``, ``3``.
         seed: seeds every random step.
         graph: a precomputed ``station_graph`` (saves the cell computation).
+        deadline: a ``time.perf_counter()`` value; past it the generator stops with ``OutOfTime``.
 
     Raises:
         ProblemError: a setting out of range, or a station with no neighbour.
+        OutOfTime: ``deadline`` passed.
     """
     if memory not in MEMORY_RULES:
         raise ProblemError(f"`memory` = {memory!r} is not one of {', '.join(MEMORY_RULES)}.")
@@ -293,7 +306,10 @@ def generate_trajectories(network: RoadNetwork, station_node: NDArray[np.int64],
     # routes of every hop, concatenated per vehicle (one short loop per distinct neighbour pair)
     a, b = walk[:, :-1].ravel(), walk[:, 1:].ravel()
     pair_key, pair_of = np.unique(a * k + b, return_inverse=True)
-    routes = [_route(network, g, int(p // k), int(p % k)) for p in pair_key]
+    routes = []
+    for p in pair_key:  # one short shortest-path search per distinct neighbour pair
+        check_deadline(deadline, "routing the generated trips")
+        routes.append(_route(network, g, int(p // k), int(p % k)))
     r_len = np.array([len(r[0]) - 1 for r in routes])  # nodes per hop, the arrival node excluded
     r_km = np.array([r[1][-1] for r in routes])
     r_off = np.concatenate([[0], np.cumsum(r_len)])
@@ -310,6 +326,7 @@ def generate_trajectories(network: RoadNetwork, station_node: NDArray[np.int64],
     hop_idx = rep % n_steps
 
     # fixes every interval_s seconds along each vehicle's arc
+    check_deadline(deadline, "sampling the GPS fixes")
     step_km = speed * interval_s / 3600.0
     total = hop_km.sum(axis=1)
     n_fix = np.floor(total / step_km).astype(np.int64) + 1

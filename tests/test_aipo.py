@@ -125,3 +125,90 @@ def test_lattice_weights_are_bilinear_and_sum_to_one() -> None:
     assert w[1, 8] == pytest.approx(1.0) and w[2, 6] == pytest.approx(1.0)  # corner; clamped outside point
     xy = project_km(np.array([60.01]), np.array([25.02]), 60.0, 25.0)
     assert lat.weights(np.array([60.01]), np.array([25.02])).shape == (1, 9) and xy.shape == (1, 2)
+
+
+# ---- the deadline, the paper's baselines and presets, and Rome (the paper's city, distances up to ~50 km)
+
+def test_a_tiny_time_limit_gives_time_limit_never_optimal(pb: Problem) -> None:
+    params = {"eps": EPS, "cells": 5, "budget_steps": 4, "lb_grid": 0}
+    r = solve(pb, "aipo", params, time_limit=1e-9, use_cache=True)
+    assert r.status == "time limit" and r.Z is None and "Time limit" in r.message
+    again = solve(pb, "aipo", params, use_cache=True)  # a time-limited result is never cached
+    assert again.status == "optimal" and again.Z is not None
+
+
+def test_a_search_cut_short_keeps_its_best_candidate_and_says_so(pb: Problem, monkeypatch) -> None:
+    from mdpviz.mechanisms import aipo as mod
+
+    real, calls = mod.anchor_lp, []
+
+    def two_then_out_of_time(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > 2:
+            return None, {"status": "time limit", "size": {}, "solve_s": 0.0, "tries": ["simplex: time limit"],
+                          "message": ""}
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mod, "anchor_lp", two_then_out_of_time)
+    r = solve(pb, "aipo", {"eps": EPS, "cells": 5, "budget_steps": 6, "lb_grid": 0}, time_limit=60,
+              use_cache=False)
+    assert r.status == "time limit" and r.Z is None  # solve()'s contract; the best of the two solved candidates,
+    Z = r.diagnostics["feasible_Z"]  # still exactly private, is kept in the diagnostics
+    assert "2 of 6" in r.message and "incomplete" in r.message
+    assert metrics.violations(pb, Z, EPS, metric="l2-planar").violated_pairs == 0
+
+
+def test_discretised_laplace_is_em_in_the_plane_and_its_literal_form_is_checked_at_two_eps(pb: Problem) -> None:
+    half = solve(pb, "laplace-d", {"eps": EPS}, use_cache=False)
+    xy = pb.xy_km
+    d = np.linalg.norm(xy[:, None, :] - xy[None, pb.y_index, :], axis=2)
+    expected = np.exp(-EPS * d / 2)
+    np.testing.assert_allclose(half.Z, expected / expected.sum(axis=1, keepdims=True), rtol=1e-12)
+    assert metrics.violations(pb, half.Z, half.eps, metric=half.check_metric).violated_pairs == 0
+    literal = solve(pb, "laplace-d", {"eps": EPS, "eps_prime": "eps"}, use_cache=False)
+    assert literal.eps == 2 * EPS and "2ε" in literal.claim  # its claim is 2ε, and it holds there ...
+    assert metrics.violations(pb, literal.Z, literal.eps, metric="l2-planar").violated_pairs == 0
+    assert metrics.violations(pb, literal.Z, EPS, metric="l2-planar").violated_pairs > 0  # ... not at ε
+
+
+def test_paper_preset_builds_and_validates() -> None:
+    from mdpviz.mechanisms import get_mechanism
+
+    mech = get_mechanism("aipo")
+    preset = mech.preset("paper")
+    params = mech.validate({**preset.param_dict(), "eps": preset.eps[0]})
+    assert params["cell_km"] == pytest.approx(4.77) and params["lb_grid"] == 12
+    assert preset.problem_dict() == {"n_outputs": 20, "cost": "distance"} and min(preset.eps) == 0.2
+    with pytest.raises(ParameterError, match="no preset"):
+        mech.preset("nonsense")
+
+
+def test_a_lattice_too_fine_for_its_lp_is_refused(pb: Problem) -> None:
+    with pytest.raises(ParameterError, match="Raise `cell_km`"):
+        solve(pb, "aipo", {"eps": EPS, "cell_km": 0.01}, use_cache=False)
+
+
+@pytest.fixture(scope="module")
+def rome() -> Problem:
+    return build_problem("rome", 200, n_outputs=30, seed=5, cost="distance")
+
+
+@pytest.mark.parametrize("name", ["aipo", "aipo-e", "aipo-r", "laplace-d"])
+def test_every_aipo_mechanism_meets_its_own_claim_on_rome(rome: Problem, name: str) -> None:
+    params = {"eps": EPS} if name == "laplace-d" else {"eps": EPS, "cell_km": 12.0}
+    if name == "aipo":
+        params.update(budget_steps=3, lb_grid=0)
+    r = solve(rome, name, params, use_cache=False)
+    assert r.status in ("optimal", "closed form") and r.Z is not None
+    assert rome.d.max() > 40  # the whole city
+    np.testing.assert_allclose(r.Z.sum(axis=1), 1.0, atol=1e-12)
+    assert r.Z.min() >= 0
+    v = metrics.violations(rome, r.Z, r.eps, metric=r.check_metric)
+    if name == "aipo-r":  # it claims only its anchor pairs, and says it is not ε-mDP
+        assert r.diagnostics["claim_check"]["violated_pairs"] == 0 and r.degenerate.startswith("Not ε-mDP")
+        assert v.violated_pairs > 0
+        return
+    assert not r.degenerate and v.violated_pairs == 0
+    if name != "laplace-d":  # over the whole plane, not only the nodes
+        check = continuous_check(r.rows.rows_xy, r.rows.lattice, EPS, 2, n_pairs=1000, seed=1)
+        assert check.total_violations == 0

@@ -137,7 +137,7 @@ def test_explore_library_error_is_a_message_not_a_traceback(monkeypatch: pytest.
 
 def test_explore_warns_before_a_slow_solve() -> None:
     at = app("app_pages/explore.py", query={"mech": "lp", "k": "300"})
-    assert "may take minutes" in texts(at.sidebar.warning)
+    assert texts(at.warning).count("may take minutes") == 1  # once, not in the sidebar and again beside the map
     assert "Not solved yet" in texts(at.info)  # nothing was solved on page load
 
 
@@ -263,7 +263,7 @@ def test_learn_live_examples() -> None:
 
 def test_learn_bad_query_notice() -> None:
     at = app("app_pages/learn.py", query={"seed": "-1"})
-    assert "`seed=-1` is outside" in texts(at.warning)
+    assert "URL parameter `seed=-1` is outside [0, 2,147,483,647] for the seed; using 0." in texts(at.warning)
     assert at.session_state["seed"] == 0
 
 
@@ -271,12 +271,27 @@ def test_learn_bad_query_notice() -> None:
 
 
 def test_parse_query_refuses_bad_values() -> None:
-    parsed = state.parse_query({"k": "5000000", "m": "20", "mech": "em", "eps": "7", "scale": "weird",
-                                "secret": "x"})
+    parsed = state.parse_query({"k": "5.5", "m": "20", "mech": "em", "eps": "7", "scale": "weird",
+                                "secret": "x", "mechanism": "lp"})
     assert parsed.values["k"] == state.DEFAULTS["k"]
     assert parsed.values["mp.em.eps"] == 7.0 and parsed.values["mp.em.scale"] == "half"
     assert parsed.values["secret"] is None
-    assert len(parsed.notices) == 3
+    assert len(parsed.notices) == 4
+    assert any("`mechanism=lp` is not one this dashboard reads; did you mean `mech`?" in n for n in parsed.notices)
+
+
+def test_one_rule_for_k_and_outputs() -> None:
+    """K lies in [2, nodes in the region] (and the dashboard's cap), |Y| in [1, K]; each change is said."""
+    fixed, notes = state.clamp_problem({"city": "west-oakland", "region": "whole", "k": 0, "m": 999, "tasks": 10,
+                                        "seed": 0})
+    assert fixed["k"] == 2 and fixed["m"] == 2 and len(notes) == 2
+    assert "K = 0 is below 2" in notes[0] and "|Y| = 999 exceeds K = 2" in notes[1]
+    fixed, notes = state.clamp_problem({"city": "rome", "region": "whole", "k": 99_999, "m": 100, "tasks": 99,
+                                        "seed": -4})
+    assert fixed["k"] == state.K_MAX and fixed["tasks"] == state.TASKS_RANGE[1] and fixed["seed"] == 0
+    assert f"K = 99,999 is above {state.K_MAX:,}, the most mdpviz handles" in notes[0] and "43,160 nodes" in notes[0]
+    lo, hi, why = state.k_range("rome", "centre:3")
+    assert lo == 2 and 100 < hi < 43_160 and "region `centre:3`" in why
 
 
 def test_split_diagnostics_sorts_scalars_and_histograms() -> None:
@@ -383,7 +398,9 @@ def test_time_limit_without_mechanism_is_explained() -> None:
         at = app("app_pages/explore.py", query={"mech": "test-slow", "k": "40", "m": "10"})
         solve_button(at).click().run()
         assert not at.exception, [e.value for e in at.exception]
-        assert "Status **time limit**" in texts(at.warning) and "stopped after 1 s." in texts(at.warning)
+        assert "Test slow mechanism: time limit after" in texts(at.error)
+        assert "no mechanism to show" in texts(at.error) and "Solved" not in texts(at.markdown)
+        assert "**What happened:** stopped after 1 s." in texts(at.caption)
         assert not at.metric
         at.switch_page("app_pages/compare.py").run()
         at.multiselect(key="compare").set_value(["em", "test-slow"]).run()
@@ -395,14 +412,16 @@ def test_time_limit_without_mechanism_is_explained() -> None:
         _REGISTRY.pop("test-slow", None)
 
 
-def test_too_large_k_for_the_city_is_an_error_message() -> None:
+def test_out_of_range_k_is_brought_into_range_with_a_notice() -> None:
     at = app("app_pages/explore.py", query={"city": "west-oakland", "k": "100", "m": "20"})
     at.number_input(key="k").set_value(500)
     solve_button(at).click().run()
     assert not at.exception
-    assert "205 nodes" in texts(at.error)  # the library's own message: what to change
+    assert "K = 500 is above 205, the 205 nodes of West Oakland (US); using K = 205." in texts(at.warning)
+    assert at.session_state["k"] == 205 and metric(at, "Utility loss (m)")  # solved with what was used
     at2 = app("app_pages/explore.py", query={"city": "west-oakland", "k": "500"})
-    assert "`k=500` is outside [10, 205]" in texts(at2.warning)
+    assert "`k=500` is outside [2, 205] for K = |X| (at most the 205 nodes of West Oakland (US)); using 200." in (
+        texts(at2.warning))
 
 
 def test_panda_internals_panel() -> None:
@@ -533,3 +552,226 @@ def test_heat_map_image_is_a_valid_png_of_the_grid() -> None:
     idat = png[png.index(b"IDAT") + 4:]
     raw = zlib.decompress(idat[:int.from_bytes(png[png.index(b"IDAT") - 4:png.index(b"IDAT")], "big")])
     assert raw == b"\x00" + rgba[0].tobytes() + b"\x00" + rgba[1].tobytes()
+
+
+# ---------------------------------------------------------------- issue 17: explains itself, refusals, presets
+
+
+def test_verdict_and_message_shown_for_every_status() -> None:
+    """The verdict box sits above the metrics; the mechanism's message shows even when the status is optimal."""
+    from mdpviz.mechanisms import Mechanism, Result, register
+    from mdpviz.mechanisms.base import epsilon_param
+    from mdpviz.mechanisms.em import em_matrix
+    from mdpviz.mechanisms.registry import _REGISTRY
+
+    def solve(problem, params, progress, time_limit):
+        return Result("test-said", params, em_matrix(problem, params["eps"]), "optimal", params["eps"],
+                      message="Phase I used the whole budget.", degenerate="Collapsed: every user reports the same.")
+
+    register(Mechanism(name="test-said", label="Test degenerate mechanism", paper="(test)", info="test only",
+                       params=(epsilon_param(),), solve=solve))
+    try:
+        at = app("app_pages/explore.py", query={"mech": "test-said", "k": "30", "m": "10"})
+        solve_button(at).click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert "Test degenerate mechanism: Collapsed: every user reports the same." in texts(at.warning)
+        assert "**What happened:** Phase I used the whole budget." in texts(at.caption)
+        assert metric(at, "Utility loss (m)")  # the metrics still show below the verdict
+    finally:
+        _REGISTRY.pop("test-said", None)
+
+
+def test_derived_metrics_follow_the_result_not_the_inputs() -> None:
+    """Issue 18 item 3: a time-limited result and a full one of the same parameters never share metrics."""
+    from mdpviz.mechanisms import Mechanism, Result, register
+    from mdpviz.mechanisms.base import epsilon_param
+    from mdpviz.mechanisms.em import em_matrix
+    from mdpviz.mechanisms.registry import _REGISTRY
+
+    def solve(problem, params, progress, time_limit):
+        if time_limit is not None and time_limit < 5:  # as if the solver stopped early with a worse mechanism
+            return Result("test-limited", params, em_matrix(problem, params["eps"] / 4), "time limit", params["eps"])
+        return Result("test-limited", params, em_matrix(problem, params["eps"]), "optimal", params["eps"])
+
+    register(Mechanism(name="test-limited", label="Test limited mechanism", paper="(test)", info="test only",
+                       params=(epsilon_param(),), solve=solve, family="lp"))
+    try:
+        at = app("app_pages/explore.py", query={"mech": "test-limited", "k": "40", "m": "10", "time_limit": "2"})
+        solve_button(at).click().run()
+        limited = float(metric(at, "Utility loss (m)"))
+        assert "Stopped at the time limit" in texts(at.warning)
+        at.number_input(key="time_limit").set_value(60.0)
+        solve_button(at).click().run()
+        full = float(metric(at, "Utility loss (m)"))
+        assert full < limited  # the full solve's own loss, not the earlier result's
+        assert "kept its promise" in texts(at.success)
+    finally:
+        _REGISTRY.pop("test-limited", None)
+
+
+def test_presets_are_valid_and_one_click_solves() -> None:
+    from mdpviz.ui import presets
+
+    for p in presets.presets():
+        assert not presets.check(p), (p["id"], presets.check(p))
+    at = app()
+    next(b for b in at.button if b.label == "Teach: EM vs LP on 30 points").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = at.dataframe[0].value
+    assert list(table["mechanism"]) == ["em", "lp"] and (table["privacy promise"] == "holds on all pairs").all()
+    assert table["utility loss (m)"][1] < table["utility loss (m)"][0]  # the optimal LP loses less
+    assert at.session_state["k"] == 30 and at.query_params["compare"] == "em,lp"
+    # a shared link names the preset
+    again = app(query={"preset": "teach-em-vs-lp"})
+    assert list(again.dataframe[0].value["mechanism"]) == ["em", "lp"]
+    assert "Unknown preset `nope`" in texts(app(query={"preset": "nope"}).warning)
+
+
+def test_advanced_parameters_fold_into_an_expander() -> None:
+    from mdpviz.mechanisms import get_mechanism
+    from mdpviz.ui.controls import split_params
+
+    panda = get_mechanism("panda-e")
+    shown, advanced = split_params(panda)
+    assert {"eps", "delta", "alpha"} <= {p.name for p in shown} and len(shown) <= 6 and advanced
+    at = app("app_pages/explore.py", query={"mech": "panda-e"})
+    assert any(e.label == f"Advanced parameters ({len(advanced)})" for e in at.sidebar.expander)
+
+
+def test_region_preset_typed_region_and_bad_region() -> None:
+    from mdpviz.geo import haversine_km
+
+    at = app("app_pages/explore.py", query={"city": "helsinki", "region": "centre:0.4", "k": "50", "m": "10"})
+    assert not at.exception and at.session_state["region"] == "centre:0.4"
+    assert "secrets within 0.4 km of" in texts(at.markdown)
+    solve_button(at).click().run()
+    assert not at.exception
+    bad = app("app_pages/explore.py", query={"region": "north-ish", "k": "50", "m": "10"})
+    assert "Region `north-ish`" in texts(bad.warning) and bad.session_state["region"] == "whole"
+    typed = app("app_pages/explore.py", query={"k": "50", "m": "10"})
+    typed.text_input(key="region_text").set_value("60.17,24.94,0.3")
+    solve_button(typed).click().run()
+    assert not typed.exception and typed.session_state["region"] == "60.17,24.94,0.3"
+    prob = __import__("mdpviz.ui.cache", fromlist=["x"]).problem("helsinki", 50, 10, "haversine", "uniform",
+                                                                "travel", 10, 0, "60.17,24.94,0.3")
+    assert float(haversine_km(prob.x_lat, prob.x_lon, 60.17, 24.94).max()) <= 0.3
+
+
+def test_points_upload_is_validated_and_used() -> None:
+    from mdpviz.ui import controls
+
+    class Upload:
+        def __init__(self, name: str, data: bytes) -> None:
+            self.name, self._data = name, data
+
+        def getvalue(self) -> bytes:
+            return self._data
+
+    ss: dict = {}
+    csv = b"lat,lon,weight\n60.170,24.941,1\n60.172,24.945,2\n60.168,24.950,1\n60.175,24.939,3\n"
+    controls.check_points(ss, Upload("pts.csv", csv))
+    assert ss["source"] == "points" and ss["_points"]["rows"] == 4 and "_points_error" not in ss
+    controls.check_points(ss, Upload("bad.csv", b"lat,lon\n60.1,abc\n"))
+    assert ss["source"] == "sample" and "`bad.csv`: Column `lon` has 1 missing or non-numeric" in ss["_points_error"]
+    controls.check_points(ss, Upload("big.csv", b"lat,lon\n" + b"60.1,24.9\n" * 300_000))
+    assert f"up to {controls.MAX_UPLOAD_MB} MB" in ss["_points_error"]
+    # the uploaded points become the secrets, snapped to the city or standing alone
+    at = app("app_pages/explore.py")
+    at.session_state["_points"] = {"digest": "test-4", "data": csv, "name": "pts.csv", "rows": 4}
+    at.session_state["source"] = "points"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "your points on Helsinki centre (FI)" in texts(at.markdown)
+    assert "|Y| = 50 exceeds the" in texts(at.caption)
+    at.session_state["points_snap"] = False
+    at.run()
+    solve_button(at).click().run()
+    assert not at.exception and "your points (standing alone)" in texts(at.markdown) and metric(at, "Utility loss (m)")
+
+
+def test_cosmetics_a_test_can_see() -> None:
+    from mdpviz.ui import charts
+    from mdpviz.ui.views import lp_size_text
+
+    fig = charts.sweep_curves(__import__("pandas").DataFrame(
+        {"mechanism": ["em"] * 4, "value": [1.0, 2.7, 7.4, 20.0], "utility_loss_m": [9.0, 5.0, 3.0, 2.0],
+         "violation_ratio": [0.0] * 4, "adversary_error_m": [1.0] * 4, "solve_s": [0.1] * 4}), "ε", None, True)
+    assert list(fig.layout.xaxis.tickvals) == [1.0, 2.0, 5.0, 10.0, 20.0]  # not the sampled 2.7, 7.4
+    assert list(fig.layout.yaxis2.range) == [0, 1] and fig.layout.yaxis2.tickformat == charts.RATIO_FORMAT
+    assert "wem_entries" not in lp_size_text({"wem_entries": 0, "pricing_rows_mean": 813})
+    assert "rows per pricing LP (mean)" in lp_size_text({"pricing_rows_mean": 813})
+    log = charts.line(np.array([1.0, 2.0]), {"a": np.array([10.0, 1e6])}, "x", "y", log_y=True)
+    assert log.layout.yaxis.dtick == 1 and log.layout.yaxis.exponentformat == "power"
+    learn = app("app_pages/learn.py")
+    assert "399,800,000" in texts(learn.markdown) and "two hundred million" not in texts(learn.markdown)
+
+
+def test_no_emoji_and_ascii_map_labels() -> None:
+    """Icons are Material symbols (emoji render as empty boxes without an emoji font); deck.gl's text atlas is
+    ASCII, so map labels are too."""
+    import re
+
+    root = Path(APP).parent
+    emoji = re.compile("[\U0001F300-\U0001FAFF\u2600-\u27BF\u2B50\u23F0-\u23FF\uFE0F]")
+    for path in [root / "app.py", *(root / "app_pages").glob("*.py"), *(root / "mdpviz" / "ui").glob("*.py")]:
+        assert not emoji.search(path.read_text(encoding="utf-8")), path
+    from mdpviz.ui.trajectories import trajectory_deck
+
+    prob = __import__("mdpviz.problem", fromlist=["x"]).build_problem("west-oakland", 10, all_outputs=True)
+    ex = {"polyline_lon": list(prob.x_lon[:3]), "polyline_lat": list(prob.x_lat[:3]), "trajectory": 0,
+          "context": [{"lag": 1, "node": 1, "in_blanket": True, "lon": float(prob.x_lon[1]),
+                       "lat": float(prob.x_lat[1])}], "lon": float(prob.x_lon[0]), "lat": float(prob.x_lat[0]),
+          "next_lon": float(prob.x_lon[2]), "next_lat": float(prob.x_lat[2]), "task_lon": float(prob.x_lon[3]),
+          "task_lat": float(prob.x_lat[3]), "station": 0, "next_station": 2, "task": 3}
+    labels = [row["label"] for layer in trajectory_deck(prob, None, ex).layers if layer.type == "TextLayer"
+              for row in layer.data]
+    assert labels == ["t-1"] and all(label.isascii() for label in labels)
+
+
+def test_road_image_draws_the_network() -> None:
+    import base64
+    import zlib
+
+    from mdpviz.ui import basemap
+
+    img = basemap.road_image(np.array([24.0]), np.array([60.0]), np.array([24.01]), np.array([60.0]),
+                             (23.99, 59.99, 24.02, 60.01), px_per_deg_lon=10_000)
+    assert img.png[:8] == b"\x89PNG\r\n\x1a\n" and img.size[0] == 300
+    width, height = img.size
+    raw = zlib.decompress(img.png[img.png.index(b"IDAT") + 4:-16])
+    alpha = np.frombuffer(raw, dtype=np.uint8).reshape(height, 1 + 2 * width)[:, 2::2]
+    row = int(np.argmax(alpha.sum(axis=1)))
+    assert abs(row - height / 2) <= 2  # the segment lies on the middle latitude
+    assert (alpha[row, 110:190] > 0).all() and alpha[:, :90].max() == 0  # drawn from lon 24.00 to 24.01 only
+    assert base64.b64encode(img.png)  # a data URL is possible without a server
+
+
+def test_mechanism_presets_become_dashboard_presets() -> None:
+    """A mechanism's own preset (Mechanism.presets: params, build_problem keywords, the ε swept) opens Explore."""
+    from types import SimpleNamespace
+
+    from mdpviz.ui import presets
+
+    mech = SimpleNamespace(name="aipo")
+    paper = SimpleNamespace(name="paper", label="AIPO paper", help="The paper's settings.",
+                            params=(("lb_grid", 12),), problem=(("n_outputs", 20), ("cost", "distance"),
+                                                                ("city", "rome"), ("k", 40)), eps=(0.2, 1.0, 1.6))
+    entry = presets.from_mechanism(mech, paper)
+    assert entry is not None and entry["page"] == "explore" and entry["id"] == "aipo-paper"
+    assert entry["values"] == {"mech": "aipo", "region": "whole", "source": "sample", "m": 20, "cost": "distance",
+                               "city": "rome", "k": 40, "mp.aipo.lb_grid": 12, "mp.aipo.eps": 1.0}
+    assert not presets.check(entry) and "0.2, 1, 1.6 km⁻¹" in entry["help"]
+    odd = SimpleNamespace(name="x", label="x", help="", params=(), problem=(("sample_by_prior", True),), eps=())
+    assert presets.from_mechanism(mech, odd) is None  # no control for it: not offered
+
+
+def test_doctests_of_the_dashboard_helpers() -> None:
+    """mdpviz/ui is left out of the doctest run (importing pages needs Streamlit); its pure helpers' examples
+    are run here."""
+    import doctest
+
+    from mdpviz.ui import basemap, charts, compare, explore, views
+
+    for module in (basemap, charts, compare, explore, views):
+        failed, tried = doctest.testmod(module)
+        assert tried and not failed, module.__name__

@@ -1,16 +1,18 @@
-"""One real-browser test: the Explore map really draws (AppTest renders no WebGL).
+"""The real-browser test: maps really draw (AppTest renders no WebGL), a preset explains itself, and no page
+makes a request outside the app's own origin.
 
-Starts ``streamlit run app.py`` on a free localhost port, drives Debian's chromium through Playwright's Python
-package (never ``playwright install``), clicks Solve and checks the map canvas and the metrics. The screenshot
-goes to ``docs/screenshot.png`` when ``MDPVIZ_SCREENSHOT=1``, to the test's temporary folder otherwise.
+Starts ``streamlit run app.py`` on a free localhost port and drives Debian's chromium through Playwright's
+Python package (never ``playwright install``). Every request of the browser is recorded; any host other than the
+app's fails the test. The Explore screenshot goes to the test's temporary folder (``scripts/measure_ui.py
+--shots docs`` regenerates the README's).
 """
 
 from __future__ import annotations
 
 import io
 import itertools
-import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
@@ -18,8 +20,8 @@ import pytest
 from mdpviz.ui.server import CHROMIUM_ARGS, canvas_drawn_fraction, chromium_path, streamlit_server
 
 pytestmark = pytest.mark.browser
-ROOT = Path(__file__).resolve().parents[1]
 MAP = "[data-testid='stDeckGlJsonChart']"
+IDLE = "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
 
 
 def _reddish_share(png: bytes) -> float:
@@ -31,60 +33,90 @@ def _reddish_share(png: bytes) -> float:
     return float(((r > 170) & (g < 140) & (b < 110)).mean())
 
 
-def test_explore_map_draws_after_solve(tmp_path: Path) -> None:
+def _idle(page, timeout_ms: int = 60_000) -> None:
+    page.wait_for_timeout(200)
+    page.wait_for_function(IDLE, timeout=timeout_ms)
+
+
+def _drawn_map(page, need_red: bool) -> bytes:
+    """Poll the first map until deck.gl has drawn it (roads; the distribution layer when ``need_red``)."""
+    png = b""
+    for _ in range(60):
+        page.wait_for_timeout(250)
+        png = page.locator(MAP).first.screenshot()
+        if canvas_drawn_fraction(png) > 0.02 and (not need_red or _reddish_share(png) > 0.0005):
+            break
+    assert canvas_drawn_fraction(png) > 0.02, "map canvas looks empty"
+    if need_red:
+        assert _reddish_share(png) > 0.0005, "no distribution points drawn on the map"
+    return png
+
+
+def test_pages_draw_explain_and_stay_on_their_origin(tmp_path: Path) -> None:
     chromium = chromium_path()
     if chromium is None:
         pytest.skip("Debian chromium is not installed (apt-get install chromium); the map needs a real browser")
     sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
 
-    shot = ROOT / "docs" / "screenshot.png" if os.environ.get("MDPVIZ_SCREENSHOT") == "1" else tmp_path / "explore.png"
     with streamlit_server({"MDPVIZ_CACHE_DIR": str(tmp_path / "cache")}) as url, sync_api.sync_playwright() as pw:
+        origin = urlsplit(url).netloc
+        requested: list[str] = []
         browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            context = browser.new_context(viewport={"width": 1280, "height": 800})
+            context.on("request", lambda r: requested.append(r.url))
+            page = context.new_page()
+
+            # a person who has never seen mDP: Home, one click on a preset, and the page says what happened
+            page.goto(url, timeout=30_000)
+            page.get_by_role("button", name="Teach: EM vs LP on 30 points").click()
+            page.wait_for_selector("text=Privacy promise", timeout=60_000)
+            _idle(page)
+            captions = " ".join(page.locator("[data-testid='stCaptionContainer']").all_inner_texts())
+            assert "Privacy promise: holds on all pairs" in captions, captions
+            _drawn_map(page, need_red=True)
+
+            # Explore: solve, the verdict above the metrics, the map, a click selects a secret
             page.goto(f"{url}/explore", timeout=30_000)
             page.wait_for_selector("text=Not solved yet", timeout=30_000)
-            page.wait_for_selector(f"{MAP} canvas", timeout=30_000)
             page.get_by_role("button", name="Solve", exact=True).click()
             page.wait_for_selector("[data-testid='stMetric']", timeout=30_000)
+            assert "kept its promise: ε-mDP holds for all 39,800 ordered pairs" in page.locator(
+                "[data-testid='stAlert']").first.inner_text()
             metrics = page.locator("[data-testid='stMetric']").all_inner_texts()
-            assert any("Utility loss (m)" in m for m in metrics), metrics
-            assert any("mDP violation ratio" in m for m in metrics), metrics
             loss = next(m for m in metrics if "Utility loss" in m).split("\n")[-1]
             assert float(loss) > 0
-            page.wait_for_function(
-                "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
-            # deck.gl draws asynchronously: poll the canvas until the distribution layer shows up
-            png = b""
-            for _ in range(40):
-                page.wait_for_timeout(250)
-                png = page.locator(MAP).first.screenshot()
-                if canvas_drawn_fraction(png) > 0.02 and _reddish_share(png) > 0.0005:
-                    break
-            drawn, red = canvas_drawn_fraction(png), _reddish_share(png)
-            assert drawn > 0.02, f"map canvas looks empty: {drawn:.4f} of pixels differ from the background"
-            assert red > 0.0005, f"no distribution points drawn on the map ({red:.5f} reddish pixels)"
-            # a click on a point of the map selects that secret (pydeck on_select), and the URL follows
+            _idle(page)
+            _drawn_map(page, need_red=True)
             box = page.locator(MAP).first.bounding_box()
             field = page.get_by_label("Selected secret x (index)", exact=True).and_(page.locator("input"))
-            before = field.input_value()
-            changed = None
+            before, changed = field.input_value(), None
             for fx, fy in itertools.product((0.45, 0.3, 0.6, 0.75), (0.45, 0.3, 0.6, 0.75)):
                 page.mouse.click(box["x"] + fx * box["width"], box["y"] + fy * box["height"])
                 page.wait_for_timeout(400)
-                page.wait_for_function(
-                    "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
+                page.wait_for_function(IDLE, timeout=30_000)
                 if field.input_value() != before:
                     changed = field.input_value()
                     break
             assert changed is not None, "no click on the map selected a secret"
             page.wait_for_function(f"() => window.location.search.includes('secret={changed}')", timeout=10_000)
-            page.mouse.move(5, 5)  # no tooltip in the screenshot
-            # show the top of the sidebar (mechanism and ε) in the screenshot, not the Solve button it scrolled to
-            page.evaluate("() => document.querySelector('[data-testid=\"stSidebarContent\"]')?.scrollTo(0, 0)")
-            page.wait_for_timeout(300)
-            shot.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(shot))
-            assert shot.stat().st_size > 10_000
+            page.mouse.move(5, 5)
+            page.screenshot(path=str(tmp_path / "explore.png"))
+
+            # refusals are visible: an unknown page, a misspelt URL key, an out-of-range K
+            page.goto(f"{url}/nonsense?mechanism=lp&k=99999", timeout=30_000)
+            page.wait_for_selector("text=There is no page", timeout=30_000)
+            body = page.locator("body").inner_text()
+            assert "did you mean `mech`" in body.replace("\n", " ") or "did you mean mech" in body
+            assert "k=99999 is outside [2, 5,878]" in body  # the same limits as the K box; the default is used
+
+            # the other pages load (their charts included) without a request to another host
+            page.goto(f"{url}/learn", timeout=30_000)
+            page.wait_for_selector("text=Learn: mDP in four steps", timeout=30_000)
+            _idle(page)
         finally:
             browser.close()
+    foreign = sorted({u for u in requested if urlsplit(u).scheme in ("http", "https", "ws", "wss")
+                      and urlsplit(u).netloc != origin})
+    assert not foreign, f"requests outside the app's origin: {foreign}"
+    assert len(requested) > 20  # the recording did see the page's own requests

@@ -286,3 +286,26 @@ def test_prefix_free_domain_and_longer_blankets_pay_off_on_third_order_walks(pb)
     assert oracle.loss_m < first.loss_m * 0.999, (oracle.loss_m, first.loss_m)
     per_slot = solve_context(data3, _sizes(data3, "oracle"), 4.0, max_secrets=80, domain="per-slot")
     assert per_slot.enforced.violated == 0 and oracle.enforced.violated == 0
+
+
+# ---- the paper's city: stations in a Rome region, and one station limit for every variant and the dashboard
+
+@pytest.mark.parametrize("name", ["cmdp", "cmdp-markov", "cmdp-truemb"])
+def test_every_variant_meets_its_claim_on_a_rome_region(name: str) -> None:
+    rome = build_problem("rome", 10, all_outputs=True, seed=2, region="centre:2")
+    r = solve(rome, name, {"eps": 1.0, "vehicles": 200, "steps": 30, "max_secrets": 40}, use_cache=False)
+    assert r.status == "optimal" and not r.degenerate
+    Q = r.diagnostics["Q"]
+    np.testing.assert_allclose(Q.sum(axis=1), 1.0, atol=1e-9)
+    assert Q.min() >= 0.0
+    v = r.diagnostics["violations_enforced"]
+    assert v["violated"] == 0 and v["checked"] > 0
+
+
+def test_whole_rome_at_paper_scale_is_refused_with_the_schema_limit() -> None:
+    from mdpviz.cmdp.pipeline import MAX_STATIONS
+
+    assert {get_mechanism(n).max_k for n in ("cmdp", "cmdp-markov", "cmdp-truemb")} == {MAX_STATIONS}
+    rome = build_problem("rome", 150, seed=1, cost="distance")
+    with pytest.raises(ProblemError, match=rf"at most K = {MAX_STATIONS} stations.*K = 150.*--region"):
+        solve(rome, "cmdp", {"eps": 5.0}, use_cache=False)

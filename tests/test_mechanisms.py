@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import pickle
 from pathlib import Path
 
 import numpy as np
@@ -106,12 +105,47 @@ def test_laplace_matches_monte_carlo() -> None:
     np.testing.assert_allclose(r.Z[5], empirical, atol=4 * np.sqrt(0.25 / n))
 
 
+def test_fan_integrals_match_adaptive_quadrature_far_and_near() -> None:
+    """The per-edge integrals of the Laplace cell masses, against scipy's adaptive quadrature (in log space for T).
+
+    A far edge (T ≈ e^{-600}, below what a linear G form can resolve), a long edge passing 0.3 km from x (G varies
+    sharply near its ends) and an ordinary one.
+    """
+    from scipy.integrate import quad
+
+    from mdpviz.mechanisms.laplace import _gauss, fan_integrals
+
+    eps = 15.0
+    a = np.array([[40.0, -3.0], [0.3, -5.0], [2.0, 1.0]])
+    b = np.array([[41.0, 2.0], [0.3, 5.0], [1.0, 2.0]])
+    s, w = _gauss(8, 6)
+    delta, g, lt = fan_integrals(np.zeros((1, 2)), a, b, eps, s, np.log(w))
+    for e in range(len(a)):
+        edge = b[e] - a[e]
+        normal = np.array([edge[1], -edge[0]]) / np.linalg.norm(edge)
+        h = abs(a[e] @ normal)
+        th_a, th_b = np.arctan2(a[e][1], a[e][0]), np.arctan2(b[e][1], b[e][0])
+        phi0 = np.arctan2(*(np.sign(a[e] @ normal) * normal)[::-1])
+
+        def rho(th: float, h: float = h, phi0: float = phi0) -> float:
+            return h / np.cos(th - phi0)
+
+        shift = eps * h  # T scaled by e^{εh} so that quad sees numbers near 1
+        t_ref = quad(lambda th: (1 + eps * rho(th)) * np.exp(-eps * rho(th) + shift), th_a, th_b,
+                     epsabs=0, epsrel=1e-13, limit=200)[0] / (2 * np.pi)
+        g_ref = quad(lambda th: 1 - (1 + eps * rho(th)) * np.exp(-eps * rho(th)), th_a, th_b,
+                     epsabs=0, epsrel=1e-13, limit=200)[0] / (2 * np.pi)
+        np.testing.assert_allclose(delta[0, e], th_b - th_a, rtol=1e-12)
+        np.testing.assert_allclose(lt[0, e], np.log(abs(t_ref)) - shift, rtol=0, atol=1e-7)  # relative 1e-7
+        np.testing.assert_allclose(g[0, e], g_ref, rtol=1e-9, atol=1e-15)
+
+
 def test_violation_check_against_a_direct_loop(small: Problem) -> None:
     rng = np.random.default_rng(0)
     Z = rng.dirichlet(np.ones(small.m), size=small.k)
     Z[3, 2] = 0.0
     eps = 2.0
-    bad = 0
+    bad = triples = 0
     bad_set = set()
     worst = 0.0
     for i in range(small.k):
@@ -120,12 +154,14 @@ def test_violation_check_against_a_direct_loop(small: Problem) -> None:
                 continue
             limit = (1 + metrics.TOLERANCE) * np.exp(eps * small.d[i, j]) * Z[j]
             bad += bool((Z[i] > limit).any())
+            triples += int((Z[i] > limit).sum())
             if (Z[i] > limit).any():
                 bad_set.add((i, j))
             with np.errstate(divide="ignore"):
                 worst = max(worst, float(np.max(np.log(Z[i] / Z[j]))) / (eps * small.d[i, j]))
     v = metrics.violations(small, Z, eps)
     assert (v.violated_pairs, v.checked_pairs) == (bad, small.k * (small.k - 1))
+    assert v.violated_triples == triples > 0
     assert v.worst_factor == pytest.approx(worst) and np.isinf(v.worst_factor)  # Z[j, 2] = 0 < Z[i, 2]
     listed = metrics.violations(small, Z, eps, pairs_limit=10**6).worst_pairs
     assert set(zip(listed[0].tolist(), listed[1].tolist(), strict=True)) == bad_set
@@ -183,13 +219,13 @@ def test_cache_returns_identical_results_and_recovers_from_corruption(small: Pro
     again = solve(small, "lp", {"eps": 3.0})
     np.testing.assert_array_equal(first.Z, again.Z)
     assert again.timings == first.timings  # the stored result itself, not a re-solve
-    path = _isolated_cache / "results" / f"{cache_key(small, 'lp', get_mechanism('lp').validate({'eps': 3.0}))}.pkl"
+    path = _isolated_cache / "results" / f"{cache_key(small, 'lp', get_mechanism('lp').validate({'eps': 3.0}))}.npz"
     assert path.exists()
-    path.write_bytes(b"not a pickle")
+    path.write_bytes(b"not an npz file")
     assert cached_result(small, "lp", {"eps": 3.0}) is None
     healed = solve(small, "lp", {"eps": 3.0})
     np.testing.assert_allclose(healed.Z, first.Z, atol=1e-9)
-    assert isinstance(pickle.loads(path.read_bytes()), type(first))
+    assert path.read_bytes()[:2] == b"PK"  # rewritten as an .npz (zip) entry; tests/test_solve.py has the rest
     # a different parameter is a different entry; no-cache neither reads nor writes
     solve(small, "lp", {"eps": 4.0}, use_cache=False)
     assert cached_result(small, "lp", {"eps": 4.0}) is None

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .. import metrics
@@ -32,9 +33,17 @@ def timed_solve(pb: Problem, mechanism: str, params: dict[str, Any],
         t0 = time.perf_counter()
         v = metrics.violations(pb, r.Z, r.eps, metric=r.check_metric)
         row.update(loss_m=metrics.utility_loss_m(pb, r.Z), violated_pairs=v.violated_pairs,
-                   checked_pairs=v.checked_pairs, check_s=time.perf_counter() - t0,
+                   checked_pairs=v.checked_pairs, worst_factor=v.worst_factor, check_s=time.perf_counter() - t0,
                    claim_metric=r.check_metric or pb.metric)
     return r, row
+
+
+def load() -> str:
+    """The 1, 5 and 15 minute load averages (as ``uptime`` prints them): the machine is shared."""
+    try:
+        return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "load average unknown"
 
 
 def machine() -> str:
@@ -57,8 +66,15 @@ def machine() -> str:
 
 
 def _fmt(value: Any) -> str:
+    """A cell: counts with thousands separators, other numbers to 4 significant digits, missing as –."""
     if isinstance(value, float):
+        if value != value:  # NaN: the column has no value for this row
+            return "–"
+        if value.is_integer() and abs(value) < 1e15:
+            return f"{int(value):,}"
         return f"{value:.4g}"
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return f"{int(value):,}"
     return "" if value is None else str(value)
 
 
@@ -71,11 +87,17 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join([head, rule, *body])
 
 
-def write(rows: list[dict[str, Any]], name: str, title: str, notes: str = "", folder: Path | None = None) -> Path:
-    """Write ``<folder>/<name>.csv`` and ``.md`` (default folder docs/benchmarks); return the Markdown path."""
+def write(rows: list[dict[str, Any]], name: str, title: str, notes: str = "", folder: Path | None = None,
+          table_rows: list[dict[str, Any]] | None = None) -> Path:
+    """Write ``<folder>/<name>.csv`` and ``.md`` (default folder docs/benchmarks); return the Markdown path.
+
+    ``table_rows`` (optional) is what the Markdown table shows, e.g. with long texts shortened; the CSV has ``rows``.
+    The header records date, machine and the load average when the run ended.
+    """
     folder = folder or DOCS
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    md = f"# {title}\n\n{stamp} on {machine()}.\n\n{table(rows)}\n" + (f"\n{notes}\n" if notes else "")
+    md = (f"# {title}\n\n{stamp} on {machine()}; {load()} at the end of the run.\n\n"
+          f"{table(table_rows if table_rows is not None else rows)}\n" + (f"\n{notes}\n" if notes else ""))
     csv = io.StringIO()
     pd.DataFrame(rows).to_csv(csv, index=False)
     atomic_write(folder / f"{name}.csv", lambda p: p.write_text(csv.getvalue()))

@@ -22,7 +22,15 @@ from ..cities import RoadNetwork, load_city
 from ..errors import ProblemError
 from ..problem import Problem
 from ..progress import Progress, no_progress
-from ..trajectories import Slots, StationGraph, Trajectories, generate_trajectories, station_graph, to_slots
+from ..trajectories import (
+    Slots,
+    StationGraph,
+    Trajectories,
+    check_deadline,
+    generate_trajectories,
+    station_graph,
+    to_slots,
+)
 from . import classifier as clf_mod
 from .augmented import (
     AugmentedSecrets,
@@ -36,7 +44,11 @@ from .augmented import (
 from .blanket import Discovery, Grouping, algorithm2, discover, slot_features
 from .solver import ViolationReport, check, solve_reduced_lp
 
-MAX_STATIONS = 80
+# The largest K (stations = secrets of the problem) C-mDP accepts: the schema's ``Mechanism.max_k`` of every cmdp
+# variant, so the dashboard's warning and this refusal name one number. Measured with ``python -m mdpviz solve --city
+# rome --k K --all-outputs --region centre:3 --mechanism cmdp --eps 1`` at load ≈ 6–10: K = 24 in 46 s (33 s of LP);
+# K = 40 gives ~770k LP rows and did not finish in 600 s.
+MAX_STATIONS = 24
 HOLDOUT_SEED_OFFSET = 1_000_003  # the held-out corpus's seed is the corpus seed plus this
 CONTEXTS = ("predicted", "first-order", "oracle", "none")
 CAVEAT = ("C-mDP protects (location, blanket context) pairs under the augmented metric of Eq. 13; context-free "
@@ -140,36 +152,43 @@ def _network(problem: Problem) -> RoadNetwork:
     if problem.city is None or (problem.x_node < 0).any():
         raise ProblemError("C-mDP needs a problem on a road network (build it with a city, not free points).")
     if problem.k > MAX_STATIONS:
-        msg = (f"C-mDP's LP has one row per (location, context) pair; K = {problem.k} stations is too many. "
-               f"Build the problem with k ≤ {MAX_STATIONS} (16–30 solves in seconds).")
+        msg = (f"C-mDP takes at most K = {MAX_STATIONS} stations (the problem's secrets); this problem has K = "
+               f"{problem.k}. Its LP has a row per pair of (location, context) secrets and output, so it grows like "
+               f"K³: build the problem with k ≤ {MAX_STATIONS}, for example `--k {MAX_STATIONS} --all-outputs "
+               "--region centre:3` on Rome (stations within a few km of each other, as the paper's η = 5 km "
+               "neighbour rule expects).")
         raise ProblemError(msg)
     return load_city(problem.city)
 
 
 def prepare(problem: Problem, settings: DataSettings = DataSettings(), trajectories: Trajectories | None = None,
-            progress: Progress = no_progress) -> CmdpData:
+            progress: Progress = no_progress, deadline: float | None = None) -> CmdpData:
     """Corpus (generated unless ``trajectories`` is given), slots, Algorithm 1 per group and the classifier.
 
     Generated corpora are memoised per (problem, settings), so C-mDP variants and sweeps over ε share one corpus.
+    ``deadline`` (a ``time.perf_counter()`` value) stops the preparation with ``OutOfTime`` once it passes; an
+    unfinished corpus is not memoised.
 
     Raises:
         ProblemError: no road network, too many stations, or trajectories with no complete slot.
+        OutOfTime: ``deadline`` passed.
     """
     if trajectories is None:
-        return _prepare_generated(problem, settings)
-    return _prepare(problem, settings, trajectories, progress)
+        return _prepare_generated(problem, settings, deadline)
+    return _prepare(problem, settings, trajectories, progress, deadline)
 
 
 @functools.lru_cache(maxsize=8)
 def _prepare_cached(fingerprint: str, settings: DataSettings, problem_ref: Any) -> CmdpData:
-    return _prepare(problem_ref.problem, settings, None, no_progress)
+    return _prepare(problem_ref.problem, settings, None, no_progress, problem_ref.deadline)
 
 
 class _Ref:
-    """Carries a Problem into the memo without making it part of the key (the fingerprint is the key)."""
+    """Carries a Problem (and a deadline) into the memo without making it part of the key (the fingerprint is)."""
 
-    def __init__(self, problem: Problem) -> None:
+    def __init__(self, problem: Problem, deadline: float | None = None) -> None:
         self.problem = problem
+        self.deadline = deadline
 
     def __hash__(self) -> int:
         return 0
@@ -178,24 +197,25 @@ class _Ref:
         return isinstance(other, _Ref)
 
 
-def _prepare_generated(problem: Problem, settings: DataSettings) -> CmdpData:
-    return _prepare_cached(problem.fingerprint, settings, _Ref(problem))
+def _prepare_generated(problem: Problem, settings: DataSettings, deadline: float | None = None) -> CmdpData:
+    return _prepare_cached(problem.fingerprint, settings, _Ref(problem, deadline))
 
 
 def _prepare(problem: Problem, settings: DataSettings, trajectories: Trajectories | None,
-             progress: Progress) -> CmdpData:
+             progress: Progress, deadline: float | None = None) -> CmdpData:
     timings: dict[str, float] = {}
     network = _network(problem)
     t0 = time.perf_counter()
     graph = station_graph(network, problem.x_node)
     timings["stations_s"] = time.perf_counter() - t0
+    check_deadline(deadline, "finding the stations' road cells")
     t0 = time.perf_counter()
     if trajectories is None:
         progress("generating trajectories", None)
         trajectories = generate_trajectories(
             network, problem.x_node, n_vehicles=settings.n_vehicles, n_steps=settings.n_steps,
             interval_s=settings.interval_s, dependence=settings.dependence, dest_weight=settings.dest_weight,
-            memory=settings.memory, seed=settings.seed, graph=graph)
+            memory=settings.memory, seed=settings.seed, graph=graph, deadline=deadline)
     timings["trajectories_s"] = time.perf_counter() - t0
     slots = to_slots(trajectories, graph.cell, settings.max_lag)
     if not slots.complete.any():
@@ -209,6 +229,7 @@ def _prepare(problem: Problem, settings: DataSettings, trajectories: Trajectorie
     disc = discover(slots, features, graph.k, alpha=settings.alpha, min_group=settings.min_group,
                     min_per_df=settings.min_per_df)
     timings["discovery_s"] = time.perf_counter() - t0
+    check_deadline(deadline, "discovering the Markov blankets")
     t0 = time.perf_counter()
     clf = clf_mod.train(disc.train_x, disc.train_y, (grouping.n_hours, grouping.n_speeds, grouping.n_regions),
                         settings.max_lag, seed=settings.seed)
@@ -401,11 +422,13 @@ def context_labels(sec: AugmentedSecrets) -> list[str]:
     return [">".join(str(int(v)) for v in row[:n]) for row, n in zip(sec.lags, sec.size)]
 
 
-def diagnostics(data: CmdpData, sol: CmdpSolution, context: str, **size_options: str) -> dict[str, Any]:
+def diagnostics(data: CmdpData, sol: CmdpSolution, context: str, holdout: bool = True,
+                **size_options: str) -> dict[str, Any]:
     """JSON-friendly diagnostics of a solved variant (arrays where large), for the dashboard and the bench.
 
     ``size_options`` (``predictor``, ``oracle``) are those the blankets were obtained with; they also choose the
-    held-out slots' blankets for ``heldout_loss_m`` (synthetic corpora only).
+    held-out slots' blankets for ``heldout_loss_m`` (synthetic corpora only; ``holdout`` False skips it, as
+    generating the held-out corpus costs as much as the corpus itself).
     """
     sec = sol.secrets
     disc = data.discovery
@@ -431,7 +454,7 @@ def diagnostics(data: CmdpData, sol: CmdpSolution, context: str, **size_options:
     }
     if sol.Q is not None:
         diag["examples"] = examples(data, sol, seed=data.settings.seed)
-        if data.trajectories.source == "synthetic":
+        if data.trajectories.source == "synthetic" and holdout:
             diag["heldout_loss_m"] = holdout_loss(data, sol.Q, sol.secrets, context, sol.domain, **size_options)
     oracle = data.slots.oracle_order[data.complete]
     if (oracle > 0).all():

@@ -142,13 +142,23 @@ class SubOutcome:
     value: float
     grad: NDArray[np.float64]
     z: NDArray[np.float64] | None
+    timed_out: bool = False
 
 
-def solve_sub(u: UserLP, w: NDArray[np.float64], method: str = "simplex") -> SubOutcome:
-    """Solve user ``u``'s subproblem at ``w``; on infeasibility solve its phase-1 and return that (feasible=False)."""
+TIMED_OUT = SubOutcome(False, np.inf, np.zeros(0), None, timed_out=True)
+
+
+def solve_sub(u: UserLP, w: NDArray[np.float64], method: str = "simplex",
+              time_limit: float | None = None) -> SubOutcome:
+    """Solve user ``u``'s subproblem at ``w``; on infeasibility solve its phase-1 and return that (feasible=False).
+
+    A subproblem (or its phase-1) stopped by ``time_limit`` returns ``TIMED_OUT``.
+    """
     shift = u.B @ w
     lo, hi = u.lower - shift, u.upper - shift
-    out = solve_lp(u.cost_free, u.A_free, lo, hi, method=method)
+    out = solve_lp(u.cost_free, u.A_free, lo, hi, method=method, time_limit=time_limit)
+    if out.status == "time limit":
+        return TIMED_OUT
     if out.status == "optimal":
         assert out.row_duals is not None and out.x is not None and out.objective is not None
         return SubOutcome(True, out.objective, -(u.B.T @ out.row_duals), out.x)
@@ -159,7 +169,9 @@ def solve_sub(u: UserLP, w: NDArray[np.float64], method: str = "simplex") -> Sub
     eye = sp.identity(r, format="csr")
     A1 = sp.hstack([u.A_free, -eye, eye]).tocsr()
     cost = np.concatenate([np.zeros(u.n_free), np.ones(2 * r)])
-    one = solve_lp(cost, A1, lo, hi, method=method)
+    one = solve_lp(cost, A1, lo, hi, method=method, time_limit=time_limit)
+    if one.status == "time limit":
+        return TIMED_OUT
     if one.status != "optimal" or one.row_duals is None or one.objective is None:
         raise SolverError(f"The phase-1 of a DISTA-LP subproblem ended with status `{one.status}`.")
     return SubOutcome(False, one.objective, -(u.B.T @ one.row_duals), None)
@@ -187,23 +199,32 @@ class WarmSub:
         self.ph1 = _model(np.concatenate([np.zeros(u.n_free), np.ones(2 * r)]),
                           sp.hstack([u.A_free, -eye, eye]), u.lower, u.upper)
 
-    def __call__(self, u: UserLP, w: NDArray[np.float64]) -> SubOutcome:
+    def __call__(self, u: UserLP, w: NDArray[np.float64], time_limit: float | None = None) -> SubOutcome:
+        if time_limit is not None and time_limit <= 0:
+            return TIMED_OUT
+        limit = INF if time_limit is None else float(time_limit)
         shift = self.u.B @ w
         lo, hi = self.u.lower - shift, self.u.upper - shift
         self.lp.changeRowsBounds(len(self.rows), self.rows, lo, hi)  # type: ignore[attr-defined]
+        self.lp.setOptionValue("time_limit", limit)
         self.lp.run()
         st = self.lp.getModelStatus()
+        if st == highspy.HighsModelStatus.kTimeLimit:
+            return TIMED_OUT
         if st == highspy.HighsModelStatus.kOptimal:
             sol = self.lp.getSolution()
             value = float(self.lp.getInfo().objective_function_value)
             return SubOutcome(True, value, -(self.u.B.T @ np.array(sol.row_dual)), np.array(sol.col_value))
         if st not in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
             # a warm start can end in numerical trouble (HiGHS status "Unknown"): solve this one from scratch
-            return solve_sub(self.u, w)
+            return solve_sub(self.u, w, time_limit=time_limit)
         self.ph1.changeRowsBounds(len(self.rows), self.rows, lo, hi)  # type: ignore[attr-defined]
+        self.ph1.setOptionValue("time_limit", limit)
         self.ph1.run()
+        if self.ph1.getModelStatus() == highspy.HighsModelStatus.kTimeLimit:
+            return TIMED_OUT
         if self.ph1.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            return solve_sub(self.u, w)  # same fallback: a cold solve of the subproblem and its phase-1
+            return solve_sub(self.u, w, time_limit=time_limit)  # same fallback: a cold solve and its phase-1
         sol = self.ph1.getSolution()
         value = float(self.ph1.getInfo().objective_function_value)
         return SubOutcome(False, value, -(self.u.B.T @ np.array(sol.row_dual)), None)
@@ -242,12 +263,20 @@ def w_upper(users: list[UserLP], n_w: int) -> NDArray[np.float64]:
 
 def benders_loop(users: list[UserLP], n_w: int, *, gap_tol: float = 1e-6, max_iter: int = 100,
                  time_limit: float | None = None, progress: Progress = no_progress,
-                 sub: Callable[[UserLP, NDArray[np.float64]], SubOutcome] | None = None) -> BendersOutcome:
+                 sub: Callable[[UserLP, NDArray[np.float64], float | None], SubOutcome] | None = None
+                 ) -> BendersOutcome:
     """Benders decomposition with one subproblem per user (see the module doc). Bounds are in the cost's unit.
 
-    ``sub`` solves one subproblem at ŵ; by default each user gets a warm-started ``WarmSub``.
+    ``sub(u, ŵ, seconds_left)`` solves one subproblem at ŵ; by default each user gets a warm-started ``WarmSub``.
+    ``time_limit`` bounds the whole loop: every master and subproblem LP gets only the time left, and the loop ends
+    with status ``time limit`` (its best point so far, or none) when one of them stops at it.
     """
     t0 = time.perf_counter()
+    deadline = None if time_limit is None else t0 + float(time_limit)
+
+    def left() -> float | None:
+        return None if deadline is None else deadline - time.perf_counter()
+
     n_u = len(users)
     alpha = sum((u.alpha for u in users), np.zeros(n_w))
     S, s_lo, s_hi = master_static(users, n_w)
@@ -259,6 +288,16 @@ def benders_loop(users: list[UserLP], n_w: int, *, gap_tol: float = 1e-6, max_it
     history: list[dict[str, float]] = []
     status, lb = "iteration limit", -np.inf
     warm = [WarmSub(u) for u in users] if sub is None else []
+
+    def solve_all(w: NDArray[np.float64]) -> list[SubOutcome]:
+        outs = []
+        for m, u in enumerate(users):  # one LP per user
+            o = sub(u, w, left()) if sub is not None else warm[m](u, w, left())
+            outs.append(o)
+            if o.timed_out:
+                break
+        return outs
+
     for it in range(1, max_iter + 1):
         static = sp.hstack([S, sp.csr_matrix((S.shape[0], n_u))]).tocsr()
         if cut_rows:
@@ -266,12 +305,21 @@ def benders_loop(users: list[UserLP], n_w: int, *, gap_tol: float = 1e-6, max_it
             lo, hi = np.concatenate([s_lo, np.full(len(cut_rhs), -INF)]), np.concatenate([s_hi, cut_rhs])
         else:
             A, lo, hi = static, s_lo, s_hi
-        mp = solve_lp(cost, A, lo, hi, np.zeros(n_w + n_u), col_hi, method="simplex")
+        if (remaining := left()) is not None and remaining <= 0:
+            status = "time limit"
+            break
+        mp = solve_lp(cost, A, lo, hi, np.zeros(n_w + n_u), col_hi, method="simplex", time_limit=remaining)
+        if mp.status == "time limit":
+            status = "time limit"
+            break
         if mp.status != "optimal" or mp.x is None or mp.objective is None:
             raise SolverError(f"The DISTA-LP Benders master ended with status `{mp.status}` ({mp.message}).")
         w, v = mp.x[:n_w], mp.x[n_w:]
         lb = max(lb, mp.objective)
-        outs = [sub(u, w) if sub is not None else warm[m](u, w) for m, u in enumerate(users)]
+        outs = solve_all(w)
+        if any(o.timed_out for o in outs):
+            status = "time limit"
+            break
         new = 0
         for m, o in enumerate(outs):
             # cut: value(w) ≥ value(ŵ) + grad·(w − ŵ)  →  grad·w − [v_m] ≤ grad·ŵ − value(ŵ)
@@ -293,8 +341,8 @@ def benders_loop(users: list[UserLP], n_w: int, *, gap_tol: float = 1e-6, max_it
             # feasible close enough to the incumbent; try a few and keep any better upper bound
             for lam in (0.5, 0.25):
                 w_try = lam * w + (1 - lam) * best[0]
-                tries = [sub(u, w_try) if sub is not None else warm[m](u, w_try) for m, u in enumerate(users)]
-                if all(o.feasible for o in tries):
+                tries = solve_all(w_try)
+                if all(o.feasible for o in tries) and len(tries) == n_u:
                     ub_try = float(alpha @ w_try + sum(o.value for o in tries))
                     if ub_try < best_ub:
                         best_ub, best = ub_try, (w_try, [o.z for o in tries])
@@ -308,9 +356,11 @@ def benders_loop(users: list[UserLP], n_w: int, *, gap_tol: float = 1e-6, max_it
         if new == 0:  # no cut can be added: the master is exact at ŵ
             status = "optimal" if best is not None else "infeasible"
             break
-        if time_limit is not None and time.perf_counter() - t0 > time_limit:
+        if (remaining := left()) is not None and remaining <= 0:
             status = "time limit"
             break
+    if best is None and status == "time limit":
+        return BendersOutcome(status, np.zeros(n_w), [], np.inf, lb, history, len(cut_rows), {})
     if best is None:
         raise SolverError("Benders found no feasible WEM weights within its iteration budget; raise `benders_iters` "
                           "or the WEM radius (`wem_radius`).")
@@ -319,9 +369,10 @@ def benders_loop(users: list[UserLP], n_w: int, *, gap_tol: float = 1e-6, max_it
                           len(cut_rows), size)
 
 
-def solve_direct(users: list[UserLP], n_w: int, method: str = "ipm",
-                 time_limit: float | None = None) -> tuple[NDArray[np.float64], list[NDArray[np.float64]], float]:
-    """The same WEM+LP in one piece: variables [z_free of every user, w]. Returns (w, z_free per user, objective)."""
+def solve_direct(users: list[UserLP], n_w: int, method: str = "ipm", time_limit: float | None = None
+                 ) -> tuple[NDArray[np.float64], list[NDArray[np.float64]], float] | None:
+    """The same WEM+LP in one piece: variables [z_free of every user, w]. Returns (w, z_free per user, objective),
+    or None when it stops at ``time_limit``."""
     n_u = len(users)
     S, s_lo, s_hi = master_static(users, n_w)
     rows = [[None] * n_u + [u.B] for u in users]
@@ -336,6 +387,8 @@ def solve_direct(users: list[UserLP], n_w: int, method: str = "ipm",
     cost = np.concatenate([u.cost_free for u in users] + [alpha])
     col_hi = np.concatenate([np.full(sum(z_width), INF), w_upper(users, n_w)])
     out = solve_lp(cost, A, lo, hi, np.zeros(len(cost)), col_hi, method=method, time_limit=time_limit)
+    if out.status == "time limit":
+        return None
     if out.status != "optimal" or out.x is None or out.objective is None:
         raise SolverError(f"The direct DISTA-LP solve ended with status `{out.status}` ({out.message}); raise the time "
                           "limit or use the Benders solver, which keeps its best feasible point.")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ..errors import ParameterError
 
 UPLOADS = ("dx", "dy", "cy")
+PAPER_DELTA = 1e-4  # the paper's audit threshold δ (spec 001 §1.5)
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class Budget:
     eps: float
     eps_t: dict[str, float]
     delta_t: dict[str, float]
+    nominal_pt: float | None = None
 
     @property
     def eps_upload(self) -> float:
@@ -30,8 +32,21 @@ class Budget:
 
     @property
     def eps_pt(self) -> float:
-        """ε_pt = ε − (ε_dx + ε_dy + ε_cy): what the final perturbation may spend (Eq. 20, not the §V typo)."""
-        return self.eps - self.eps_upload
+        """ε_pt = ε − (ε_dx + ε_dy + ε_cy): what the final perturbation may spend (Eq. 20, not the §V typo).
+
+        In the authors' recipe (``nominal_pt`` set) the LP gets that nominal share instead, whatever the audit
+        found; ``eps_spent`` then says what the release really spends.
+        """
+        return self.eps - self.eps_upload if self.nominal_pt is None else self.nominal_pt
+
+    @property
+    def eps_spent(self) -> float:
+        """The end-to-end budget really spent: audited uploads plus ε_pt, km⁻¹ (≤ ε unless overspent)."""
+        return self.eps_upload + self.eps_pt
+
+    @property
+    def overspent(self) -> bool:
+        return self.eps_spent > self.eps * (1 + 1e-9)
 
     @property
     def delta_total(self) -> float:
@@ -40,18 +55,25 @@ class Budget:
 
     def as_dict(self) -> dict[str, float]:
         out = {"eps": self.eps, **{f"eps_{t}": v for t, v in self.eps_t.items()}, "eps_pt": self.eps_pt,
-               **{f"delta_{t}": v for t, v in self.delta_t.items()}, "delta_total": self.delta_total}
+               "eps_spent": self.eps_spent, **{f"delta_{t}": v for t, v in self.delta_t.items()},
+               "delta_total": self.delta_total, "delta_paper": PAPER_DELTA}
         return {k: float(v) for k, v in out.items()}
 
 
-def account(eps: float, eps_t: dict[str, float], delta_t: dict[str, float], min_eps_pt: float = 1e-3) -> Budget:
+def account(eps: float, eps_t: dict[str, float], delta_t: dict[str, float], min_eps_pt: float = 1e-3,
+            nominal_pt: float | None = None) -> Budget:
     """Compose the uploads' audited losses; raise ParameterError when nothing is left for the final report.
+
+    With ``nominal_pt`` (the authors' recipe: the LP gets a fixed share of ε) nothing is refused: the Budget
+    reports what the audit found beside it (``eps_spent``, ``overspent``).
 
     Raises:
         ParameterError: when ε − Σ ε_t < ``min_eps_pt`` (km⁻¹), naming each ε_t and what to change; or when
             Σ δ_t ≥ 1 (the composition is void).
     """
-    budget = Budget(eps, dict(eps_t), dict(delta_t))
+    budget = Budget(eps, dict(eps_t), dict(delta_t), nominal_pt)
+    if nominal_pt is not None:
+        return budget
     if not math.isfinite(budget.eps_upload) or budget.eps_pt < min_eps_pt:
         parts = " + ".join(f"ε_{t} {v:.3g}" for t, v in budget.eps_t.items())
         msg = (f"The audited uploads spend {parts} = {budget.eps_upload:.3g} km⁻¹ of ε = {eps:.3g} km⁻¹, leaving "

@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import ParameterError
-from ..lp.mdp_lp import repair_columns
+from ..lp.colgen import repair_into_cone
 from ..metrics import cone_breaches
 from ..problem import Problem
 from ..progress import Progress, no_progress
@@ -21,10 +21,10 @@ from .benders import BendersOutcome, UserLP, benders_loop, build_user_lp, solve_
 from .budget import Budget, account
 from .surrogates import BLOCKS, Fit, fit_user, overestimated_share, permute, relative_error
 from .tighten import overestimate, tighten
-from .users import BYTES_PER_NUMBER, User, draw_users, raw_upload_bytes
+from .users import BYTES_PER_NUMBER, User, canonical, draw_users, raw_upload_bytes
 
 TAU_RULES = ("0.5/eps", "c*eps")
-BUDGET_MODES = ("target", "fixed-b")
+BUDGET_MODES = ("target", "fixed-b", "paper")
 GAMMA_MODES = ("audit", "fixed")
 SOLVERS = ("benders", "direct")
 
@@ -93,6 +93,13 @@ class DistaRun:
     timings: dict[str, float]
     violations_true: dict[str, int]
     violations_enforced: dict[str, int]
+    end_to_end: dict[str, Any] = field(default_factory=dict)
+    status: str = "optimal"  # the LP's: optimal, iteration limit, or time limit (then users may have no Z)
+
+    @property
+    def erased(self) -> dict[str, int]:
+        """How many users' server blocks are all zero, per block (dx, dy, cy): the uploads the noise erased."""
+        return {t: sum(int(not np.any(o.server_blocks[t] > 0)) for o in self.users) for t in BLOCKS}
 
 
 def _triples(Z: NDArray[np.float64], D: NDArray[np.float64], eps: float) -> tuple[int, int]:
@@ -111,19 +118,60 @@ def _flip_cost(fit: Fit, cfg: DistaConfig) -> None:
         fit.surrogates["cy"].direction = -fit.surrogates["cy"].direction
 
 
+def end_to_end(problem: Problem, outcomes: list[UserOutcome], eps: float) -> dict[str, Any]:
+    """The whole release x_m → y_m checked over pairs of the users' true records, at ``eps`` (km⁻¹).
+
+    Each user's report distribution lives on its own candidates Y_m, which are the outputs nearest x_m: two users
+    whose candidate sets differ give some report probability 0 under one record and > 0 under the other, an
+    infinite privacy loss that no claim inside one neighbourhood covers.
+    """
+    R = np.zeros((len(outcomes), problem.m))
+    for m, o in enumerate(outcomes):
+        R[m, o.user.cand] = o.Z[0]  # type: ignore[index]
+    rec = np.array([o.user.record for o in outcomes])
+    b = cone_breaches(R, eps * problem.d[np.ix_(rec, rec)])
+    same = np.array([[np.array_equal(a.user.cand, c.user.cand) for c in outcomes] for a in outcomes])
+    n = len(outcomes)
+    return {"pairs": n * (n - 1), "breached": len(b.i), "worst_factor": b.worst_factor,
+            "pairs_with_different_candidates": int((~same).sum()), "eps": eps}
+
+
+def _server_block(o: UserOutcome, lp: UserLP, zf: NDArray[np.float64], w: NDArray[np.float64], eps_pt: float,
+                  repair: bool) -> NDArray[np.float64]:
+    """User m's downloaded block Ẑ_m (server order): assembled, and exactly inside the cone of the enforced d̄.
+
+    A user whose cost block the noise erased gets the uniform block: every feasible block costs 0 under its
+    uploaded costs, and uniform is the one choice that depends on no ordering (a solver's vertex would put all
+    mass on whichever column comes first).
+    """
+    o.stats["repair_mass_added"] = 0.0
+    if not np.any(o.server_blocks["cy"] > 0):
+        return np.full((lp.n, lp.m), 1.0 / lp.m)
+    Zs = np.clip(lp.assemble(zf, w), 0.0, None)
+    if repair:  # solver tolerances: lift entries into the cone of the enforced distances, rows fixed inside it
+        Zs, facts = repair_into_cone(Zs, eps_pt * o.server_blocks["dx"], o.server_blocks["cy"])
+        o.stats["repair_mass_added"] = facts["repair_mass_added"]
+    else:
+        Zs /= Zs.sum(axis=1, keepdims=True)
+    return Zs
+
+
 def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
-        time_limit: float | None = None) -> DistaRun:
-    """Run DISTA-LP on ``problem``.
+        time_limit: float | None = None, users: list[User] | None = None) -> DistaRun:
+    """Run DISTA-LP on ``problem`` (``users``: given users instead of drawing ``cfg.users`` from the prior).
 
     Raises:
         ParameterError: settings that do not fit the problem, or an upload budget that leaves no ε_pt.
         SolverError: an LP that ends without a solution.
     """
     timings: dict[str, float] = {}
+    deadline = None if time_limit is None else time.perf_counter() + float(time_limit)
     r_users, r_fit, r_audit, r_noise, r_report = (np.random.default_rng(s)
                                                   for s in np.random.SeedSequence(cfg.seed).spawn(5))
     t0 = time.perf_counter()
-    users = draw_users(problem, cfg.users, cfg.hood, cfg.candidates, r_users)
+    if users is None:
+        users = draw_users(problem, cfg.users, cfg.hood, cfg.candidates, r_users)
+    users = [canonical(u) for u in users]
     if cfg.hood < 2:
         raise ParameterError("Parameter `hood` must be at least 2: a neighbourhood needs a pair of secrets.")
 
@@ -131,14 +179,15 @@ def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
     progress("audit", None)
     t1 = time.perf_counter()
     targets = {t: cfg.upload_share * cfg.eps / 3 for t in BLOCKS} if cfg.budget_mode == "target" else None
-    b_fixed = cfg.noise_mult / cfg.eps if cfg.budget_mode == "fixed-b" else None
+    b_fixed = cfg.noise_mult / cfg.eps if cfg.budget_mode in ("fixed-b", "paper") else None
     audit = run_audit(problem, hood=cfg.hood, n_cand=cfg.candidates, family=cfg.family, rank=cfg.rank,
                       kind=cfg.noise, tau=cfg.tau, samples=cfg.audit_samples, rng=r_audit, b_fixed=b_fixed,
                       targets=targets, progress=progress, cost_up=cfg.cost_noise == "up",
                       delta_max=cfg.delta_max, eps_naive=cfg.eps)
     timings["audit_s"] = time.perf_counter() - t1
     budget = account(cfg.eps, {t: a.eps_t for t, a in audit.blocks.items()},
-                     {t: a.delta_t for t, a in audit.blocks.items()})
+                     {t: a.delta_t for t, a in audit.blocks.items()},
+                     nominal_pt=(1 - cfg.upload_share) * cfg.eps if cfg.budget_mode == "paper" else None)
     eps_pt = budget.eps_pt
     gamma = audit.gamma if cfg.gamma_mode == "audit" else cfg.gamma
 
@@ -186,28 +235,33 @@ def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
     timings["lp_build_s"] = time.perf_counter() - t1
     t1 = time.perf_counter()
     bd: BendersOutcome | None = None
-    if cfg.solver == "benders":
-        bd = benders_loop(lps, len(used), gap_tol=cfg.gap_tol, max_iter=cfg.benders_iters, time_limit=time_limit,
+    left = None if deadline is None else deadline - time.perf_counter()
+    solved = None
+    if left is not None and left <= 0:
+        pass  # the audit and the uploads used the whole time limit: no LP is started
+    elif cfg.solver == "benders":
+        bd = benders_loop(lps, len(used), gap_tol=cfg.gap_tol, max_iter=cfg.benders_iters, time_limit=left,
                           progress=progress)
-        w, z_free, objective = bd.w, bd.z_free, bd.upper
+        solved = (bd.w, bd.z_free, bd.upper) if bd.z_free else None
     else:
-        w, z_free, objective = solve_direct(lps, len(used), time_limit=time_limit)
+        solved = solve_direct(lps, len(used), time_limit=left)
     timings["lp_solve_s"] = time.perf_counter() - t1
     lp_size = {"variables": sum(u.n_free for u in lps) + len(used),
                "constraints": sum(u.A_free.shape[0] + u.static_B.shape[0] for u in lps),
                "nonzeros": sum(u.A_free.nnz + u.B.nnz + u.static_B.nnz for u in lps),
                "wem_entries": int(sum(u.fixed.sum() for u in lps))}
+    if solved is None:  # stopped by the time limit before any feasible point
+        timings["total_s"] = time.perf_counter() - t0
+        none = {"violated": 0, "checked": 0}
+        return DistaRun(cfg, outcomes, audit, budget, gamma, bd, float("nan"), lp_size, timings, none, dict(none),
+                        status="time limit")
+    w, z_free, objective = solved
 
     # download, local un-permutation, report; measured checks
     viol_true = {"violated": 0, "checked": 0}
     viol_enf = {"violated": 0, "checked": 0}
     for o, lp, zf in zip(outcomes, lps, z_free):
-        Zs = lp.assemble(zf, w)
-        Zs = np.clip(Zs, 0.0, None)
-        Zs /= Zs.sum(axis=1, keepdims=True)
-        if cfg.repair:  # solver tolerances: lift entries into the cone of the enforced distances, renormalise
-            Zs, added = repair_columns(Zs, eps_pt * o.server_blocks["dx"])
-            o.stats["repair_mass_added"] = added
+        Zs = _server_block(o, lp, zf, w, eps_pt, cfg.repair)
         bad, checked = _triples(Zs, o.server_blocks["dx"], eps_pt)
         viol_enf["violated"] += bad
         viol_enf["checked"] += checked
@@ -221,7 +275,8 @@ def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
         o.stats["loss_m"] = float(problem.c[o.user.record, o.user.cand] @ Z[0])
         o.stats["report_cost_m"] = float(problem.c[o.user.record, o.report])
     timings["total_s"] = time.perf_counter() - t0
-    return DistaRun(cfg, outcomes, audit, budget, gamma, bd, float(objective), lp_size, timings, viol_true, viol_enf)
+    return DistaRun(cfg, outcomes, audit, budget, gamma, bd, float(objective), lp_size, timings, viol_true, viol_enf,
+                    end_to_end(problem, outcomes, budget.eps), bd.status if bd is not None else "optimal")
 
 
 def embed(problem: Problem, run_: DistaRun) -> tuple[NDArray[np.float64], NDArray[np.int64]]:

@@ -39,7 +39,10 @@ class User:
     Attributes:
         record: index in X of the user's true record x_m.
         hood: N_m as indices into X, nearest first (``hood[0] == record``), shape (n,).
-        cand: Y_m as indices into the problem's Y (columns of ``Problem.c``), nearest first, shape (m,).
+        cand: Y_m as indices into the problem's Y (columns of ``Problem.c``), in increasing index order, shape
+            (m,). The set is the m outputs nearest x_m; its order is public (the index in Y), so it carries no
+            information beyond the set (listing them nearest first would tell the server, and a tie in the LP,
+            which candidate is nearest the true record).
         blocks: the true local blocks (never leave the user).
     """
 
@@ -57,9 +60,15 @@ def neighbourhood(problem: Problem, x: int, n: int) -> NDArray[np.int64]:
 
 
 def candidates(problem: Problem, x: int, m: int) -> NDArray[np.int64]:
-    """The ``m`` outputs of Y nearest to secret ``x`` (indices into Y); all of Y when ``m`` is 0."""
+    """The ``m`` outputs of Y nearest to secret ``x`` (indices into Y, sorted by index); all of Y when ``m`` is 0.
+
+    >>> from mdpviz.problem import build_problem
+    >>> c = candidates(build_problem("kotka", 50, n_outputs=20, seed=0), 7, 5)
+    >>> bool(np.all(np.diff(c) > 0)), len(c)
+    (True, 5)
+    """
     order = np.argsort(problem.d[x, problem.y_index], kind="stable")  # one row, not the whole K×|Y| d_xy
-    return (order if m == 0 else order[:m]).astype(np.int64)
+    return np.sort(order if m == 0 else order[:m]).astype(np.int64)
 
 
 def local_blocks(problem: Problem, hood: NDArray[np.int64], cand: NDArray[np.int64]) -> Blocks:
@@ -68,6 +77,17 @@ def local_blocks(problem: Problem, hood: NDArray[np.int64], cand: NDArray[np.int
     weight = pi / pi.mean() if pi.mean() > 0 else np.ones_like(pi)
     return Blocks(dx=problem.d[np.ix_(hood, hood)].copy(), dy=problem.d[np.ix_(hood, problem.y_index[cand])],
                   cy=weight[:, None] * problem.c[np.ix_(hood, cand)] / 1000.0)
+
+
+def canonical(user: User) -> User:
+    """The same user with its candidates (and the columns of dy, cy) in increasing index order, the public order.
+
+    A device lists its candidates this way before anything leaves it, so no upload, and no tie the server's LP
+    breaks by column order, can depend on how near each candidate is to the true record.
+    """
+    order = np.argsort(user.cand, kind="stable")
+    b = user.blocks
+    return User(user.record, user.hood, user.cand[order], Blocks(b.dx, b.dy[:, order], b.cy[:, order]))
 
 
 def make_user(problem: Problem, record: int, n: int, m: int) -> User:

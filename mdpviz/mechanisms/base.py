@@ -144,6 +144,29 @@ SolveFn = Callable[[Problem, dict[str, Any], Progress, float | None], Result]
 
 
 @dataclass(frozen=True)
+class Preset:
+    """A named set of settings of one mechanism, e.g. a paper's own experiment.
+
+    ``params`` are mechanism parameters and ``problem`` keyword arguments of ``build_problem`` (``n_outputs``,
+    ``cost`` ...), each as (name, value) pairs so that the preset stays hashable; ``eps`` lists the ε values
+    (km⁻¹) the paper sweeps, if any. The dashboard can offer presets beside the controls.
+    """
+
+    name: str
+    label: str
+    help: str
+    params: tuple[tuple[str, Any], ...] = ()
+    problem: tuple[tuple[str, Any], ...] = ()
+    eps: tuple[float, ...] = ()
+
+    def param_dict(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    def problem_dict(self) -> dict[str, Any]:
+        return dict(self.problem)
+
+
+@dataclass(frozen=True)
 class Mechanism:
     """A registered mechanism: identity, reference, parameter schema and solve function.
 
@@ -159,6 +182,14 @@ class Mechanism:
     family: str = "baseline"
     exact: bool = True  # False for mechanisms whose privacy is probabilistic or approximate (PAnDA, LP+CA)
     max_k: int | None = None  # above this K the dashboard warns that a solve may be slow
+    presets: tuple[Preset, ...] = ()  # named settings, e.g. the paper's own experiment
+
+    def preset(self, name: str) -> Preset:
+        for p in self.presets:
+            if p.name == name:
+                return p
+        known = ", ".join(p.name for p in self.presets) or "none"
+        raise ParameterError(f"Mechanism `{self.name}` has no preset `{name}`; it has: {known}.")
 
     def param(self, name: str) -> Param:
         for p in self.params:

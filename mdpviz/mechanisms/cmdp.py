@@ -12,9 +12,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..cmdp.pipeline import CAVEAT, CmdpData, DataSettings, diagnostics, prepare, solve_context
+from ..cmdp.pipeline import CAVEAT, MAX_STATIONS, CmdpData, DataSettings, diagnostics, prepare, solve_context
 from ..problem import Problem
-from .base import Mechanism, Param, Progress, Result, epsilon_param
+from ..trajectories import OutOfTime
+from .base import Mechanism, Param, Preset, Progress, Result, epsilon_param
 from .registry import register
 
 PAPER = ("Chen, Huang, Qiu: Context-aware metric differential privacy for vehicle trajectory data "
@@ -80,23 +81,43 @@ def data_settings(params: dict[str, Any]) -> DataSettings:
 
 def solve_cmdp(problem: Problem, params: dict[str, Any], context: str, progress: Progress,
                time_limit: float | None, name: str, data: CmdpData | None = None) -> Result:
-    """Solve one C-mDP variant; ``data`` overrides the generated corpus (e.g. a user's trajectories)."""
+    """Solve one C-mDP variant; ``data`` overrides the generated corpus (e.g. a user's trajectories).
+
+    ``time_limit`` bounds the whole solve: the corpus preparation stops once it passes (status ``time limit``, no
+    Z), the LP gets only the time left, and the held-out loss (a second corpus) is skipped when none is left.
+    """
     t0 = time.perf_counter()
-    data = data or prepare(problem, data_settings(params), progress=progress)
+    deadline = None if time_limit is None else t0 + float(time_limit)
+    try:
+        data = data or prepare(problem, data_settings(params), progress=progress, deadline=deadline)
+    except OutOfTime as e:
+        msg = (f"Time limit: {time.perf_counter() - t0:.1f} s passed while {e} for the synthetic corpus "
+               f"({params['vehicles']} vehicles × {params['steps']} hops), before the LP. Raise the time limit (the "
+               "corpus is then kept in memory for every variant and ε of this problem), or use fewer vehicles, "
+               "hops or stations closer together.")
+        return Result(name, params, None, "time limit", params["eps"], message=msg,
+                      timings={"prepare_s": time.perf_counter() - t0})
     prep_s = time.perf_counter() - t0
+    left = None if deadline is None else deadline - time.perf_counter()
+    if left is not None and left <= 0:
+        return Result(name, params, None, "time limit", params["eps"], timings={"prepare_s": prep_s},
+                      message=f"Time limit: the corpus took {prep_s:.1f} s, all of it; the LP did not start.")
     options = {"predictor": params.get("predictor", "classifier"), "oracle": params.get("oracle", "generator")}
     sizes, note = data.sizes(context, **options)
     sol = solve_context(data, sizes, params["eps"], eta=params["eta"], decay=params["decay"],
                         neighbours=params["neighbours"], min_count=params["min_count"],
                         max_secrets=params["max_secrets"], domain=params["domain"], method=params["method"],
-                        time_limit=time_limit, progress=progress, note=note)
+                        time_limit=left, progress=progress, note=note)
     timings = {"prepare_s": prep_s, "build_s": sol.facts["build_s"], "solve_s": sol.facts["solve_s"]}
     claim = (f"augmented secrets (x, b): every pair within η = {params['eta']:g} km under Eq. 13 "
              f"(see diagnostics violations_enforced); Z is the location marginal, not claimed ε-mDP in d_x")
     message = sol.facts.get("message", "") if sol.Q is None else CAVEAT
+    holdout = deadline is None or time.perf_counter() < deadline
+    if sol.Q is not None and not holdout:
+        message += " The held-out loss was skipped: no time was left for a second corpus."
     return Result(name, params, sol.Z, sol.facts["status"], params["eps"], claim=claim, timings=timings,
                   lp_size=sol.facts["lp_size"], objective_m=sol.loss_m, message=message,
-                  diagnostics=diagnostics(data, sol, context, **options))
+                  diagnostics=diagnostics(data, sol, context, holdout=holdout, **options))
 
 
 def _solve_cmdp(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:
@@ -113,19 +134,29 @@ def _solve_truemb(problem: Problem, params: dict[str, Any], progress: Progress, 
 
 _INFO = ("Synthetic vehicle trajectories between the secrets (as stations); secrets become (location, blanket "
          "context) pairs with the augmented distance of Eq. 13; the reduced LP (Eqs. 30–33) minimises the "
-         "next-location travel loss of Eq. 34. K ≤ 24 solves in seconds. ")
+         "next-location travel loss of Eq. 34. "
+         f"Takes K ≤ {MAX_STATIONS} stations, best drawn from a region a few km wide (η = 5 km). ")
+
+# The paper's sweep (spec 002 §6.2: Fig. 10 plots ε from 0.5 to 2.5 km⁻¹, η = 5 km) on stations drawn close together
+# in the paper's city; the Trajectories page can read its ε choices and the region from here.
+PAPER_PRESET = Preset(
+    "paper", "C-mDP paper: ε 0.5–2.5 km⁻¹, η = 5 km, 16 stations in central Rome",
+    "The paper's ε grid and neighbour threshold, on stations in a 3 km disc of Rome's centre (the synthetic "
+    "corpus stands in for the paper's taxi traces).",
+    params=(("eta", 5.0),), problem=(("city", "rome"), ("k", 16), ("all_outputs", True), ("region", "centre:3")),
+    eps=(0.5, 1.0, 1.5, 2.0, 2.5))
 
 CMDP = register(Mechanism(
     name="cmdp", label="LP + C-mDP (context-aware)", family="cmdp", paper=PAPER,
     info=_INFO + "Blankets: Algorithm 1 per (hour, speed, region) group, predicted by a classifier (Algorithm 2).",
-    params=(*_COMMON, _PREDICTOR), solve=_solve_cmdp, max_k=24))
+    params=(*_COMMON, _PREDICTOR), solve=_solve_cmdp, max_k=MAX_STATIONS, presets=(PAPER_PRESET,)))
 
 CMDP_MARKOV = register(Mechanism(
     name="cmdp-markov", label="LP + Markov (first-order context)", family="cmdp", paper=PAPER,
     info=_INFO + "Blanket fixed to the previous location {X_t−1} for every report (the paper's LP+Markov1).",
-    params=_COMMON, solve=_solve_markov, max_k=24))
+    params=_COMMON, solve=_solve_markov, max_k=MAX_STATIONS, presets=(PAPER_PRESET,)))
 
 CMDP_TRUEMB = register(Mechanism(
     name="cmdp-truemb", label="LP + TrueMB (oracle blanket)", family="cmdp", paper=PAPER,
     info=_INFO + "Blanket = the order the generator actually used (or Algorithm 1 per group): an oracle.",
-    params=(*_COMMON, _ORACLE), solve=_solve_truemb, max_k=24))
+    params=(*_COMMON, _ORACLE), solve=_solve_truemb, max_k=MAX_STATIONS, presets=(PAPER_PRESET,)))

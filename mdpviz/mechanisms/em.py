@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .. import metrics
 from ..errors import ParameterError
 from ..problem import Problem
 from .base import Mechanism, Param, Progress, Result, epsilon_param
@@ -52,9 +53,18 @@ def _solve_em_br(problem: Problem, params: dict[str, Any], progress: Progress, t
     Z0 = em_matrix(problem, params["eps"], "half")
     t1 = time.perf_counter()
     Z, remap = bayes_remap(problem, Z0)
-    return Result("em-br", params, Z, "closed form", params["eps"],
+    moved = int((remap != np.arange(problem.m)).sum())
+    before = metrics.utility_loss_m(problem, Z0)
+    gain = before - metrics.utility_loss_m(problem, Z)
+    message = ""
+    if gain <= 0.01 * before:  # remapping can only lower the loss; say so when it hardly does
+        message = (f"Bayesian remapping moved {moved} of {problem.m} outputs and saved {gain:.3g} m of {before:.4g} m: "
+                   "each report's posterior is already best served by (nearly) the report itself, as when EM is "
+                   "concentrated (large ε·distances) and the cost is a plain distance.")
+    return Result("em-br", params, Z, "closed form", params["eps"], message=message,
                   timings={"em_s": t1 - t0, "remap_s": time.perf_counter() - t1},
-                  diagnostics={"remap": remap, "outputs_used": len(np.unique(remap))})
+                  diagnostics={"remap": remap, "outputs_used": len(np.unique(remap)), "outputs_remapped": moved,
+                               "remap_gain_m": gain})
 
 
 EM = register(Mechanism(
@@ -82,8 +92,21 @@ def _solve_tem(problem: Problem, params: dict[str, Any], progress: Progress, tim
     score = -np.minimum(problem.d_xy, gamma)  # 1-Lipschitz in x, so exp(ε·score/2) normalised is ε-mDP
     logw = eps * score / 2
     w = np.exp(logw - logw.max(axis=1, keepdims=True))
-    return Result("tem", params, w / w.sum(axis=1, keepdims=True), "closed form", eps,
-                  diagnostics={"threshold_km": float(gamma)})
+    Z = w / w.sum(axis=1, keepdims=True)
+    beyond = problem.d_xy > gamma
+    # TEM's design (words in a vocabulary) assumes the true value is itself an output: it is then reported with
+    # probability ≥ 1 − β. A secret with no output near it sees every output beyond γ as equally likely.
+    mass_beyond = float(problem.p @ (Z * beyond).sum(axis=1))
+    no_output = float(problem.p @ beyond.all(axis=1))
+    message = ""
+    if mass_beyond > beta:
+        message = (f"Threshold γ = {gamma:.3g} km: on average {100 * mass_beyond:.0f} % of a secret's reports land "
+                   f"beyond γ, where every output is equally likely ({100 * no_output:.0f} % of the secrets have no "
+                   f"output within γ). TEM's guarantee (reported within γ with probability ≥ 1 − β) holds for a "
+                   "secret that is itself an output; a smaller β widens γ.")
+    return Result("tem", params, Z, "closed form", eps, message=message,
+                  diagnostics={"threshold_km": float(gamma), "mass_beyond_threshold": mass_beyond,
+                               "secrets_without_output_within_threshold": no_output})
 
 
 TEM = register(Mechanism(

@@ -4,9 +4,20 @@ An LP optimises the columns of a *candidate set* of outputs (those where the exp
 utility); the exponential mechanism (ε/2 exponent) keeps its columns for every other output. As in the authors'
 artifact, only the r secrets nearest to a candidate output get LP variables for it (every ordered pair among them
 is an mDP row); all other entries keep their EM values, which turns each free–fixed pair into an exact bound on
-the free entry. Each secret's free entries keep EM's total on them, so rows stay distributions. The LP solution
-is then checked and repaired exactly (Lipschitz repair of each column, then a cone-preserving fix of the row
-sums; only solver tolerances can make this necessary); the breach found before the repair is reported.
+the free entry. Each secret's free entries keep EM's total on them, so rows stay distributions.
+
+Scaling at paper distances: a neighbourhood of 38 secrets spans up to 20 km of Rome, so e^{ε·d} reaches e^{100}
+and EM's entries 1e-20. Capping such a coefficient (as an explicit LP must, HiGHS refuses values above 1e15)
+*tightens* the row, and then EM itself, which the LP must contain, is cut off: the LP was infeasible. Instead each
+free entry is written relative to its EM value, z = em·u, so EM is u = 1, and a pair row reads
+u_i ≤ e^{ε·d_ij + ln em_j − ln em_i}·u_j. Capping that coefficient at ``COEF_CAP`` still tightens the row, but u = 1
+satisfies it (the capped coefficient is ≥ 1), so the LP stays feasible and every LP point is ε-mDP. Leaving such
+rows out instead (a relaxation) lets the LP move mass across a pair by factors above 1e9, which the exact repair
+then pays for in loss. Two more tightenings, both satisfied by EM, keep HiGHS's numbers in range: an entry whose
+EM value is below ``TINY_EM`` stays at it, and no entry grows beyond ``U_MAX`` × EM. HiGHS's simplex is the
+default (its interior point method ended "imprecise" on some Rome samples); if one method fails the other is
+tried. The LP solution is checked and repaired exactly (Lipschitz repair of each column, then a cone-preserving
+fix of the row sums), which only solver tolerances make necessary; the breach found before the repair is reported.
 """
 
 from __future__ import annotations
@@ -23,6 +34,11 @@ from ..problem import Problem
 from .base import Mechanism, Param, Progress, Result, epsilon_param
 from .em import em_matrix
 from .registry import register
+
+LOG_CAP = float(np.log(COEF_CAP))
+TINY_EM = 1e-12  # EM entries below this stay fixed (u = 1): they carry no loss worth optimising
+U_MAX = 1e6  # a free entry may grow to at most U_MAX × its EM value (EM satisfies it; keeps the LP well scaled)
+METHODS = ("simplex", "ipm")
 
 
 def _solve_lp_em(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:
@@ -46,55 +62,83 @@ def _solve_lp_em(problem: Problem, params: dict[str, Any], progress: Progress, t
     C = n_cand
     free = np.zeros((C, n), dtype=bool)
     free[np.arange(C)[:, None], near] = True
-    em_c = em[:, cand].T  # (C, n): EM value of candidate column c at secret x
     with np.errstate(divide="ignore"):
-        log_fixed = np.where(free, -np.inf, np.log(em_c))  # (C, n), −inf on free entries
-    lo = np.empty((C, r))
-    hi = np.empty((C, r))
+        log_em = np.log(em[:, cand].T)  # (C, n): ln EM of candidate column c at secret x
+    log_fixed = np.where(free, -np.inf, log_em)  # −inf on free entries
+    log_lo = np.empty((C, r))
+    log_hi = np.empty((C, r))
     for c in range(C):  # one vectorised (r × n) step per candidate output (≤ |Y|)
-        lo[c] = np.exp(np.max(log_fixed[c][None, :] - Es[:, near[c]].T, axis=1))  # z_i ≥ e^{−E_ji} z_j
-        hi[c] = np.exp(np.min(np.where(free[c], np.inf, log_fixed[c])[None, :] + Es[near[c]], axis=1))  # z_i ≤ e^{E_ij} z_j
-    hi = np.minimum(hi, 1.0)
+        log_lo[c] = np.max(log_fixed[c][None, :] - Es[:, near[c]].T, axis=1)  # z_i ≥ e^{−E_ji} z_j
+        log_hi[c] = np.min(np.where(free[c], np.inf, log_fixed[c])[None, :] + Es[near[c]], axis=1)  # ≤ e^{E_ij} z_j
+    log_e = np.take_along_axis(log_em, near, axis=1)  # (C, r): ln EM of each free entry, the scale of its u
+    # an entry whose EM value is below TINY_EM carries no loss worth optimising and would only spread the LP's
+    # coefficients over many orders of magnitude: it stays at its EM value (u fixed at 1)
+    active = log_e >= np.log(TINY_EM)
+    # z ≤ 1, and growth limited to U_MAX × EM (a tightening that EM satisfies: keeps the LP well scaled)
+    u_hi = np.exp(np.minimum(np.minimum(log_hi, 0.0) - log_e, np.log(U_MAX)))
+    u_lo = np.minimum(np.exp(log_lo - log_e), u_hi)
+    u_lo, u_hi = np.where(active, u_lo, 1.0), np.where(active, u_hi, 1.0)
     var = (np.arange(C)[:, None] * r + np.arange(r)[None, :])  # variable index of (c, slot)
     a_, b_ = np.nonzero(~np.eye(r, dtype=bool))
-    pi = (near[:, a_]).ravel()
-    pj = (near[:, b_]).ravel()
-    vi = var[:, a_].ravel()
-    vj = var[:, b_].ravel()
-    coef = np.minimum(np.exp(np.minimum(Es[pi, pj], 700.0)), COEF_CAP)
-    n_pairs = len(pi)
+    pi, pj = near[:, a_].ravel(), near[:, b_].ravel()
+    log_coef = (Es[pi, pj] + log_e[:, b_].ravel() - log_e[:, a_].ravel())  # u_i ≤ e^{log_coef}·u_j
+    capped = log_coef > LOG_CAP  # tightened to COEF_CAP ≥ 1: u = 1 (EM) still satisfies the row
+    vi, vj = var[:, a_].ravel(), var[:, b_].ravel()
+    coef = np.exp(np.minimum(log_coef, LOG_CAP))
+    n_pairs = len(vi)
     nv = C * r
     rows = np.arange(n_pairs)
     A_pairs = sp.csr_matrix((np.concatenate([np.ones(n_pairs), -coef]),
                              (np.concatenate([rows, rows]), np.concatenate([vi, vj]))), shape=(n_pairs, nv))
-    # row sums: for each secret x in some neighbourhood, its free entries keep EM's total on them
+    # row sums: for each secret x in some neighbourhood, its free entries keep EM's total on them; written
+    # relative to that total so every coefficient is a share ≤ 1
     sec = near.ravel()
+    e_free = np.exp(log_e.ravel())
     used, row_of = np.unique(sec, return_inverse=True)
-    S = sp.csr_matrix((np.ones(nv), (row_of, np.arange(nv))), shape=(len(used), nv))
-    target = np.bincount(row_of, weights=em_c[np.repeat(np.arange(C), r), sec], minlength=len(used))
+    target = np.bincount(row_of, weights=e_free, minlength=len(used))
+    S = sp.csr_matrix((e_free / target[row_of], (row_of, np.arange(nv))), shape=(len(used), nv))
     A = sp.vstack([A_pairs, S]).tocsc()
-    lower = np.concatenate([np.full(n_pairs, -INF), target])
-    upper = np.concatenate([np.zeros(n_pairs), target])
-    cost = W[sec, cand[np.repeat(np.arange(C), r)]]
+    lower = np.concatenate([np.full(n_pairs, -INF), np.ones(len(used))])
+    upper = np.concatenate([np.zeros(n_pairs), np.ones(len(used))])
+    cost = W[sec, cand[np.repeat(np.arange(C), r)]] * e_free
     timings["build_s"] = time.perf_counter() - t0
-    out = solve_lp(cost, A, lower, upper, np.minimum(lo.ravel(), hi.ravel()), hi.ravel(), method=params["method"],
+    scaled = cost / max(float(cost.max()), 1e-300)
+    out = solve_lp(scaled, A, lower, upper, u_lo.ravel(), u_hi.ravel(), method=params["method"],
                    time_limit=time_limit, progress=progress, phase="LP over candidate outputs")
+    notes = []
+    if out.status in ("error", "unbounded", "infeasible"):  # numerical trouble: EM (u = 1) is always feasible
+        other = METHODS[1 - METHODS.index(params["method"])]
+        left = None if time_limit is None else max(0.01, time_limit - out.solve_s)
+        first = out
+        out = solve_lp(scaled, A, lower, upper, u_lo.ravel(), u_hi.ravel(), method=other, time_limit=left,
+                       progress=progress, phase=f"LP over candidate outputs ({other})")
+        out.solve_s += first.solve_s
+        notes.append(f"HiGHS {params['method']} ended with status {first.status} ({first.message}); "
+                     f"solved again with {other}")
     timings["solve_s"] = out.solve_s
     diag: dict[str, Any] = {"candidates": cand, "candidate_count": int(n_cand), "neighbours": int(r),
-                            "local_pairs": int(n_pairs), "free_entries": int(nv)}
+                            "local_pairs": int(n_pairs), "pairs_capped": int(capped.sum()),
+                            "free_entries": int(nv)}
     if out.x is None:
-        return Result("lp-em", params, None, out.status, eps, timings=timings, lp_size=out.size,
-                      message=out.message or "the candidate LP did not finish", diagnostics=diag)
+        msg = "; ".join([*notes, f"the candidate LP ended with status {out.status} ({out.message}). EM (u = 1) "
+                         "is feasible for it, so this is numerical trouble in the solver: try fewer neighbours or "
+                         "candidates, or use `em`."])
+        return Result("lp-em", params, None, out.status, eps, timings=timings, lp_size=out.size, message=msg,
+                      diagnostics=diag)
     t0 = time.perf_counter()
     progress("check and repair", None)
     Z = em.copy()
-    Z[sec, cand[np.repeat(np.arange(C), r)]] = np.clip(out.x, 0.0, None)
+    # within the exact bounds (u_lo > 0): a solver's 0 under a positive neighbour would be an infinite breach
+    Z[sec, cand[np.repeat(np.arange(C), r)]] = e_free * np.clip(out.x, u_lo.ravel(), u_hi.ravel())
     Z, facts = repair_into_cone(Z, Es, W, report_breach=True)
     diag.update(facts)  # breach_before_repair: max log-ratio above ε·d before the repair (0: none)
     timings["repair_s"] = time.perf_counter() - t0
     objective = float(np.sum(W * Z))
-    msg = ("local constraints broke ε-mDP for some pairs; the columns were repaired"
-           if diag["entries_raised"] else "")
+    if facts["entries_raised"]:
+        notes.append(f"within solver tolerances the LP solution broke ε-mDP by a log-ratio of "
+                     f"{facts['breach_before_repair']:.3g}; it was repaired exactly ({facts['entries_raised']} "
+                     "entries raised)")
+    msg = "; ".join(notes)
     return Result("lp-em", params, Z, out.status, eps, timings=timings, lp_size=out.size, objective_m=objective,
                   message=msg, diagnostics=diag)
 
@@ -106,9 +150,11 @@ LP_EM = register(Mechanism(
     info="An LP optimises the outputs where the exponential mechanism loses most, on the r secrets nearest to "
          "each; EM (ε/2) keeps every other entry. The result is checked and repaired to be exactly ε-mDP.",
     params=(epsilon_param(),
-            Param("candidates", int, 20, "number of outputs the LP optimises (largest share of EM's loss)", low=1,
+            Param("candidates", int, 20, "number of outputs the LP optimises (largest share of EM's loss); the "
+                  "authors' artifact optimises every output (set it ≥ |Y|: lower loss, several times slower)", low=1,
                   high=10000, label="candidate outputs"),
             Param("neighbours", int, 38, "r: mDP rows of a candidate output link its r nearest secrets pairwise "
                   "(artifact: 38)", low=2, high=10000, label="neighbours r"),
-            Param("method", str, "ipm", "HiGHS algorithm", choices=("ipm", "simplex"), label="LP method")),
+            Param("method", str, "simplex", "HiGHS algorithm (the other one is tried if it fails)",
+                  choices=METHODS, label="LP method")),
     solve=_solve_lp_em, max_k=2000))

@@ -6,6 +6,7 @@ dark themes stay legible.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -15,6 +16,32 @@ from numpy.typing import NDArray
 from plotly.subplots import make_subplots
 
 MARGIN = {"l": 10, "r": 10, "t": 40, "b": 10}
+RATIO_FORMAT = ".2~g"  # plain decimals for ratios: plotly's default SI prefixes print 1e-4 as "100μ"
+
+
+def nice_log_ticks(low: float, high: float) -> list[float]:
+    """1, 2, 5 per decade between ``low`` and ``high`` (and the ends when few fit): readable log-axis ticks.
+
+    >>> nice_log_ticks(1, 20)
+    [1.0, 2.0, 5.0, 10.0, 20.0]
+    >>> nice_log_ticks(2.5, 3.5)
+    [2.5, 3.5]
+    """
+    ticks = [m * 10.0 ** e for e in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1)
+             for m in (1.0, 2.0, 5.0) if low * (1 - 1e-9) <= m * 10.0 ** e <= high * (1 + 1e-9)]
+    ticks = [float(f"{t:.12g}") for t in ticks]
+    return ticks if len(ticks) >= 3 else sorted({float(f"{low:.3g}"), *ticks, float(f"{high:.3g}")})
+
+
+def zero_floor(fig: go.Figure, values: Sequence[float], **where: int) -> None:
+    """An axis from 0 to 1 when every value is 0 (plotly centres a flat line on −1…1, showing impossible
+    negative losses or ratios); otherwise from 0."""
+    vals = np.asarray([v for v in values if v is not None], dtype=float)
+    finite = vals[np.isfinite(vals)]
+    if len(finite) and float(np.max(np.abs(finite))) == 0.0:
+        fig.update_yaxes(range=[0, 1], **where)
+    else:
+        fig.update_yaxes(rangemode="tozero", **where)
 
 SWEEP_METRICS = (("utility_loss_m", "Utility loss (m)"), ("violation_ratio", "mDP violation ratio (pairs)"),
                  ("adversary_error_m", "Adversary error (m)"), ("solve_s", "Solve time (s)"))
@@ -27,6 +54,9 @@ def metric_bars(df: pd.DataFrame, height: int = 300) -> go.Figure:
     for c, (col, _) in enumerate(SWEEP_METRICS, start=1):
         fig.add_trace(go.Bar(x=df["mechanism"], y=df[col], marker_color="#2563eb", showlegend=False,
                              hovertemplate="%{x}: %{y:.4g}<extra></extra>"), row=1, col=c)
+        zero_floor(fig, df[col].tolist(), row=1, col=c)
+        if col == "violation_ratio":
+            fig.update_yaxes(tickformat=RATIO_FORMAT, row=1, col=c)
     fig.update_layout(height=height, margin=MARGIN)
     fig.update_annotations(font_size=12)
     return fig
@@ -51,11 +81,17 @@ def sweep_curves(df: pd.DataFrame, param_label: str, current: float | None, log_
             r, c = divmod(idx, 2)
             fig.add_vline(x=current, line_dash="dash", line_color="gray", row=r + 1, col=c + 1)
     values = np.sort(df["value"].unique()) if len(df) else np.zeros(0)
-    if len(values) > 8:
-        values = values[np.linspace(0, len(values) - 1, 6).round().astype(int)]
-    fig.update_xaxes(title_text=param_label, type="log" if log_x else "linear", tickvals=values,
-                     ticktext=[f"{v:.3g}" for v in values])
-    fig.update_yaxes(rangemode="tozero")
+    if log_x and len(values) and values.min() > 0:
+        # readable ticks (1, 2, 5, 10 ...), not the sampled values (a 4-point sweep of 1–20 samples 1, 2.7, 7.4, 20)
+        ticks = nice_log_ticks(float(values.min()), float(values.max()))
+        fig.update_xaxes(title_text=param_label, type="log", tickvals=ticks, ticktext=[f"{v:g}" for v in ticks])
+    else:
+        fig.update_xaxes(title_text=param_label, type="linear")
+    for idx, (col, _) in enumerate(SWEEP_METRICS):
+        r, c = divmod(idx, 2)
+        zero_floor(fig, df[col].tolist() if col in df else [], row=r + 1, col=c + 1)
+        if col == "violation_ratio":
+            fig.update_yaxes(tickformat=RATIO_FORMAT, row=r + 1, col=c + 1)
     fig.update_layout(height=560, margin=MARGIN, legend={"orientation": "h", "y": -0.12})
     fig.update_annotations(font_size=12)
     return fig
@@ -93,6 +129,8 @@ def binned_histogram(h: dict, title: str, height: int = 240) -> go.Figure:
     fig.update_layout(title={"text": f"{title} (n = {h.get('n', int(counts.sum())):,}{extra})", "font": {"size": 13}},
                       height=height, margin=MARGIN, yaxis_title="count", bargap=0.05,
                       xaxis_type="log" if log else "linear")
+    if log:
+        log_axis(fig, "x")
     return fig
 
 
@@ -143,7 +181,16 @@ def line(x: NDArray[np.float64], ys: dict[str, NDArray[np.float64]], x_title: st
     fig.update_layout(height=height, margin=MARGIN, xaxis_title=x_title, yaxis_title=y_title,
                       title={"text": title, "font": {"size": 13}}, legend={"orientation": "h", "y": -0.25},
                       yaxis_type="log" if log_y else "linear")
+    if log_y:
+        log_axis(fig, "y")
     return fig
+
+
+def log_axis(fig: go.Figure, axis: str = "y", **where: int) -> None:
+    """Label a log axis at powers of ten only, written 10², 10³ … (plotly's default also labels 2 and 5 in
+    each decade with bare mantissas: "2 5 10 2 5 100 2")."""
+    update = fig.update_yaxes if axis == "y" else fig.update_xaxes
+    update(dtick=1, exponentformat="power", showexponent="all", **where)
 
 
 def budget_curve(curve: Sequence[dict], chosen: tuple[float | None, float | None], lower_bound_m: float | None,

@@ -12,6 +12,7 @@ import streamlit as st
 from mdpviz.explain import format_m
 from mdpviz.mechanisms import Mechanism, Result
 from mdpviz.problem import Problem
+from mdpviz.verdict import verdict
 
 from . import cache, charts, maps, state
 from .explore import clamp_secret
@@ -21,19 +22,40 @@ MAX_MECHS = 4
 
 def metrics_row(mech: Mechanism, result: Result | None, ev: dict[str, Any] | None,
                 error: str | None = None) -> dict[str, Any]:
-    """One table row per mechanism (NaN where there is no result)."""
+    """One table row per mechanism (NaN where there is no result), with its privacy verdict in a few words."""
     row: dict[str, Any] = {"mechanism": mech.name, "label": mech.label}
     if result is None:
-        return {**row, "status": "error" if error else "not solved", "utility_loss_m": np.nan, "violation_ratio": np.nan,
-                "violated / checked pairs": "", "adversary_error_m": np.nan, "solve_s": np.nan}
+        return {**row, "status": "error" if error else "not solved", "privacy promise": error or "",
+                "utility_loss_m": np.nan, "violation_ratio": np.nan, "violated / checked pairs": "",
+                "adversary_error_m": np.nan, "solve_s": np.nan}
     total = result.timings.get("total_s", sum(result.timings.values()))
+    promise = verdict(result, ev, label=mech.label).short
     if ev is None:
-        return {**row, "status": result.status, "utility_loss_m": np.nan, "violation_ratio": np.nan,
-                "violated / checked pairs": "", "adversary_error_m": np.nan, "solve_s": total}
+        return {**row, "status": result.status, "privacy promise": promise, "utility_loss_m": np.nan,
+                "violation_ratio": np.nan, "violated / checked pairs": "", "adversary_error_m": np.nan,
+                "solve_s": total}
     v = ev["violations"]
-    return {**row, "status": result.status, "utility_loss_m": ev["utility_loss_m"], "violation_ratio": v["ratio"],
+    return {**row, "status": result.status, "privacy promise": promise, "utility_loss_m": ev["utility_loss_m"],
+            "violation_ratio": v["ratio"],
             "violated / checked pairs": f"{v['violated_pairs']:,} / {v['checked_pairs']:,}",
             "adversary_error_m": ev["adversary_error_m"], "solve_s": total}
+
+
+def summary(rows: list[dict[str, Any]]) -> str:
+    """The comparison in plain words: which mechanism loses least among those that keep their promise.
+
+    >>> summary([{"label": "EM", "privacy promise": "holds on all pairs", "utility_loss_m": 357.0},
+    ...          {"label": "LP", "privacy promise": "holds on all pairs", "utility_loss_m": 251.0}])
+    '**LP** loses least among those that keep their promise: 251 m against 357 m for EM.'
+    """
+    kept = [r for r in rows if str(r.get("privacy promise", "")).startswith("holds")
+            and np.isfinite(r.get("utility_loss_m", np.nan))]
+    if len(kept) < 2:
+        return ""
+    kept.sort(key=lambda r: r["utility_loss_m"])
+    others = ", ".join(f"{format_m(r['utility_loss_m'])} for {r['label']}" for r in kept[1:])
+    return (f"**{kept[0]['label']}** loses least among those that keep their promise: "
+            f"{format_m(kept[0]['utility_loss_m'])} against {others}.")
 
 
 def _on_click(map_key: str) -> None:
@@ -45,14 +67,15 @@ def _on_click(map_key: str) -> None:
 
 
 @st.fragment
-def maps_view(prob: Problem, items: list[tuple[Mechanism, Result | None]]) -> None:
+def maps_view(prob: Problem, items: list[tuple[Mechanism, Result | None]],
+              evs: dict[str, dict[str, Any] | None] | None = None) -> None:
     """The same selected secret under every mechanism, one small map each (≤ 4 maps: well under 8 WebGL charts)."""
     clamp_secret(prob)
-    st.columns([1, 3])[0].number_input("Selected secret x (index)", min_value=0, max_value=prob.k - 1, step=1,
-                                       key="secret", help="Or click a point on any map.")
+    st.columns([1, 3])[0].number_input("Selected secret x (index)", step=1, key="secret",
+                                       help=f"0 to {prob.k - 1}. Or click a point on any map.")
     i = int(st.session_state["secret"])
     cols = st.columns(len(items))
-    roads = cache.roads_of(prob)
+    roads = cache.road_layer(prob)
     zmax = max((float(r.Z[i].max()) for _, r in items if r is not None and r.Z is not None), default=1.0)
     for col, (mech, result) in zip(cols, items, strict=True):
         with col:
@@ -67,6 +90,9 @@ def maps_view(prob: Problem, items: list[tuple[Mechanism, Result | None]]) -> No
                 note = (f"x{i}: expected loss {format_m(float(loss[i]))}, top report Pr = {result.Z[i].max():.3g}")
             else:
                 note = "no mechanism (not solved or no feasible result)"
+            if result is not None:
+                v = verdict(result, (evs or {}).get(mech.name), label=mech.label)
+                st.caption(f"Privacy promise: **{v.short}**")
             map_key = f"compare_map_{mech.name}_{st.session_state.get('map_generation', 0)}"
             width_px = int(820 / len(items))  # main column at 1280×800, shared by the maps
             st.pydeck_chart(maps.deck(prob, roads, layers, height_px=300, width_px=width_px, small=True),
@@ -83,7 +109,8 @@ def maps_view(prob: Problem, items: list[tuple[Mechanism, Result | None]]) -> No
 def table_and_bars(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """The metrics table and the bar charts; returns the table."""
     df = pd.DataFrame(rows)
-    shown = df.drop(columns=["label"]).rename(columns={"utility_loss_m": "utility loss (m)", "violation_ratio": "violation ratio",
+    shown = df.drop(columns=["label"]).rename(columns={"utility_loss_m": "utility loss (m)",
+                                                       "violation_ratio": "violation ratio",
                                "adversary_error_m": "adversary error (m)", "solve_s": "solve time (s)"})
     st.dataframe(shown, hide_index=True, width="stretch",
                  column_config={"utility loss (m)": st.column_config.NumberColumn(format="%.1f"),

@@ -6,9 +6,12 @@ or a number box; a string with choices a select box; a bool a checkbox. Labels c
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from mdpviz.cities import list_cities
+from mdpviz.errors import MdpvizError
 from mdpviz.explain import log_grid
 from mdpviz.mechanisms import Mechanism, Param, mechanisms
 from mdpviz.problem import COST_MODELS, METRICS
@@ -62,10 +65,9 @@ def param_widget(mech: Mechanism, p: Param) -> None:
             step = _step(p.low, high)
             st.slider(label, float(p.low), float(high), step=step, key=key, help=help_, format="%g")
     elif p.kind is int:
-        st.number_input(label, min_value=None if p.low is None else int(p.low),
-                        max_value=None if p.high is None else int(p.high), step=1, key=key, help=help_)
+        st.number_input(label, step=1, key=key, help=f"{help_} Range {p.range_text()}.")
     else:
-        st.number_input(label, min_value=p.low, max_value=p.high, key=key, help=help_, format="%g")
+        st.number_input(label, key=key, help=f"{help_} Range {p.range_text()}.", format="%g")
 
 
 def _step(low: float, high: float) -> float:
@@ -76,24 +78,69 @@ def _step(low: float, high: float) -> float:
     return span / 200
 
 
+COMMON_PARAMS = ("eps", "delta", "alpha", "lam", "lambda")
+FIRST_PARAMS = 3  # a mechanism's first few parameters stay visible besides the common ones
+
+
+def split_params(mech: Mechanism) -> tuple[list[Param], list[Param]]:
+    """(shown, advanced): ε, δ, α, λ and the first few parameters are shown; the rest fold into an expander."""
+    shown = [p for n, p in enumerate(mech.params) if p.name in COMMON_PARAMS or n < FIRST_PARAMS]
+    return shown, [p for p in mech.params if p not in shown]
+
+
 def mechanism_params(mech: Mechanism) -> None:
-    """Every parameter widget of ``mech``."""
-    for p in mech.params:
+    """Every parameter widget of ``mech``: the common ones, then the others in an "Advanced" expander."""
+    shown, advanced = split_params(mech)
+    for p in shown:
         param_widget(mech, p)
+    if advanced:
+        with st.expander(f"Advanced parameters ({len(advanced)})"):
+            for p in advanced:
+                param_widget(mech, p)
+
+
+def region_options(slug: str, current: str) -> dict[str, str]:
+    """Region text → label: the library's presets for the city (whole city, centre discs), and the current one."""
+    from mdpviz.cities import city_info
+    from mdpviz.region import parse_region, region_presets
+
+    info = city_info(slug)
+    options = {spec: label for label, spec in region_presets(info)}
+    if current not in options:
+        try:
+            options[current] = f"{info.label.split(' (')[0]}: {parse_region(current, info.centre).describe()}"
+        except MdpvizError:
+            pass
+    return options
 
 
 def problem_controls() -> None:
-    """City, K, |Y|, metric, prior, cost model, task count and seed (call inside a form)."""
+    """City, region, K, |Y|, metric, prior, cost model, task count and seed (call inside a form).
+
+    K and |Y| boxes take any whole number: a value out of range is brought into range before the next run with
+    a notice saying so (``state.validate_state``), rather than only outlined by the browser.
+    """
     ss = st.session_state
     cities = list_cities()
-    labels = {c.slug: f"{c.label} · {c.nodes:,} nodes" for c in cities}
+    labels = {c.slug: f"{c.label} · {c.nodes:,} nodes · {c.extent_km[0]:.0f} × {c.extent_km[1]:.0f} km"
+              for c in cities}
     st.selectbox("City (bundled OpenStreetMap road network)", [c.slug for c in cities], key="city",
                  format_func=lambda s: labels.get(s, s), help="Offline road networks; see data/ATTRIBUTION.md.")
+    options = region_options(ss["city"], str(ss.get("region") or "whole"))
+    if ss.get("region") not in options:
+        ss["region"] = "whole"
+    st.selectbox("Where the secrets come from", list(options), key="region", format_func=options.get,
+                 help="The whole city (the papers' way: K random road nodes of the city) or a disc around its "
+                      "centre. A region of your own: type it below, or pick it on the map.")
+    st.text_input("…or a region of your own", key="region_text", placeholder="41.9,12.48,3  or  S,W,N,E",
+                  help="`LAT,LON,R`: within R km of a point (degrees, km); `S,W,N,E`: a box (degrees); "
+                       "`centre:R`: within R km of the city's centre. Applied when you press Solve.")
+    lo, hi, why = state.k_range(ss["city"], str(ss.get("region") or "whole"))
     c1, c2 = st.columns(2)
-    c1.number_input("K = |X| (secrets)", min_value=state.K_RANGE[0], max_value=state.K_RANGE[1], step=50, key="k",
-                    help="Number of road nodes sampled as possible true locations.")
-    c2.number_input("|Y| (outputs)", min_value=state.M_RANGE[0], max_value=state.M_RANGE[1], step=10, key="m",
-                    help="Number of reportable locations, a seeded subset of X (capped at K).")
+    c1.number_input("K = |X| (secrets)", step=50, key="k",
+                    help=f"Number of road nodes sampled as possible true locations: {lo} to {hi:,} ({why}).")
+    c2.number_input("|Y| (outputs)", step=10, key="m",
+                    help="Number of reportable locations, a seeded subset of X: 1 to K.")
     if ss.get("metric") not in METRICS:
         ss["metric"] = "haversine"
     st.selectbox("mDP metric d (km)", METRICS, key="metric", format_func=METRIC_LABELS.get,
@@ -103,9 +150,10 @@ def problem_controls() -> None:
     st.selectbox("Cost model c (m)", COST_MODELS, key="cost", format_func=COST_LABELS.get,
                  help="Utility loss of reporting y when the truth is x, in metres.")
     c3, c4 = st.columns(2)
-    c3.number_input("Task nodes (count)", min_value=state.TASKS_RANGE[0], max_value=state.TASKS_RANGE[1], key="tasks",
-                    help="Travel cost only: the number of destinations averaged over.")
-    c4.number_input("Seed (integer)", min_value=0, max_value=2**31 - 1, key="seed",
+    c3.number_input("Task nodes (count)", key="tasks", step=1,
+                    help=f"Travel cost only: the number of destinations averaged over ({state.TASKS_RANGE[0]} to "
+                         f"{state.TASKS_RANGE[1]}).")
+    c4.number_input("Seed (integer)", key="seed", step=1,
                     help="Seeds X, Y and the tasks: the same settings give the same problem.")
 
 
@@ -122,9 +170,10 @@ def mechanism_picker(key: str = "mech") -> Mechanism:
 
 
 def time_limit_control() -> None:
-    st.number_input("Time limit per solve (s)", min_value=state.TIME_LIMIT_RANGE[0],
-                    max_value=state.TIME_LIMIT_RANGE[1], step=10.0, key="time_limit",
-                    help="An LP that runs out of time stops with status 'time limit' and no mechanism.")
+    lo, hi = state.TIME_LIMIT_RANGE
+    st.number_input("Time limit per solve (s)", step=10.0, key="time_limit",
+                    help=f"{lo:g} to {hi:g} s. An LP that runs out of time stops with status 'time limit' and, for "
+                         "most solvers, no mechanism.")
 
 
 def range_control(p: Param, key: str, default: tuple[float, float]) -> None:
@@ -146,3 +195,70 @@ def range_control(p: Param, key: str, default: tuple[float, float]) -> None:
     else:
         st.slider(f"Range of {p.display}", lo, hi, value=(float(default[0]), float(default[1])), step=_step(lo, hi),
                   key=key, help=p.help, format="%g")
+
+
+MAX_UPLOAD_MB = 2        # also Streamlit's server.maxUploadSize (.streamlit/config.toml), shown on the widget
+MAX_UPLOAD_POINTS = state.K_MAX  # distinct points become K secrets: the problem builder's cap
+
+
+def check_points(ss: Any, up: Any) -> None:
+    """Validate an uploaded file into ``ss`` (session state or a dict): ``_points`` and ``source = points`` when it
+    is fine, else ``_points_error`` (the library's message, or the size limits) and ``source = sample``.
+
+    ``up`` is Streamlit's UploadedFile (``name``, ``getvalue()``) or None when the file was removed.
+    """
+    import hashlib
+
+    from mdpviz.points import read_points
+
+    ss.pop("_points_error", None)
+    if up is None:
+        ss.pop("_points", None)
+        ss["source"] = "sample"
+        return
+    data = up.getvalue()
+    error, rows = None, 0
+    if len(data) > MAX_UPLOAD_MB * 1024 * 1024:
+        error = (f"`{up.name}` is {len(data) / 1e6:.1f} MB; the dashboard takes files up to {MAX_UPLOAD_MB} MB "
+                 "(the CLI's `--points` takes any size).")
+    else:
+        try:
+            rows = len(read_points(data))
+        except MdpvizError as e:
+            error = f"`{up.name}`: {e}"
+        if error is None and rows > MAX_UPLOAD_POINTS:
+            error = (f"`{up.name}` has {rows:,} points; the dashboard takes up to {MAX_UPLOAD_POINTS:,} (use the "
+                     "CLI's `--points` for more).")
+    if error:
+        ss["_points_error"] = error
+        ss.pop("_points", None)
+        ss["source"] = "sample"
+    else:
+        ss["_points"] = {"digest": hashlib.sha256(data).hexdigest(), "data": data, "name": up.name, "rows": rows}
+        ss["source"] = "points"
+
+
+def _points_changed() -> None:
+    """The uploader's callback: validate a new file, or forget a removed one."""
+    check_points(st.session_state, st.session_state.get("points_file"))
+
+
+def points_upload() -> None:
+    """Your own points: a CSV of ``lat, lon[, weight]``, validated at once by the library (the CLI's
+    ``--points`` rules and messages), kept in this session's memory only (nothing is written to disk)."""
+    ss = st.session_state
+    loaded = ss.get("_points")
+    with st.expander("Your own points (CSV upload)", icon=":material/upload_file:",
+                     expanded=ss.get("source") == "points" or bool(ss.get("_points_error"))):
+        st.file_uploader(f"CSV with columns lat, lon[, weight] (degrees; up to {MAX_UPLOAD_MB} MB and "
+                         f"{MAX_UPLOAD_POINTS:,} points)", type=["csv"], key="points_file", on_change=_points_changed,
+                         help="Each row is a possible true location; weights (≥ 0) form the prior. With a city the "
+                              "points snap to its nearest road nodes (points on one node merge).")
+        if ss.get("_points_error"):
+            st.error(ss["_points_error"], icon=":material/error:")
+        if loaded:
+            st.caption(f"Loaded `{loaded['name']}`: {loaded['rows']:,} points (kept in memory, not on disk).")
+            st.radio("Secrets X", ("sample", "points"), key="source", horizontal=True,
+                     format_func={"sample": "sampled road nodes", "points": "my points"}.get)
+            st.checkbox("Snap my points to the city's road nodes", key="points_snap",
+                        help="Off: the points stand alone (haversine metric and distance cost; no roads drawn).")

@@ -2,7 +2,7 @@
 
 The figure and deck builders are pure (no streamlit); ``render`` lays them out and is the only streamlit call.
 Hook: in the Explore page's mechanism-specific area, ``if result.mechanism == "dista-lp": dista.render(prob,
-roads, result)`` (``roads`` from ``cache.road_segments``).
+roads, result)`` (``roads`` from ``cache.road_layer``).
 """
 
 from __future__ import annotations
@@ -30,14 +30,12 @@ def _diag(result: Result) -> dict[str, Any]:
     return result.diagnostics
 
 
-def neighbourhood_deck(prob: Problem, roads: pd.DataFrame, result: Result, *, height_px: int = 480,
+def neighbourhood_deck(prob: Problem, roads: pdk.Layer | None, result: Result, *, height_px: int = 480,
                        width_px: int = 800) -> pdk.Deck:
     """Roads; each user's neighbourhood N_m (dots in the user's colour), candidates Y_m (rings), true record
     (large dot) and the sampled report (line from the record to the reported output)."""
     d = _diag(result)
-    layers: list[pdk.Layer] = [pdk.Layer("LineLayer", id="roads", data=roads, get_source_position="s",
-                                         get_target_position="t", get_color=maps.ROAD, get_width=1,
-                                         width_min_pixels=1)]
+    layers: list[pdk.Layer] = [roads] if roads is not None else []
     hood, cand, rec, rep = d["users_hood"], d["users_cand"], d["users_record"], d["users_report"]
     pts, rings, trues, lines = [], [], [], []
     for m in range(len(rec)):  # one small frame per user
@@ -68,7 +66,7 @@ def neighbourhood_deck(prob: Problem, roads: pd.DataFrame, result: Result, *, he
                   radius_max_pixels=8, pickable=True),
     ]
     return maps.CompactDeck(layers=layers, initial_view_state=maps.view_state(prob, width_px, height_px),
-                            map_provider=None, map_style=None, tooltip={"text": "{tip}"})
+                            tooltip={"text": "{tip}"})
 
 
 def budget_figure(result: Result) -> go.Figure:
@@ -123,7 +121,7 @@ def benders_figure(result: Result, height: int = 240) -> go.Figure | None:
     return charts.line(it, ys, "iteration", "objective (cost km, reconstructed)", "Benders bounds", height=height)
 
 
-def render(prob: Problem, roads: pd.DataFrame, result: Result) -> None:
+def render(prob: Problem, roads: pdk.Layer | None, result: Result) -> None:
     """Streamlit layout of the whole panel."""
     import streamlit as st
 

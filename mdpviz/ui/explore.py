@@ -12,10 +12,12 @@ from mdpviz.geo import haversine_km
 from mdpviz.mechanisms import Result
 from mdpviz.metrics import posterior
 from mdpviz.problem import Problem
+from mdpviz.verdict import claims_all_pairs
 
 from . import cache, continuous, maps, state, views
 
 VIOLATION_LINES = 150  # more lines hide the map
+MAP_WIDTH, MAP_HEIGHT = 600, 470  # the map column at 1280×800
 COLOUR_MODES = ("plain", "expected loss (m)", "attacker's posterior Pr[x | y]")
 
 
@@ -28,6 +30,13 @@ def _on_click(map_key: str) -> None:
     selection = event.get("selection") if event else None
     hit = maps.clicked_secret(selection)
     plane = maps.clicked_point(selection) if hit is None else None
+    picked = region_from_click(selection, float(ss.get("pick_radius_km", 3.0))) if ss.get("pick_region") else None
+    if picked is not None:
+        ss["region"] = picked
+        ss["pick_region"], ss["_region_ok"], ss["_full_rerun"] = False, None, True
+        ss["secret"], ss["point"] = None, None
+        ss["map_generation"] = ss.get("map_generation", 0) + 1
+        return
     if hit is not None:
         _layer, i, k = hit
         if ss.get("colour_mode") == COLOUR_MODES[2] and k is not None:
@@ -57,7 +66,8 @@ def clamp_secret(prob: Problem) -> int:
     except (TypeError, ValueError):
         i = central
     if not 0 <= i < prob.k:
-        st.toast(f"Secret x{i} does not exist in this problem (K = {prob.k}); showing x{central}.", icon="⚠️")
+        st.toast(f"Secret x{i} does not exist in this problem (K = {prob.k}); showing x{central}.",
+                 icon=":material/warning:")
         i = central
     ss["secret"] = i
     return i
@@ -67,6 +77,8 @@ def clamp_secret(prob: Problem) -> int:
 def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, key: str | None) -> None:
     """Controls for what to look at (secret, layers, attacker view), the map, its legends and a caption."""
     ss = st.session_state
+    if ss.pop("_full_rerun", False):  # a region picked on the map changes the problem: rerun the whole page
+        st.rerun(scope="app")
     clamp_secret(prob)
     has_z = result is not None and result.Z is not None
     c1, c2 = st.columns([1, 3])
@@ -75,27 +87,26 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
     if result is not None and result.ok and not rows_ok:
         ss["point"] = None  # a picked point needs rows for any point; this mechanism has rows for X only
     pt = continuous.parse_point(ss.get("point")) if rows_ok else None
-    c1.number_input("Selected secret x (index)", min_value=0, max_value=prob.k - 1, step=1, key="secret",
-                    on_change=_clear_point,
-                    help="Or click a point on the map." + (" A click on empty map space picks that point of the "
-                                                           "plane instead." if rows_ok else ""))
+    c1.number_input("Selected secret x (index)", step=1, key="secret", on_change=_clear_point,
+                    help=f"0 to {prob.k - 1}. Or click a point on the map."
+                         + (" A click on empty map space picks that point of the plane instead." if rows_ok else ""))
     ss.setdefault("colour_mode", COLOUR_MODES[0])
     if not has_z:
         ss["colour_mode"] = COLOUR_MODES[0]
     c2.radio("Colour secrets by", COLOUR_MODES, key="colour_mode", horizontal=True, disabled=not has_z,
              help="Expected loss: Σ_y c(x,y)·Z[x,y] in metres. Posterior: what an attacker who sees report y "
                   "believes about the true location.")
-    with c2:
-        t1, t2, t3 = st.columns([1.1, 1, 1])
-        ss.setdefault("show_dist", True)
-        ss.setdefault("show_outputs", True)
-        ss.setdefault("show_viol", True)
-        t1.checkbox("show Z[x,·]", key="show_dist", disabled=not has_z,
-                    help="The selected secret's report distribution over the outputs (size and colour: "
-                         "probability). Hidden in the attacker's view.")
-        t2.checkbox("outputs Y", key="show_outputs", help="Rings: every reportable location.")
-        t3.checkbox("violations", key="show_viol", disabled=not has_z,
-                    help=f"Red lines between pairs of secrets that break ε-mDP (the worst {VIOLATION_LINES}).")
+    t1, t2, t3, t4 = st.columns([1.05, 0.9, 0.9, 1.15])  # one row of view toggles
+    for name in ("show_dist", "show_outputs", "show_viol"):
+        ss.setdefault(name, True)
+    t1.checkbox("show Z[x,·]", key="show_dist", disabled=not has_z,
+                help="The selected secret's report distribution over the outputs (size and colour: "
+                     "probability). Hidden in the attacker's view.")
+    t2.checkbox("outputs Y", key="show_outputs", help="Rings: every reportable location.")
+    t3.checkbox("violations", key="show_viol", disabled=not has_z,
+                help=f"Lines between pairs of secrets whose reports differ by more than e^(ε·d) (the worst "
+                     f"{VIOLATION_LINES}): red where the mechanism claims the pair (a broken promise), grey "
+                     "where it does not claim it.")
     i = int(ss["secret"])
     layers = maps.MapLayers(secret=i, show_outputs=bool(ss["show_outputs"]), point=pt)
     legends: list[str] = []
@@ -124,7 +135,7 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
             layers.row_label = who
             legends.append(maps.legend_html(f"Pr[report y | true location {who}] (probability; size and colour)",
                                             "prob", "0", f"{row.max():.3g}"))
-        _plane_controls(prob, result, key, row, layers, symbols, legends)
+        _plane_controls(prob, result, key, row, layers, symbols, legends, t4, c1)
         if mode == COLOUR_MODES[1]:
             layers.secret_values, layers.secret_scale = loss, "loss"
             layers.secret_value_label = "expected loss"
@@ -166,8 +177,12 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
         if ss["show_viol"] and ev is not None and ev["violations"]["violated_pairs"] > 0:
             vi, vj, vf, n_viol = cache.violating_pairs(prob, result, key, limit=VIOLATION_LINES)
             layers.violations = (vi, vj, vf)
-            symbols.append((f"mDP violation ({min(len(vi), n_viol):,} of {n_viol:,} pairs drawn)", maps.VIOLATION,
-                            "line"))
+            claimed = claims_all_pairs(result.claim)
+            layers.violation_kind = maps.CLAIMED if claimed else maps.NOT_CLAIMED
+            what = ("mDP violation: a claimed pair breaks ε-mDP" if claimed else
+                    "pair over ε·d that this mechanism does not claim (not a broken promise)")
+            symbols.append((f"{what} ({min(len(vi), n_viol):,} of {n_viol:,} pairs drawn)",
+                            maps.violation_colour(layers.violation_kind), "line"))
         d_exp = float(haversine_km(prob.x_lat[i], prob.x_lon[i], *layers.expected)) * 1000
         caption = (f"**x{i}**: expected loss {format_m(float(loss[i]))}; expected report {format_m(d_exp)} from the "
                    f"truth; most likely report y{int(np.argmax(Z[i]))} with Pr = {Z[i].max():.3g}.")
@@ -182,18 +197,94 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
             guess = int(np.argmax(post))
             caption += (f" An attacker who sees **y{k}** finds x{guess} most likely (Pr = {post[guess]:.3g}); "
                         f"the selected x{i} has Pr = {post[i]:.3g}.")
-    # the map column is about 600 × 470 px at 1280×800: fit the secrets to that
-    deck = maps.deck(prob, cache.roads_of(prob), layers, width_px=600,
-                     height_px=470)
+    # the map column is about 600 × 470 px at 1280×800; a tall city (Helsinki centre) gets a narrower, taller
+    # map with its legend beside it instead of white bands left and right
+    if ss.get("pick_region") and prob.city:
+        layers.plane = _city_pick_grid(prob)  # clicks anywhere on the city report a point
+    width_px, height_px = map_size(prob)
+    deck = maps.deck(prob, cache.road_layer(prob), layers, width_px=width_px, height_px=height_px)
     map_key = f"explore_map_{ss.get('map_generation', 0)}"
-    st.pydeck_chart(deck, on_select=lambda: _on_click(map_key), selection_mode="single-object",
-                    key=map_key, height=470, alt="Map of the road network, secrets, outputs and the "
-                                                        "selected secret's report distribution")
-    st.html(maps.symbol_legend_html(symbols) + "".join(legends))
+    beside = width_px < MAP_WIDTH - 150
+    holder, aside = st.columns([width_px, MAP_WIDTH - width_px]) if beside else (st.container(), None)
+    with holder:
+        st.pydeck_chart(deck, on_select=lambda: _on_click(map_key), selection_mode="single-object",
+                        key=map_key, height=height_px, alt="Map of the road network, secrets, outputs and the "
+                                                           "selected secret's report distribution")
+    with aside if aside is not None else holder:
+        st.html(maps.symbol_legend_html(symbols) + "".join(legends))
+        if prob.city:
+            st.caption("Roads © OpenStreetMap contributors (ODbL).")
     st.markdown(caption)
     if pt is not None:
         st.button(f"Back to secret x{i}", key="clear_point", on_click=_clear_point, icon=":material/undo:")
+    if prob.city:
+        _region_picker()
     state.write_url("explore")
+
+
+def region_from_click(selection: dict | None, radius_km: float) -> str | None:
+    """The region text of a disc of ``radius_km`` around a clicked point of the map (a cell of the pick grid or
+    any drawn point), or None when the click hit nothing.
+
+    >>> region_from_click({"objects": {"plane": [{"lat": 41.9, "lon": 12.48, "i": 3}]}}, 3.0)
+    '41.90000,12.48000,3'
+    >>> region_from_click({"objects": {}}, 3.0) is None
+    True
+    """
+    objects = [o for objs in ((selection or {}).get("objects") or {}).values() for o in objs
+               if isinstance(o, dict) and "lat" in o and "lon" in o]
+    if not objects:
+        return None
+    return f"{float(objects[0]['lat']):.5f},{float(objects[0]['lon']):.5f},{radius_km:g}"
+
+
+def _city_pick_grid(prob: Problem) -> maps.PlaneGrid:
+    """An invisible grid of cells over the whole city: a click on the map reports the cell's centre."""
+    from mdpviz.cities import city_info
+
+    s, w, n, e = city_info(prob.city).bbox  # type: ignore[arg-type]
+    lat, lon, side_m, nearest, shape = continuous.plane_grid(prob, prob.fingerprint, (s, n, w, e), 60)
+    return maps.PlaneGrid(lat=lat, lon=lon, side_m=side_m, nearest=nearest, shape=shape)
+
+
+def _region_picker() -> None:
+    """Pick where the secrets come from on the map: a disc of the chosen radius around the next click."""
+    ss = st.session_state
+    p1, p2 = st.columns([2, 1])
+    p1.toggle("Pick where the secrets come from: click the map", key="pick_region",
+              help="The next click on the map becomes the centre of a disc of the radius beside; the secrets are "
+                   "then drawn from the road nodes inside it (press Solve afterwards). The sidebar lists the "
+                   "city's presets, such as the whole city (the papers' way).")
+    ss.setdefault("pick_radius_km", 3.0)
+    p2.select_slider("disc radius (km)", options=[0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0], key="pick_radius_km",
+                     disabled=not ss.get("pick_region"))
+    if ss.get("pick_region"):
+        st.caption("Click the map where the disc should be centred.")
+
+
+def map_size(prob: Problem) -> tuple[int, int]:
+    """(width, height) of the Explore map in pixels: the full column, or narrower and taller for a tall area."""
+    lat0, lat1 = float(prob.x_lat.min()), float(prob.x_lat.max())
+    lon0, lon1 = float(prob.x_lon.min()), float(prob.x_lon.max())
+    tall = (lat1 - lat0) / max((lon1 - lon0) * np.cos(np.radians((lat0 + lat1) / 2)), 1e-9)
+    if tall <= MAP_HEIGHT / MAP_WIDTH * 1.25:
+        return MAP_WIDTH, MAP_HEIGHT
+    height = min(560, round(MAP_HEIGHT * 1.2))
+    return max(280, min(MAP_WIDTH, round(height / tall * 1.08))), height
+
+
+def problem_notices(prob: Problem) -> None:
+    """What the problem builder changed from the settings: |Y| capped by few points, points standing alone."""
+    ss = st.session_state
+    if prob.settings.get("source") == "points":
+        n = prob.settings.get("n_points", prob.k)
+        merged = f" ({n:,} points, merged where they snap to one node)" if n != prob.k else ""
+        if not prob.city and (ss["metric"] != "haversine" or ss["cost"] != "distance"):
+            st.caption(f"Your points stand alone: haversine metric and distance cost are used{merged}.")
+        elif merged:
+            st.caption(f"Your points give K = {prob.k:,} secrets{merged}.")
+        if prob.m < int(ss["m"]):
+            st.caption(f"|Y| = {int(ss['m']):,} exceeds the {prob.k:,} distinct points; using |Y| = {prob.m:,}.")
 
 
 def _clear_point() -> None:
@@ -201,12 +292,12 @@ def _clear_point() -> None:
 
 
 def _plane_controls(prob: Problem, result: Result, key: str, row: np.ndarray, layers: maps.MapLayers,
-                    symbols: list[tuple[str, list[int], str]], legends: list[str]) -> None:
-    """The clickable grid over the plane, the heat map of z(y | x) for a chosen output, and the anchor lattice."""
+                    symbols: list[tuple[str, list[int], str]], legends: list[str], h1: Any, h2: Any) -> None:
+    """The clickable grid over the plane, the heat map of z(y | x) for a chosen output, and the anchor lattice
+    (toggles in ``h1``, the heat map's output in ``h2`` while the heat map is on)."""
     ss = st.session_state
     rows_ok = continuous.has_rows(result)
     lattice = continuous.lattice_of(result)
-    h1, h2, h3 = st.columns([1.1, 1.3, 1])
     ss.setdefault("show_heat", False)
     if rows_ok and not ss.get("_heat_shown_for_rows"):  # the first continuous mechanism opens with its heat map
         ss["show_heat"] = ss["_heat_shown_for_rows"] = True
@@ -218,12 +309,13 @@ def _plane_controls(prob: Problem, result: Result, key: str, row: np.ndarray, la
     hy = ss.get("heat_y")
     if hy is None or not 0 <= int(hy) < prob.m:
         ss["heat_y"] = int(np.argmax(row))  # default: the most likely report of what is selected
-    h2.selectbox("heat-map output y (index)", list(range(prob.m)), key="heat_y", disabled=not ss["show_heat"],
-                 format_func=lambda k: f"y{k} (= x{prob.y_index[k]})",
-                 help="The reported location whose probability the heat map shows (violet ring on the map).")
+    if ss["show_heat"]:
+        h2.selectbox("heat-map output y (index)", list(range(prob.m)), key="heat_y",
+                     format_func=lambda k: f"y{k} (= x{prob.y_index[k]})",
+                     help="The reported location whose probability the heat map shows (violet ring on the map).")
     if lattice is not None:
         ss.setdefault("show_lattice", True)
-        h3.checkbox(f"anchor lattice ({lattice.nx} × {lattice.ny})", key="show_lattice",
+        h1.checkbox(f"anchor lattice ({lattice.nx} × {lattice.ny})", key="show_lattice",
                     help=f"The anchors whose distributions the LP optimises (cell side {lattice.step * 1000:,.0f} m); "
                          "every other point interpolates the four corners of its cell.")
         if ss["show_lattice"]:
@@ -231,6 +323,8 @@ def _plane_controls(prob: Problem, result: Result, key: str, row: np.ndarray, la
             name = f"anchor lattice ({lattice.nx * lattice.ny:,} anchors, cells of {lattice.step * 1000:,.0f} m)"
             symbols.append((name, maps.LATTICE, "line"))
             symbols.append(("anchors", maps.ANCHOR, "ring"))
+    if not (rows_ok or ss["show_heat"]):
+        return  # no pick grid: a click on a secret selects it; empty space needs rows for any point
     lat, lon, side_m, nearest, shape = continuous.plane_grid(prob, prob.fingerprint, continuous.region(prob, result))
     grid = maps.PlaneGrid(lat=lat, lon=lon, side_m=side_m, nearest=nearest, shape=shape)
     if ss["show_heat"]:
@@ -247,15 +341,22 @@ def _plane_controls(prob: Problem, result: Result, key: str, row: np.ndarray, la
 
 
 def headline(prob: Problem, mech: Any, params: dict[str, Any]) -> str:
-    """One line naming what is on screen: city, sizes, mechanism and ε as a radius."""
+    """One line naming what is on screen: city and region, sizes, mechanism and ε as a radius."""
+    from mdpviz.cities import city_info
     from mdpviz.explain import radius_km
+    from mdpviz.region import parse_region
 
     eps = params.get("eps")
     eps_txt = (f" · ε = {eps:g} km⁻¹ (ratio ≤ 2 within {radius_km(float(eps)) * 1000:,.0f} m)"
                if isinstance(eps, (int, float)) and eps > 0 else "")
-    from mdpviz.cities import list_cities
-
-    city = next((c.label for c in list_cities() if c.slug == prob.city), prob.city or "your points")
-    return (f"#### {mech.label} · {city}\n"
-            f"K = {prob.k} secrets · |Y| = {prob.m} outputs · metric {prob.metric} · cost {prob.settings['cost']}"
-            f"{eps_txt}")
+    if prob.settings.get("source") == "points":
+        where = "your points" + (f" on {city_info(prob.city).label}" if prob.city else " (standing alone)")
+    else:
+        info = city_info(prob.city) if prob.city else None
+        where = info.label if info else "your points"
+        spec = prob.settings.get("region", "whole")
+        if info is not None and spec != "whole":
+            where += ", secrets " + parse_region(spec, info.centre).describe()
+    return (f"#### {mech.label} · {where}\n"
+            f"K = {prob.k:,} secrets · |Y| = {prob.m:,} outputs · metric {prob.metric} · cost "
+            f"{prob.settings['cost']}{eps_txt}")

@@ -31,7 +31,10 @@ SECRET = [37, 99, 235, 170]
 OUTPUT_RING = [120, 130, 150, 255]  # slate: visible on light and dark backgrounds
 TRUE = [16, 185, 129, 255]
 EXPECTED = [236, 72, 153, 255]
-VIOLATION = [220, 38, 38, 150]
+VIOLATION = [220, 38, 38, 150]           # a pair the mechanism claims, breaking ε-mDP: a broken promise
+UNCLAIMED = [148, 163, 184, 170]         # a pair outside the mechanism's claim exceeding ε·d: not a promise broken
+CLAIMED = "breaks the claimed ε-mDP"
+NOT_CLAIMED = "exceeds ε·d on a pair the mechanism does not claim"
 ANCHOR = [234, 179, 8, 255]
 USER = [14, 165, 233, 220]  # users' sampled reports (PAnDA): sky-blue lines from x_n to y_n
 LATTICE = [202, 138, 4, 170]  # anchor-lattice grid lines (amber, like the anchors)
@@ -39,8 +42,18 @@ POINT = [16, 185, 129, 255]   # a picked point of the plane (same green as the t
 HEAT_Y = [124, 58, 237, 255]  # the output whose heat map is shown (violet ring)
 
 
+# Streamlit's map element fetches a Carto basemap style unless the deck carries this sentinel as its style: with
+# it, no basemap at all is drawn and no request leaves the app's own origin (the road network is our base layer)
+NO_BASEMAP = "__MAP_STYLE__"
+
+
 class CompactDeck(pdk.Deck):
-    """A Deck whose JSON has no indentation: pydeck indents by 2, which triples the size sent to the browser."""
+    """A Deck with no basemap (nothing fetched from a third party) and compact JSON (pydeck indents by 2, which
+    triples the size sent to the browser)."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(map_provider=None, **kwargs)  # type: ignore[arg-type]
+        self.map_style = NO_BASEMAP
 
     def to_json(self) -> str:
         from pydeck.bindings.json_tools import default_serialize
@@ -87,7 +100,8 @@ def symbol_legend_html(items: list[tuple[str, list[int], str]]) -> str:
         else:
             sw = (f'<span style="display:inline-block;width:10px;height:10px;border-radius:50%;'
                   f'background:{rgb};vertical-align:middle"></span>')
-        parts.append(f'<span style="margin-right:12px;white-space:nowrap">{sw} {html.escape(label)}</span>')
+        wrap = "nowrap" if len(label) <= 40 else "normal"  # long labels wrap inside the legend's column
+        parts.append(f'<span style="margin-right:12px;white-space:{wrap}">{sw} {html.escape(label)}</span>')
     return f'<div style="font-size:0.8rem;line-height:1.8">{"".join(parts)}</div>'
 
 
@@ -119,6 +133,7 @@ class MapLayers:
     secret_scale: str = "loss"
     secret_value_label: str = ""
     violations: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]] | None = None
+    violation_kind: str = CLAIMED                     # CLAIMED (a broken promise) or UNCLAIMED (not promised)
     attack_y: int | None = None                       # output whose posterior is shown (index into Y)
     extra_points: tuple[str, NDArray[np.float64], NDArray[np.float64]] | None = None  # (name, lat, lon): anchors
     user_reports: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None  # (true secret, reported secret)
@@ -146,16 +161,29 @@ class PlaneGrid:
     label: str = ""                                   # tooltip text before the value, e.g. "z(y3 | here) ="
 
 
-def deck(prob: Problem, roads: pd.DataFrame, layers: MapLayers, *, height_px: int = 520,
+def violation_colour(kind: str) -> list[int]:
+    """Red for broken promises, slate grey for pairs outside the claim."""
+    return VIOLATION if kind == CLAIMED else UNCLAIMED
+
+
+def image_layer(layer_id: str, url: str, bounds: tuple[float, float, float, float]) -> pdk.Layer:
+    """A bitmap stretched over ``bounds`` = [west, south, east, north] (degrees); ``url`` of the app's origin."""
+    # quoted: pydeck's JSON converter reads a bare string prop as an expression
+    return pdk.Layer("BitmapLayer", id=layer_id, image=f"'{url}'", bounds=[float(b) for b in bounds],
+                     pickable=False)
+
+
+def deck(prob: Problem, roads: pdk.Layer | None, layers: MapLayers, *, height_px: int = 520,
          width_px: int = 800, small: bool = False) -> pdk.Deck:
-    """The map: roads, then secrets, outputs, the distribution Z[x,·], markers and violation lines."""
+    """The map: the road image (``cache.road_layer``), then secrets, outputs, the distribution Z[x,·], markers
+    and violation lines."""
     out: list[pdk.Layer] = []
+    if roads is not None:
+        out.append(roads)
     if layers.plane is not None and layers.plane.values is not None:
         out.append(heat_layer(layers.plane))
     if layers.plane is not None:
         out.append(plane_layer(layers.plane))
-    out.append(pdk.Layer("LineLayer", id="roads", data=roads, get_source_position="s", get_target_position="t",
-                         get_color=ROAD, get_width=1, width_min_pixels=1, pickable=False))
     if layers.lattice is not None:
         out.extend(lattice_layers(*layers.lattice))
     radius_px = 2 if small else 3
@@ -169,21 +197,21 @@ def deck(prob: Problem, roads: pd.DataFrame, layers: MapLayers, *, height_px: in
             df["tip"] = [f"secret x{i} · {layers.secret_value_label} {fmt(float(x))}" for i, x in enumerate(v)]
             radius_px += 1
         else:
-            df["color"] = [SECRET] * prob.k
             df["tip"] = [f"secret x{i} (click to select)" for i in range(prob.k)]
         out.append(pdk.Layer("ScatterplotLayer", id="secrets", data=df, get_position=["lon", "lat"],
-                             get_fill_color="color", get_radius=1, radius_units="'pixels'",
+                             get_fill_color="color" if "color" in df else SECRET, get_radius=1,
+                             radius_units="'pixels'",
                              radius_min_pixels=radius_px, radius_max_pixels=radius_px, pickable=True,
                              auto_highlight=True))
     if layers.violations is not None and len(layers.violations[0]):
         vi, vj, vf = layers.violations
         vdf = pd.DataFrame({"s": np.column_stack([prob.x_lon[vi], prob.x_lat[vi]]).tolist(),
                             "t": np.column_stack([prob.x_lon[vj], prob.x_lat[vj]]).tolist(),
-                            "tip": [f"x{a} → x{b}: ratio uses {f:.3g}× the allowed ε·d" for a, b, f in
-                                    zip(vi, vj, vf, strict=True)]})
+                            "tip": [f"x{a} → x{b}: {layers.violation_kind}; the ratio uses {f:.3g}× the allowed "
+                                    "ε·d" for a, b, f in zip(vi, vj, vf, strict=True)]})
         out.append(pdk.Layer("LineLayer", id="violations", data=vdf, get_source_position="s",
-                             get_target_position="t", get_color=VIOLATION, get_width=1.5, width_min_pixels=1.5,
-                             pickable=True))
+                             get_target_position="t", get_color=violation_colour(layers.violation_kind),
+                             get_width=1.5, width_min_pixels=1.5, pickable=True))
     if layers.extra_points is not None:
         name, elat, elon = layers.extra_points
         edf = pd.DataFrame({"lon": np.round(elon, 6), "lat": np.round(elat, 6),
@@ -267,8 +295,8 @@ def deck(prob: Problem, roads: pd.DataFrame, layers: MapLayers, *, height_px: in
                              get_fill_color=TRUE, stroked=True, get_line_color=[255, 255, 255, 255],
                              line_width_min_pixels=2, get_radius=1, radius_units="'pixels'", radius_min_pixels=8,
                              radius_max_pixels=8, pickable=True))
-    return CompactDeck(layers=out, initial_view_state=view_state(prob, width_px, height_px), map_provider=None,
-                    map_style=None, tooltip={"text": "{tip}"})
+    return CompactDeck(layers=out, initial_view_state=view_state(prob, width_px, height_px),
+                       tooltip={"text": "{tip}"})
 
 
 def _px_to_m(prob: Problem, px: float, width_px: int = 600, height_px: int = 470) -> float:
@@ -281,18 +309,10 @@ def _px_to_m(prob: Problem, px: float, width_px: int = 600, height_px: int = 470
 def png_data_url(rgba: NDArray[np.uint8]) -> str:
     """An (h, w, 4) uint8 image as a ``data:image/png;base64,...`` URL (no imaging library needed)."""
     import base64
-    import struct
-    import zlib
 
-    h, w, _ = rgba.shape
-    raw = b"".join(b"\x00" + rgba[r].tobytes() for r in range(h))  # filter type 0 on every row
+    from .basemap import png_bytes
 
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0))
-           + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
-    return "data:image/png;base64," + base64.b64encode(png).decode()
+    return "data:image/png;base64," + base64.b64encode(png_bytes(rgba)).decode()
 
 
 def heat_layer(g: PlaneGrid) -> pdk.Layer:

@@ -19,7 +19,7 @@ from mdpviz.mechanisms.cmdp import data_settings
 from mdpviz.problem import Problem, build_problem
 from mdpviz.solve import solve
 
-from . import maps
+from . import charts, maps
 
 POLYLINE = [37, 99, 235, 200]
 CURRENT = [220, 38, 38, 255]
@@ -56,28 +56,60 @@ def lp_baseline(city: str, k: int, seed: int, values_json: str) -> Result:
     return solve(context_free_problem(data, "no-motion"), "lp", {"eps": json.loads(values_json)["eps"]})
 
 
-@st.cache_data(max_entries=8, show_spinner="Solving every method at every ε (about a minute)…")
+METHODS = 6  # the paper's Fig. 10 ...
+REFERENCES = 1  # ... and the LP on the context-averaged cost (``mdpviz.cmdp.compare``)
+
+
+@st.cache_resource(show_spinner=False)
+def _curve_store() -> dict[tuple[str, int, int, str, tuple[float, ...]], pd.DataFrame]:
+    """Finished curves, shared by sessions (the solves underneath are in the library's disk cache too)."""
+    return {}
+
+
+def curves_estimate_s(result: Result, lp: Result, n_eps: int) -> float:
+    """A rough duration of :func:`curves`: per ε, three C-mDP solves like ``result`` and four context-free
+    solves like ``lp`` (EM and ConstOPT are faster, so this leans long)."""
+    t_c = float(result.timings.get("total_s", 0.0))
+    t_lp = float(lp.timings.get("total_s", 0.0))
+    return n_eps * (3 * t_c + (METHODS + REFERENCES - 3) * t_lp)
+
+
+def cached_curves(city: str, k: int, seed: int, values_json: str, eps_values: tuple[float, ...]
+                  ) -> pd.DataFrame | None:
+    return _curve_store().get((city, k, seed, values_json, eps_values))
+
+
 def curves(city: str, k: int, seed: int, values_json: str, eps_values: tuple[float, ...]) -> pd.DataFrame:
-    """Loss and runtime against ε for the six methods (``mdpviz.cmdp.compare``)."""
-    pb = problem(city, k, seed)
-    params = params_for("cmdp", json.loads(values_json))
-    data = prepare(pb, data_settings(params))
-    rows = compare(data, params, eps_values, use_cache=True)
-    return pd.DataFrame([{k: v for k, v in r.items() if k != "blankets"} for r in rows])
+    """Loss and runtime against ε for the six methods and the reference (``mdpviz.cmdp.compare``), with a
+    progress bar per ε while it runs."""
+    key = (city, k, seed, values_json, eps_values)
+    store = _curve_store()
+    if key not in store:
+        pb = problem(city, k, seed)
+        params = params_for("cmdp", json.loads(values_json))
+        data = prepare(pb, data_settings(params))
+        bar = st.progress(0.0, text="starting")
+
+        def progress(phase: str, fraction: float | None) -> None:
+            bar.progress(min(max(float(fraction or 0.0), 0.0), 1.0), text=f"solving at {phase}")
+
+        rows = compare(data, params, eps_values, use_cache=True, progress=progress)
+        bar.empty()
+        store[key] = pd.DataFrame([{k: v for k, v in r.items() if k != "blankets"} for r in rows])
+    return store[key]
 
 
-def trajectory_deck(prob: Problem, roads: pd.DataFrame, ex: dict[str, Any], height_px: int = 420) -> pdk.Deck:
+def trajectory_deck(prob: Problem, roads: pdk.Layer | None, ex: dict[str, Any], height_px: int = 420) -> pdk.Deck:
     """Road base; the vehicle's polyline; current node; blanket nodes numbered by lag; older context grey;
     the heading (x_{t−1} → x_t); the true next node; the task."""
     lon, lat = ex["polyline_lon"], ex["polyline_lat"]
-    layers: list[pdk.Layer] = [
-        pdk.Layer("LineLayer", id="roads", data=roads, get_source_position="s", get_target_position="t",
-                  get_color=maps.ROAD, get_width=1, width_min_pixels=1),
+    layers: list[pdk.Layer] = [*([roads] if roads is not None else []),
         pdk.Layer("PathLayer", id="trajectory", data=pd.DataFrame({"path": [np.column_stack([lon, lat]).tolist()],
                                                                    "tip": [f"vehicle {ex['trajectory']}"]}),
                   get_path="path", get_color=POLYLINE, width_min_pixels=3, pickable=True)]
     ctx = pd.DataFrame(ex["context"])
-    ctx["label"] = "t−" + ctx["lag"].astype(str)
+    # ASCII in map labels: deck.gl's text atlas covers ASCII only, so "−" (U+2212) drew as a gap ("t 1")
+    ctx["label"] = "t-" + ctx["lag"].astype(str)
     ctx["color"] = [BLANKET if b else OLDER for b in ctx["in_blanket"]]
     ctx["tip"] = [f"x(t−{g}) = station {n}{' (in the blanket)' if b else ' (outside the blanket)'}"
                   for g, n, b in zip(ctx["lag"], ctx["node"], ctx["in_blanket"], strict=True)]
@@ -100,7 +132,7 @@ def trajectory_deck(prob: Problem, roads: pd.DataFrame, ex: dict[str, Any], heig
             get_position=["lon", "lat"], get_fill_color="color", get_radius="r", radius_units="'pixels'",
             stroked=True, get_line_color=[255, 255, 255, 255], line_width_min_pixels=2, pickable=True)]
     return maps.CompactDeck(layers=layers, initial_view_state=maps.view_state(prob, 700, height_px),
-                            map_provider=None, map_style=None, tooltip={"text": "{tip}"})
+                            tooltip={"text": "{tip}"})
 
 
 def legend() -> str:
@@ -109,7 +141,7 @@ def legend() -> str:
                                     ("true next", NEXT, "dot"), ("task", TASK, "dot")])
 
 
-def row_deck(prob: Problem, roads: pd.DataFrame, z: np.ndarray, secret: int, height_px: int = 320) -> pdk.Deck:
+def row_deck(prob: Problem, roads: pdk.Layer | None, z: np.ndarray, secret: int, height_px: int = 320) -> pdk.Deck:
     """A perturbation row drawn on the stations (the Explore map's distribution layer)."""
     return maps.deck(prob, roads, maps.MapLayers(Z_row=z, secret=secret, show_outputs=False), height_px=height_px,
                      width_px=420, small=True)
@@ -137,6 +169,7 @@ def blanket_figure(diag: dict[str, Any]) -> go.Figure:
     fig.update_layout(height=280, barmode="group", margin={"l": 10, "r": 10, "t": 30, "b": 10},
                       xaxis_title="blanket size |B| (lags)", yaxis_title="slots (count)", yaxis_type="log",
                       title={"text": "Blanket sizes (Fig. 9)", "font": {"size": 13}})
+    charts.log_axis(fig, "y")
     return fig
 
 

@@ -18,6 +18,7 @@ from mdpviz.export import result_bytes
 from mdpviz.mechanisms import Mechanism, Result
 from mdpviz.problem import Problem
 from mdpviz.solve import solve
+from mdpviz.verdict import Verdict, is_check, measured_checks, verdict
 
 from . import cache, charts, continuous
 
@@ -28,13 +29,23 @@ def guard() -> Iterator[None]:
     try:
         yield
     except MdpvizError as e:
-        st.error(str(e), icon="🚫")
+        st.error(str(e), icon=":material/error:")
         st.stop()
 
 
 def solve_hint(prob_k: int, prob_m: int, mech: Mechanism) -> str | None:
-    return solve_warning(prob_k, prob_m, max_k=mech.max_k, family=mech.family, exact=mech.exact,
+    """The slow-solve warning of ``mdpviz.explain`` (the mechanism's ``max_k``, the LP's size), and a note when
+    the all-pairs check itself will take a while (K above ``state.SLOW_CHECK_K``)."""
+    from . import state
+
+    hint = solve_warning(prob_k, prob_m, max_k=mech.max_k, family=mech.family, exact=mech.exact,
                          time_limit_s=float(st.session_state.get("time_limit", 60.0)))
+    if prob_k > state.SLOW_CHECK_K:
+        pairs = prob_k * (prob_k - 1)
+        check = (f"Checking ε-mDP on all {pairs:,} ordered pairs × {prob_m:,} outputs after the solve takes "
+                 "a while (tens of seconds and more).")
+        hint = f"{hint} {check}" if hint else check
+    return hint
 
 
 def run_solve(prob: Problem, mech: Mechanism, params: dict[str, Any], time_limit: float,
@@ -42,10 +53,11 @@ def run_solve(prob: Problem, mech: Mechanism, params: dict[str, Any], time_limit
     """Solve in a worker thread while this script shows the phase and elapsed time; returns the Result.
 
     The worker only records the latest phase: it never calls Streamlit (no script context there). A quick
-    solve (under 0.3 s) shows no status box at all.
+    solve (under 0.3 s) shows no status box at all. The box ends green only for a usable mechanism.
     """
     box: dict[str, Any] = {"phase": "starting", "fraction": None}
     out: dict[str, Any] = {}
+    name = label or mech.label
 
     def progress(phase: str, fraction: float | None) -> None:
         box["phase"], box["fraction"] = phase, fraction
@@ -61,7 +73,7 @@ def run_solve(prob: Problem, mech: Mechanism, params: dict[str, Any], time_limit
     worker.start()
     worker.join(0.3)
     if worker.is_alive():
-        with st.status(f"Solving {label or mech.label}…", expanded=True) as status:
+        with st.status(f"Solving {name}…", expanded=True) as status:
             bar = st.progress(0.0, text="starting")
             while worker.is_alive():
                 worker.join(0.2)
@@ -70,11 +82,19 @@ def run_solve(prob: Problem, mech: Mechanism, params: dict[str, Any], time_limit
                 shown = float(frac) if frac is not None else min(0.99, el / max(time_limit, 1e-9))
                 bar.progress(min(max(shown, 0.0), 1.0),
                              text=f"{box['phase']} · {el:.1f} s elapsed (limit {time_limit:g} s)")
-            status.update(label=f"Solved {label or mech.label} in {format_s(time.perf_counter() - t0)}",
-                          state="complete", expanded=False)
+            took = format_s(time.perf_counter() - t0)
+            result = out.get("result")
+            if "error" in out:
+                status.update(label=f"{name} failed after {took}", state="error", expanded=False)
+            elif result is not None and not result.ok:
+                status.update(label=f"{name}: {result.status} after {took}, no mechanism", state="error",
+                              expanded=False)
+            else:
+                status.update(label=f"{name}: {result.status if result else 'done'} in {took}", state="complete",
+                              expanded=False)
     if "error" in out:
         raise out["error"]
-    result: Result = out["result"]
+    result = out["result"]
     cache.remember(prob, result)
     return result
 
@@ -96,23 +116,63 @@ def phase_text(timings: dict[str, float]) -> str:
                       if k != "total_s" and isinstance(v, (int, float)))
 
 
-def status_line(result: Result) -> None:
-    """Status of a result with its message; a warning when there is no usable mechanism."""
+# words for the LP-size keys the solvers report; other keys are turned into words by lp_size_label
+LP_SIZE_LABELS = {"wem_entries": "weighted-EM entries", "pricing_lps": "pricing LPs",
+                  "pricing_rows_max": "rows per pricing LP (max)", "pricing_rows_mean": "rows per pricing LP (mean)",
+                  "master_rows": "master LP rows", "atoms_used": "atoms used", "nonzeros": "nonzeros",
+                  "sub_variables_max": "subproblem variables (max)",
+                  "sub_constraints_max": "subproblem constraints (max)"}
+
+
+def lp_size_label(key: str) -> str:
+    """A readable name of an LP-size key: ``pricing_rows_mean`` → ``rows per pricing LP (mean)``.
+
+    >>> lp_size_label("master_variables"), lp_size_label("cuts_max")
+    ('master variables', 'cuts (max)')
+    """
+    if key in LP_SIZE_LABELS:
+        return LP_SIZE_LABELS[key]
+    words = key.split("_")
+    if words[-1] in ("max", "mean", "min", "total") and len(words) > 1:
+        return f"{' '.join(words[:-1])} ({words[-1]})"
+    return " ".join(words)
+
+
+def lp_size_text(lp_size: dict[str, int]) -> str:
+    return " · ".join(f"{v:,} {lp_size_label(k)}" for k, v in lp_size.items())
+
+
+VERDICT_BOX = {"ok": (st.success, ":material/verified_user:"), "info": (st.info, ":material/info:"),
+               "warning": (st.warning, ":material/warning:"), "error": (st.error, ":material/gpp_bad:")}
+
+
+def verdict_box(result: Result, ev: dict[str, Any] | None, label: str) -> Verdict:
+    """The plain-words verdict (``mdpviz.verdict``) in a box coloured by its level, then the mechanism's message."""
+    v = verdict(result, ev, label=label)
+    box, icon = VERDICT_BOX[v.level]
+    box(v.headline, icon=icon)
+    if result.message:
+        st.caption(f"**What happened:** {result.message}")
     if not result.ok:
-        st.warning(f"Status **{result.status}**: no mechanism to show. {result.message} "
-                   "Try a smaller K or |Y|, a faster mechanism, or a longer time limit.", icon="⏱️")
+        st.caption("Try a smaller K or |Y|, a faster mechanism, or a longer time limit.")
+    return v
 
 
-def metrics_panel(prob: Problem, result: Result, ev: dict[str, Any]) -> None:
-    """The headline numbers of one result, with units and the violation numerator/denominator."""
-    v = ev["violations"]
+def metrics_panel(prob: Problem, result: Result, ev: dict[str, Any], v: Verdict | None = None) -> None:
+    """The headline numbers of one result, with units, and the violations stated against the claim."""
+    viol = ev["violations"]
+    if v is not None and v.meaning:
+        st.caption(v.meaning)
     st.metric("Utility loss (m)", f"{ev['utility_loss_m']:.1f}",
               help="Expected cost Σ_x p_x Σ_y c(x, y)·Z[x, y] in metres: lower is better for the user.")
-    st.metric("mDP violation ratio (pairs)", f"{v['ratio']:.3g}",
+    st.metric("mDP violation ratio (pairs)", f"{viol['ratio']:.3g}",
               help=f"Ordered pairs (x, x') with some y where Z[x,y] > e^(ε·d)·Z[x',y] (relative tolerance "
-                   f"{v['tolerance']:g}). Worst pair uses {v['worst_factor']:.3g}× the allowed ε·d.")
-    st.caption(f"{v['violated_pairs']:,} violated / {v['checked_pairs']:,} ordered pairs checked at "
-               f"ε = {result.eps:g} km⁻¹ in the {v.get('metric', prob.metric)} metric")
+                   f"{viol['tolerance']:g}), over all pairs of X. Worst pair uses {viol['worst_factor']:.3g}× the "
+                   "allowed ε·d.")
+    st.caption(f"{viol['violated_pairs']:,} violated / {viol['checked_pairs']:,} ordered pairs checked at "
+               f"ε = {result.eps:.3g} km⁻¹ in the {viol.get('metric', prob.metric)} metric")
+    if v is not None and v.claim_line:
+        st.caption(f"**Against the claim:** {v.claim_line}")
     st.metric("Adversary error (m)", f"{ev['adversary_error_m']:.1f}",
               help="Expected distance between the true location and the Bayes-optimal attacker's guess, metres: "
                    "higher is more private.")
@@ -123,7 +183,7 @@ def metrics_panel(prob: Problem, result: Result, ev: dict[str, Any]) -> None:
     if phases:
         st.caption(f"Per phase: {phases}")
     if result.lp_size:
-        st.caption("LP: " + " · ".join(f"{v:,} {k}" for k, v in result.lp_size.items()))
+        st.caption("LP: " + lp_size_text(result.lp_size))
     st.caption(f"Status: **{result.status}**")
     if len(result.claim) <= 60:
         st.caption(f"Privacy claim: {result.claim}")
@@ -145,12 +205,6 @@ def is_binned(value: Any) -> bool:
     return isinstance(value, dict) and "counts" in value and "edges" in value
 
 
-def is_check(value: Any) -> bool:
-    """A measured check: a dict with ``violated`` and ``checked`` counts (or ``violated_pairs``/``checked_pairs``)."""
-    return isinstance(value, dict) and (({"violated", "checked"} <= value.keys())
-                                        or ({"violated_pairs", "checked_pairs"} <= value.keys()))
-
-
 def _walk(prefix: str, value: Any, found: dict[str, Any], test: Any) -> None:
     if test(value):
         found[prefix] = value
@@ -168,15 +222,9 @@ def binned_histograms(diag: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def check_rows(diag: dict[str, Any]) -> list[dict[str, Any]]:
     """Every measured check (violated / checked) in the diagnostics as table rows with numerator/denominator."""
-    found: dict[str, Any] = {}
-    _walk("", diag, found, is_check)
-    rows = []
-    for name, v in found.items():
-        bad = v.get("violated", v.get("violated_pairs"))
-        total = v.get("checked", v.get("checked_pairs"))
-        rows.append({"check": name, "violated": f"{int(bad):,}", "checked": f"{int(total):,}",
-                     "ratio": f"{bad / total:.3g}" if total else "–", "exponent": str(v.get("exponent", ""))})
-    return rows
+    return [{"check": name, "violated": f"{bad:,}", "checked": f"{total:,}",
+             "ratio": f"{bad / total:.3g}" if total else "–", "exponent": str(v.get("exponent", ""))}
+            for name, bad, total, v in measured_checks(diag)]
 
 
 def _flatten(prefix: str, value: Any, scalars: dict[str, Any], arrays: dict[str, np.ndarray],
@@ -386,17 +434,35 @@ def specific_panel(prob: Problem, result: Result) -> None:
     import importlib
 
     render = getattr(importlib.import_module(entry[0]), entry[1])
-    render(prob, cache.roads_of(prob), result)
+    render(prob, cache.road_layer(prob), result)
 
 
+@st.fragment
 def details_tabs(prob: Problem, result: Result, ev: dict[str, Any] | None, key: str) -> None:
-    """Tabs below the map: diagnostics, time and LP size, downloads, the problem."""
-    t_diag, t_time, t_dl, t_prob = st.tabs(["Diagnostics", "Time & LP size", "Downloads", "Problem"])
-    with t_diag:
-        specific_panel(prob, result)
-        if result.ok:
-            continuous.diagnostics(prob, result, cache.result_key(prob, result))
-        diagnostics_panel(result, prob.k)
+    """Tabs below the map: diagnostics, time and LP size, downloads, the problem.
+
+    Only the open tab runs and is sent (``on_change="rerun"``, inside a fragment so that switching tabs reruns
+    only this part): a hidden tab's charts would otherwise load the chart library into every page view.
+    """
+    t_diag, t_time, t_dl, t_prob = st.tabs(["Diagnostics", "Time & LP size", "Downloads", "Problem"],
+                                           key=f"details-tab-{key}", on_change="rerun")
+    if t_diag.open:
+        with t_diag:
+            specific_panel(prob, result)
+            if result.ok:
+                continuous.diagnostics(prob, result, cache.result_key(prob, result))
+            diagnostics_panel(result, prob.k)
+    if t_time.open:
+        _time_tab(t_time, result, key)
+    if t_dl.open:
+        with t_dl:
+            downloads(prob, result, ev, key)
+    if t_prob.open:
+        with t_prob:
+            problem_table(prob)
+
+
+def _time_tab(t_time: Any, result: Result, key: str) -> None:
     with t_time:
         c1, c2 = st.columns([3, 2])
         with c1:
@@ -406,18 +472,14 @@ def details_tabs(prob: Problem, result: Result, ev: dict[str, Any] | None, key: 
         with c2:
             if result.lp_size:
                 st.markdown("**LP size**")
-                st.dataframe(pd.DataFrame([{"quantity": k, "count": f"{v:,}"} for k, v in result.lp_size.items()]),
-                             hide_index=True, width="stretch")
+                st.dataframe(pd.DataFrame([{"quantity": lp_size_label(k), "count": f"{v:,}"}
+                                           for k, v in result.lp_size.items()]), hide_index=True, width="stretch")
             else:
                 st.caption("No LP was solved (closed form).")
             if result.objective_m is not None:
                 st.caption(f"Solver objective: {result.objective_m:.2f} m")
             if result.bound_m is not None:
                 st.caption(f"Certified lower bound: {result.bound_m:.2f} m")
-    with t_dl:
-        downloads(prob, result, ev, key)
-    with t_prob:
-        problem_table(prob)
 
 
 def downloads(prob: Problem, result: Result, ev: dict[str, Any] | None, key: str) -> None:

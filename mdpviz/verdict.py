@@ -1,0 +1,183 @@
+"""What a result means in plain words: what the mechanism did and whether it kept its privacy promise.
+
+One function, :func:`verdict`, turns a :class:`~mdpviz.mechanisms.Result` and its measured evaluation
+(``mdpviz.metrics.evaluate``) into a short :class:`Verdict`: a level (``ok``, ``info``, ``warning``, ``error``), a
+headline, and the violation count stated against the pairs the mechanism claims. The dashboard shows it above the
+metrics and the CLI can print it; no Streamlit here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .explain import format_m, format_s
+from .mechanisms.base import Result
+
+# a claim over every ordered pair of X: "all pairs", "all pairs in the planar projection", "all pairs of points of
+# the plane ..." (X is part of the plane); not "all pairs at 2ε", which is a claim at another budget
+_ALL_PAIRS = re.compile(r"^all pairs($|[;,.]| in | of )")
+# diagnostics that hold the measured check of a narrower claim, in order of preference
+_CLAIM_CHECK_NAMES = ("claim", "enforced")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A result in plain words.
+
+    Attributes:
+        level: ``ok`` (the promise holds), ``info`` (a narrower claim, or nothing measured against it),
+            ``warning`` (a degenerate or unfinished release), ``error`` (no mechanism, or the promise is broken).
+        headline: one line: what happened and whether the mechanism kept its promise.
+        claim_line: the measured violations against the pairs the mechanism claims (empty without a Z).
+        meaning: what the numbers mean for a user and an attacker (empty without an evaluation).
+        short: a few words for a table cell ("holds on all pairs", "broken on 70 of 39,800 pairs", ...).
+    """
+
+    level: str
+    headline: str
+    claim_line: str = ""
+    meaning: str = ""
+    short: str = ""
+
+    def text(self) -> str:
+        """Every non-empty part, one per line (for the CLI)."""
+        return "\n".join(p for p in (self.headline, self.claim_line, self.meaning) if p)
+
+
+def claims_all_pairs(claim: str) -> bool:
+    """True when ``claim`` promises ε-mDP over every ordered pair of X (so the all-pairs check is the claim's).
+
+    >>> claims_all_pairs("all pairs"), claims_all_pairs("all pairs in the planar projection; Z is ...")
+    (True, True)
+    >>> claims_all_pairs("all pairs at 2ε (literal exp(−ε·d) is not ε-mDP)"), claims_all_pairs("neighbour pairs")
+    (False, False)
+    """
+    return bool(_ALL_PAIRS.match(claim.strip()))
+
+
+def is_check(value: Any) -> bool:
+    """A measured check: a dict with ``violated`` and ``checked`` counts (or ``violated_pairs``/``checked_pairs``)."""
+    return isinstance(value, dict) and (({"violated", "checked"} <= value.keys())
+                                        or ({"violated_pairs", "checked_pairs"} <= value.keys()))
+
+
+def measured_checks(diagnostics: dict[str, Any]) -> Iterator[tuple[str, int, int, dict[str, Any]]]:
+    """Every measured check a mechanism reports in its diagnostics, at any depth, as
+    (dotted name, violated, checked, the check's dict).
+
+    >>> list(measured_checks({"violations": {"V_pair": {"violated": 3, "checked": 12}}, "n": 5}))[0][:3]
+    ('violations.V_pair', 3, 12)
+    """
+    def walk(prefix: str, value: Any) -> Iterator[tuple[str, int, int, dict[str, Any]]]:
+        if is_check(value):
+            bad = value.get("violated", value.get("violated_pairs"))
+            total = value.get("checked", value.get("checked_pairs"))
+            yield prefix, int(bad), int(total), value
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                yield from walk(f"{prefix}.{k}" if prefix else str(k), v)
+
+    yield from walk("", diagnostics or {})
+
+
+def claim_check(result: Result) -> tuple[str, int, int, str] | None:
+    """(name, violated, checked, unit) of the check that measures a narrower claim, from the diagnostics, or None.
+
+    A check whose name says ``claim`` wins over one that says ``enforced`` (the constraints the solver enforced).
+    The unit is the check's own ``unit`` (e.g. ``triples (i, j, y)``), else ``pairs``.
+    """
+    checks = list(measured_checks(result.diagnostics))
+    for needle in _CLAIM_CHECK_NAMES:
+        for name, bad, total, check in checks:
+            if needle in name.lower().rsplit(".", 1)[-1] and total > 0:
+                unit = str(check.get("unit") or "pairs").split(" (")[0]
+                return name, bad, total, unit
+    return None
+
+
+def _pairs(n: int) -> str:
+    return f"{n:,} ordered pair{'s' if n != 1 else ''}"
+
+
+def _collapsed(Z: np.ndarray | None) -> bool:
+    """Every secret has the same report distribution (reports carry no information, for anyone)."""
+    return Z is not None and len(Z) > 1 and bool(np.allclose(Z, Z[0], rtol=1e-9, atol=0.0))
+
+
+def verdict(result: Result, evaluation: dict[str, Any] | None = None, *, label: str | None = None) -> Verdict:
+    """The plain-words verdict on ``result``; ``evaluation`` is ``mdpviz.metrics.evaluate``'s dict for its Z.
+
+    >>> from mdpviz.mechanisms.base import Result
+    >>> verdict(Result("lp", {}, None, "time limit", 5.0, timings={"total_s": 60.0}), label="LP").headline
+    'LP: time limit after 1 min 0 s, no mechanism to show.'
+    """
+    name = label or result.mechanism
+    total = result.timings.get("total_s")
+    took = f" after {format_s(total)}" if isinstance(total, (int, float)) else ""
+    if not result.ok:
+        bound = f" The best certified lower bound on the loss is {format_m(result.bound_m)}." if result.bound_m else ""
+        what = {"time limit": f"time limit{took}, no mechanism to show.",
+                "infeasible": "no mechanism exists for these settings (the LP is infeasible).",
+                "error": f"the solver failed{took}; no mechanism to show."}.get(
+            result.status, f"status {result.status}{took}, no mechanism to show.")
+        return Verdict("error", f"{name}: {what}{bound}", short=f"no mechanism ({result.status})")
+    unfinished = "" if result.status not in ("time limit", "interrupted") else (
+        f"Stopped at the time limit{took}: a feasible mechanism, not proven optimal. ")
+    if evaluation is None:
+        return Verdict("warning" if unfinished or result.degenerate else "info",
+                       f"{name}: {unfinished}{result.degenerate or 'solved'}".strip(), short="not evaluated")
+    v = evaluation["violations"]
+    bad, checked, eps = int(v["violated_pairs"]), int(v["checked_pairs"]), float(v.get("eps", result.eps))
+    planar = " in the planar projection" if str(v.get("metric", "")).endswith("planar") else ""
+    at_eps = f"ε = {eps:g} km⁻¹{planar}"
+    if claims_all_pairs(result.claim):
+        if bad == 0:
+            level, promise = "ok", f"kept its promise: ε-mDP holds for all {_pairs(checked)} ({at_eps})."
+            claim_line = f"0 of {_pairs(checked)} violate ε-mDP, the claim of this mechanism."
+            short = "holds on all pairs"
+        else:
+            short = f"broken on {bad:,} of {checked:,} pairs"
+            level = "error"
+            promise = (f"broke its promise: ε-mDP fails on {bad:,} of {_pairs(checked)} ({at_eps}; the worst pair "
+                       f"uses {float(v['worst_factor']):.3g}× the allowed ε·d).")
+            claim_line = f"{bad:,} of {_pairs(checked)} violate ε-mDP ({bad / checked:.3g}), which it claims."
+    else:
+        found = claim_check(result)
+        all_txt = (f"{bad / checked:.2g} of all pairs ({bad:,} of {checked:,})" if bad
+                   else f"none of all {_pairs(checked)}")
+        if found is not None:
+            check_name, c_bad, c_total, unit = found
+            what = f"{c_total:,} {'enforced' if 'enforced' in check_name.lower() else 'claimed'} {unit}"
+            level = "ok" if c_bad == 0 else "error"
+            promise = (f"kept its narrower promise: 0 of {what} violate ε-mDP." if c_bad == 0 else
+                       f"broke its promise: {c_bad:,} of {what} violate ε-mDP.")
+            claim_line = f"{c_bad:,} of {what} violated; {all_txt} violated, which this mechanism does not claim."
+            short = (f"holds on its claim (0 of {what})" if c_bad == 0 else f"broken on {c_bad:,} of {what}")
+        else:
+            level = "info"
+            promise = ("claims ε-mDP only on some pairs; measured over all pairs, "
+                       f"{all_txt} {'are' if bad else 'is'} violated.")
+            claim_line = f"What it claims: {result.claim}."
+            short = "narrower claim, not measured"
+    degenerate = result.degenerate
+    if not degenerate and _collapsed(result.Z):
+        degenerate = ("Collapsed: every secret reports with the same distribution, so a report says nothing "
+                      "about where the user is (private, but useless).")
+    headline = f"{name} {promise}"
+    if degenerate:
+        level = "error" if level == "error" else "warning"
+        headline = f"{name}: {degenerate} Privacy: {promise}"
+        short = f"degenerate; {short}"
+    if unfinished:
+        level = "error" if level == "error" else "warning"
+        headline = f"{unfinished}{headline}"
+        short = f"time limit; {short}"
+    meaning = (f"A report costs {format_m(float(evaluation['utility_loss_m']))} on average (utility loss); an attacker "
+               f"who sees it guesses the true location {format_m(float(evaluation['adversary_error_m']))} off on "
+               "average (adversary error: higher is more private).")
+    return Verdict(level, headline, claim_line, meaning, short)

@@ -1,0 +1,81 @@
+"""The plain-words verdict (mdpviz.verdict): what happened and whether the promise held, against the claim."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdpviz.mechanisms.base import Result
+from mdpviz.metrics import evaluate
+from mdpviz.problem import build_problem
+from mdpviz.verdict import claim_check, claims_all_pairs, verdict
+
+
+def _ev(bad: int, checked: int, worst: float = 1.0, metric: str = "haversine") -> dict:
+    return {"utility_loss_m": 312.4, "adversary_error_m": 250.0,
+            "violations": {"violated_pairs": bad, "checked_pairs": checked, "ratio": bad / checked,
+                           "worst_factor": worst, "tolerance": 1e-9, "eps": 5.0, "metric": metric}}
+
+
+def _z(rows: int = 3, same: bool = False) -> np.ndarray:
+    z = np.full((rows, 2), 0.5) if same else np.array([[0.7, 0.3], [0.4, 0.6], [0.2, 0.8]])[:rows]
+    return z
+
+
+def test_all_pairs_claim_kept_and_broken() -> None:
+    ok = verdict(Result("em", {}, _z(), "closed form", 5.0), _ev(0, 39_800), label="EM")
+    assert ok.level == "ok" and ok.headline == ("EM kept its promise: ε-mDP holds for all 39,800 ordered pairs "
+                                                "(ε = 5 km⁻¹).")
+    assert ok.short == "holds on all pairs" and "312 m" in ok.meaning and "250 m" in ok.meaning
+    broken = verdict(Result("lp", {}, _z(), "optimal", 5.0), _ev(70, 39_800, worst=10.8), label="LP")
+    assert broken.level == "error"
+    assert "broke its promise: ε-mDP fails on 70 of 39,800 ordered pairs" in broken.headline
+    assert "10.8× the allowed ε·d" in broken.headline and broken.short == "broken on 70 of 39,800 pairs"
+
+
+def test_narrower_claim_is_measured_against_its_own_check() -> None:
+    diag = {"violations_claim": {"violated": 0, "checked": 4_032, "unit": "triples (i, j, y)"}}
+    r = Result("dista-lp", {}, _z(), "optimal", 2.7, claim="ε_pt-mDP inside each user's neighbourhood",
+               diagnostics=diag)
+    v = verdict(r, _ev(2_787, 3_540), label="DISTA-LP")
+    assert v.level == "ok" and "kept its narrower promise: 0 of 4,032 claimed triples" in v.headline
+    assert v.claim_line == ("0 of 4,032 claimed triples violated; 0.79 of all pairs (2,787 of 3,540) violated, "
+                            "which this mechanism does not claim.")
+    # a claim check beats an "enforced" one; a nested "enforced" check is found when it is the only one
+    nested = Result("panda-e", {}, _z(), "optimal", 5.0, claim="(ε, δ)-PmDP",
+                    diagnostics={"violations": {"V_pair": {"violated": 3, "checked": 12},
+                                                "enforced": {"violated": 1, "checked": 1_482}}})
+    assert claim_check(nested) == ("violations.enforced", 1, 1_482, "pairs")
+    assert verdict(nested, _ev(0, 3_540)).level == "error"  # one enforced pair broken is a broken promise
+
+
+def test_unmeasured_narrower_claim_is_information_not_alarm() -> None:
+    r = Result("lp-ca", {}, _z(), "optimal", 5.0, claim="representatives only: pairs of real secrets may violate")
+    v = verdict(r, _ev(699, 3_540), label="LP+CA")
+    assert v.level == "info" and "claims ε-mDP only on some pairs" in v.headline
+    assert v.claim_line.startswith("What it claims: representatives only")
+    assert not claims_all_pairs("all pairs at 2ε (literal exp(−ε·d) is not ε-mDP)")
+
+
+def test_no_mechanism_time_limit_and_degenerate() -> None:
+    none = verdict(Result("lp-bd", {}, None, "time limit", 5.0, bound_m=372.8, timings={"total_s": 60.2}),
+                   label="Benders")
+    assert none.level == "error" and none.headline == ("Benders: time limit after 1 min 0 s, no mechanism to show. "
+                                                       "The best certified lower bound on the loss is 373 m.")
+    partial = verdict(Result("lp-bd", {}, _z(), "time limit", 5.0, timings={"total_s": 60.0}), _ev(0, 6))
+    assert partial.level == "warning" and partial.headline.startswith("Stopped at the time limit after 1 min 0 s")
+    said = verdict(Result("panda-e", {}, _z(), "optimal", 5.0, degenerate="Collapsed: all 151 anchor rows merged."),
+                   _ev(0, 6), label="PAnDA-e")
+    assert said.level == "warning" and said.headline.startswith("PAnDA-e: Collapsed: all 151 anchor rows merged.")
+    # a Z whose rows are all equal says so even when the mechanism did not
+    same = verdict(Result("x", {}, _z(same=True), "optimal", 5.0), _ev(0, 6))
+    assert same.level == "warning" and "every secret reports with the same distribution" in same.headline
+
+
+def test_verdict_of_a_real_result() -> None:
+    from mdpviz.mechanisms.em import em_matrix
+
+    prob = build_problem("west-oakland", 30, n_outputs=10)
+    z = em_matrix(prob, 5.0)
+    ev = evaluate(prob, z, 5.0)
+    v = verdict(Result("em", {"eps": 5.0}, z, "closed form", 5.0), ev, label="EM")
+    assert v.level == "ok" and "all 870 ordered pairs" in v.headline and v.text().count("\n") == 2
