@@ -150,7 +150,6 @@ LP_MECHANISMS = [("lp", {}), ("lp", {"solver": "monolithic"}), ("lp-ca", {}), ("
 # found by these tests, owned by other branches (the integrator removes a mark once its fix is merged)
 _FAULT_XFAIL = {
     ("kUnknown", "lp-bd"): "an Unknown master is reported as 'infeasible' (lp/benders.py, issue 13: seeds13)",
-    ("kTimeLimit", "panda-e"): "a time-limited AnPO LP returns status 'time limit' with a Z (issue 13: seeds13)",
 }
 
 

@@ -33,8 +33,6 @@ K = 200  # Rome secrets (|Y| = 100); mechanisms with a smaller max_k get their m
 XFAIL = {
     "lp-bd": "building the Benders master (lp/benders.py, ~10 s here) ignores the deadline: issue 13 (seeds13)",
 }
-_PANDA = "returns a Z with status 'time limit' when its AnPO LP times out (mechanisms/panda.py): issue 13 (seeds13)"
-XFAIL.update(dict.fromkeys(("panda-e", "panda-p", "panda-l"), _PANDA))
 
 
 def _run_one(problem: Problem, name: str, time_limit: float, conn: Any) -> None:

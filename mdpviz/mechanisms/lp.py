@@ -138,6 +138,13 @@ def grid_cells(problem: Problem, g: int) -> tuple[NDArray[np.int64], NDArray[np.
     return cell_of.astype(np.int64), reps
 
 
+def coarse_verdict(n_cells: int, k: int, grid: int) -> str:
+    """The degenerate verdict of LP+CA: its LP, hence its privacy claim, covers only the cells' representatives."""
+    return (f"Claim covers only the {n_cells} cell representatives ({grid}×{grid} grid): each of the {k} secrets "
+            "reports with its cell's row, so a pair of secrets in different cells is ε-mDP only at the "
+            "representatives' distance, not at its own (pairs closer than their representatives can break ε-mDP)")
+
+
 def _solve_lp_ca(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -152,10 +159,12 @@ def _solve_lp_ca(problem: Problem, params: dict[str, Any], progress: Progress, t
     lp_params = {**params, "pairs": "all", "spanner_t": 1.5, "repair": True, "gap_tol": 1e-8}
     Zr, f = solve_lp_rows(problem.d[np.ix_(reps, reps)], weights, c_cell, lp_params, progress, time_limit, timings)
     Z = None if Zr is None else Zr[cell_of]
+    degenerate = "" if Z is None else coarse_verdict(n_cells, problem.k, params["grid"])
+    message = "; ".join(m for m in (f["message"], degenerate) if m)
     return Result("lp-ca", params, Z, f["status"], params["eps"],
                   claim="representatives only: secrets share their cell's row, so pairs of real secrets may violate",
                   timings=timings, lp_size=f["size"], objective_m=f["objective"], bound_m=f["bound"],
-                  message=f["message"],
+                  message=message, degenerate=degenerate,
                   diagnostics={"cells": n_cells, "representatives": reps, "cell_of": cell_of, **f["diagnostics"]})
 
 
