@@ -37,7 +37,8 @@ def rows_breach(za: NDArray[np.float64], zb: NDArray[np.float64], expo: NDArray[
     with np.errstate(divide="ignore", invalid="ignore"):
         lr = np.log(za) - np.log(zb)
     lr[np.isnan(lr)] = -np.inf
-    return (lr > (np.asarray(expo, dtype=np.float64) + np.log1p(tolerance))[:, None]).any(axis=1)
+    breach: NDArray[np.bool_] = (lr > (np.asarray(expo, dtype=np.float64) + np.log1p(tolerance))[:, None]).any(axis=1)
+    return breach
 
 
 @dataclass(frozen=True)
@@ -125,9 +126,11 @@ class Violations:
 
     @property
     def ratio(self) -> float:
+        """Violated over checked ordered pairs (0 when none were checked)."""
         return self.violated_pairs / self.checked_pairs if self.checked_pairs else 0.0
 
     def as_dict(self) -> dict[str, float | int]:
+        """The counts as plain values, with the ratio (without the worst pairs)."""
         return {**{k: v for k, v in asdict(self).items() if k != "worst_pairs"}, "ratio": self.ratio}
 
 
@@ -138,7 +141,8 @@ def utility_loss_m(problem: Problem, Z: NDArray[np.float64]) -> float:
 
 def per_secret_loss_m(problem: Problem, Z: NDArray[np.float64]) -> NDArray[np.float64]:
     """Expected loss of each secret, Σ_y c_xy Z_xy, metres."""
-    return np.einsum("ij,ij->i", problem.c, Z)
+    loss: NDArray[np.float64] = np.einsum("ij,ij->i", problem.c, Z)
+    return loss
 
 
 def check_distance(problem: Problem, metric: str = "") -> NDArray[np.float64]:
@@ -147,7 +151,8 @@ def check_distance(problem: Problem, metric: str = "") -> NDArray[np.float64]:
         return problem.d
     xy = problem.xy_km
     order = {"l1-planar": 1, "l2-planar": 2}[metric]
-    return np.linalg.norm(xy[:, None, :] - xy[None, :, :], ord=order, axis=2)
+    d: NDArray[np.float64] = np.linalg.norm(xy[:, None, :] - xy[None, :, :], ord=order, axis=2)
+    return d
 
 
 def violations(problem: Problem, Z: NDArray[np.float64], eps: float, tolerance: float = TOLERANCE,

@@ -149,7 +149,6 @@ LP_MECHANISMS = [("lp", {}), ("lp", {"solver": "monolithic"}), ("lp-ca", {}), ("
                  ("panda-e", {}), ("aipo-e", {}), ("dista-lp", {})]  # C-mDP: its corpus alone costs seconds
 # found by these tests, owned by other branches (the integrator removes a mark once its fix is merged)
 _FAULT_XFAIL = {
-    ("kUnknown", "lp-bd"): "an Unknown master is reported as 'infeasible' (lp/benders.py, issue 13: seeds13)",
 }
 
 

@@ -61,8 +61,9 @@ def test_monolithic_engine_is_repaired_and_private(case):
 
 def test_benders_matches_monolithic(case):
     problem, eps, ref = case
-    res = solve(problem, "lp-bd", {"eps": eps, "gap": 1e-9, "subsets": 3, "max_iter": 500}, use_cache=False)
-    assert res.status == "gap reached", res.message
+    res = solve(problem, "lp-bd", {"eps": eps, "gap_m": 1e-9, "floor": 0.0, "subsets": 3, "max_iter": 500,
+                                   "scope": "all-pairs"}, use_cache=False)
+    assert res.status == "optimal", res.message
     assert abs(res.objective_m - ref) <= 1e-6 * ref
     assert res.bound_m <= ref * (1 + 1e-7)
     assert violations(problem, res.Z, eps).violated_pairs == 0
@@ -76,8 +77,8 @@ def test_benders_matches_monolithic(case):
 def test_benders_partitioners(partitioner):
     problem = build_problem("kotka", 24, n_outputs=6, metric="road", seed=4)
     ref = _mono(problem, 3.0)
-    res = solve(problem, "lp-bd", {"eps": 3.0, "gap": 1e-9, "subsets": 4, "partitioner": partitioner},
-                use_cache=False)
+    res = solve(problem, "lp-bd", {"eps": 3.0, "gap_m": 1e-9, "floor": 0.0, "subsets": 4, "partitioner": partitioner,
+                                   "scope": "all-pairs"}, use_cache=False)
     assert abs(res.objective_m - ref) <= 1e-6 * ref
 
 

@@ -15,10 +15,24 @@ from mdpviz.lp.mdp_lp import all_pairs, solve_mdp_lp
 from mdpviz.mechanisms import get_mechanism
 from mdpviz.mechanisms.panda import selection_map
 from mdpviz.panda.anpo import anpo_exponents, solve_anpo
-from mdpviz.panda.budget import ball_lists, phase1_cost, phase1_cost_direct
-from mdpviz.panda.margins import pair_margins, safety_margins, success_bound, surrogate_probabilities
+from mdpviz.metrics import rows_breach
+from mdpviz.panda.budget import (
+    ball_lists,
+    phase1_cost,
+    phase1_cost_direct,
+    phase1_cost_last_factor,
+    phase1_cost_last_factor_direct,
+)
+from mdpviz.panda.margins import (
+    half_gamma_neighbourhoods,
+    pair_margins,
+    safety_margins,
+    success_bound,
+    surrogate_probabilities,
+)
 from mdpviz.panda.selection import FLOORS, VARIANTS, decay, make_selection, sample_anchor_sets
 from mdpviz.problem import build_problem, problem_from_points
+from mdpviz.solve import solve
 
 
 def _plane(n: int, seed: int, size_km: float = 3.0) -> np.ndarray:
@@ -192,7 +206,7 @@ def test_mechanism_on_a_city_scale_instance(spread_problem, name: str) -> None:
     mech = get_mechanism(name)
     params = mech.validate({"eps": 15.0, "n_users": 8, "gamma_div": 20.0})
     res = mech.solve(spread_problem, params, lambda *_: None, None)
-    assert res.ok and res.status == "optimal"
+    assert res.ok and res.status == "optimal" and not res.degenerate, res.degenerate
     Z = res.Z
     assert Z.shape == (spread_problem.k, spread_problem.m)
     np.testing.assert_allclose(Z.sum(axis=1), 1.0, atol=1e-9)
@@ -231,8 +245,10 @@ def test_mechanism_on_a_city_scale_instance(spread_problem, name: str) -> None:
 
 def test_same_seed_same_result_and_seed_changes_anchors(spread_problem) -> None:
     mech = get_mechanism("panda-e")
-    run = lambda seed: mech.solve(spread_problem, mech.validate({"n_users": 6, "seed": seed}),
-                                  lambda *_: None, None)
+
+    def run(seed: int):
+        return mech.solve(spread_problem, mech.validate({"n_users": 6, "seed": seed}), lambda *_: None, None)
+
     a, b, c = run(1), run(1), run(2)
     np.testing.assert_array_equal(a.Z, b.Z)
     np.testing.assert_array_equal(a.diagnostics["anchors"], b.diagnostics["anchors"])
@@ -276,3 +292,84 @@ def test_labelled_alternatives_run(spread_problem) -> None:
     assert "resample_extra_cost_nats" in dg and dg["lp"]["unconstrained_pairs"] > 0
     with pytest.raises(ParameterError, match="max_lp_rows"):
         mech.solve(spread_problem, mech.validate({**params, "eps": 60.0, "max_lp_rows": 1}), lambda *_: None, None)
+
+
+@pytest.mark.parametrize("floor", FLOORS)
+def test_authors_eps_bar_keeps_only_the_last_factor_and_under_counts(floor: str) -> None:
+    d = _plane(40, seed=8, size_km=6.0)  # pairs both inside and beyond 2γ
+    sel = make_selection("p", 0.9, 0.7, 0.9, floor, 1e-3)
+    W = sel.weights(d)
+    code = phase1_cost_last_factor(d, sel, chunk=64)
+    for i in range(40):
+        for j in range(40):
+            ref = phase1_cost_last_factor_direct(W[i], W[j]) if i != j else 0.0
+            assert code[i, j] == pytest.approx(ref, abs=1e-12)
+    paper = phase1_cost(d, sel)
+    assert (code <= paper + 1e-9).all()  # one factor of each product is never more than Prop. 3's supremum
+    assert not np.array_equal(code, code.T) and (code < 0.5 * paper).mean() > 0.5
+
+
+def test_half_gamma_neighbourhoods_are_the_records_within_half_gamma() -> None:
+    d = _plane(30, seed=2, size_km=3.0)
+    rows = np.array([0, 7, 19])
+    S, mask = half_gamma_neighbourhoods(d, rows, 1.2)
+    for r, x in enumerate(rows):
+        assert S[r, 0] == x and set(S[r][mask[r]]) == set(np.flatnonzero(d[x] < 0.6))
+        assert (S[r][~mask[r]] == x).all()
+
+
+@pytest.fixture(scope="module")
+def rome_panda():
+    """200 secrets over the whole of Rome: PAnDA's own city at the paper's scale."""
+    return build_problem("rome", 200, n_outputs=30, cost="distance", seed=0)
+
+
+def _check_claim(pb, res) -> None:
+    """Rows are distributions and the AnPO's own pair constraints hold on the anchor rows (the one check)."""
+    np.testing.assert_allclose(res.Z.sum(axis=1), 1.0, atol=1e-9)
+    assert res.Z.min() >= 0.0
+    dg = res.diagnostics
+    assert dg["violations"]["enforced"]["violated_pairs"] == 0
+    anchors = np.asarray(dg["anchors"])
+    assert dg["violations"]["enforced"]["checked_pairs"] == len(anchors) * (len(anchors) - 1)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_paper_mode_on_rome_says_what_happened(rome_panda, variant: str) -> None:
+    res = solve(rome_panda, f"panda-{variant}", {"relaxed_max_rows": 0, "n_users": 30}, use_cache=False)
+    assert res.status == "optimal"
+    _check_claim(rome_panda, res)
+    dg = res.diagnostics
+    vp = dg["violations"]["V_pair"]
+    if dg["lp"]["rows_after_merge"] == 1:  # collapsed: the verdict says so, with the count
+        assert res.degenerate.startswith(f"Collapsed: every user reports the same distribution (all "
+                                         f"{len(dg['anchors'])} anchor rows merged)")
+        assert "Phase I alone costs ε̄ ≥ ε" in res.message
+    if vp["violated"]:  # Phase I over budget for close users: the claim is refuted, in plain words
+        assert f"Claim not met: {vp['violated']:,} of {vp['checked']:,} user pairs" in res.degenerate
+    assert f"V_pair {vp['violated']:,}/{vp['checked']:,}" in res.message
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_authors_code_preset_on_rome_shows_its_privacy_cost(rome_panda, variant: str) -> None:
+    name = f"panda-{variant}"
+    res = solve(rome_panda, name, {"relaxed_max_rows": 0, "n_users": 30, **get_mechanism(name).preset("authors-code").param_dict()},
+                use_cache=False)
+    _check_claim(rome_panda, res)
+    dg = res.diagnostics
+    assert dg["eps_bar"]["rule"] == "authors-code" and dg["lp"]["pair_radius_km"] == 0.8
+    assert "as the authors' code computes it" in res.message
+    vp = dg["violations"]["V_pair"]
+    assert vp["violated"] > 0.5 * vp["checked"]  # measured with Prop. 3's ε̄, not the code's
+    assert "Claim not met" in res.degenerate
+    # V_pair is measured with Prop. 3's ε̄, not with the ε̄ the LP charged: recount it here
+    users = dg["users"]
+    sel = make_selection(variant, res.params["alpha"], res.params["lam"], dg["gamma_km"], "w_min", 1e-4)
+    true = phase1_cost(rome_panda.d, sel)
+    idx = np.flatnonzero(users["surrogate"] >= 0)
+    i, j = np.nonzero(~np.eye(len(idx), dtype=bool))
+    si, sj = users["secret"][idx[i]], users["secret"][idx[j]]
+    keep = si != sj
+    rows = users["rows"][idx]
+    expo = res.eps * rome_panda.d[si, sj] - true[si, sj]
+    assert int(rows_breach(rows[i][keep], rows[j][keep], expo[keep]).sum()) == vp["violated"]

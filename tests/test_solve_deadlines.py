@@ -30,9 +30,7 @@ LP_SLACK_S = 0.25  # time in HiGHS beyond the deadline: the LPs were granted mor
 K = 200  # Rome secrets (|Y| = 100); mechanisms with a smaller max_k get their max_k
 
 # fixes on other branches (the integrator removes a mark once its fix is merged); strict: each must fail today
-XFAIL = {
-    "lp-bd": "building the Benders master (lp/benders.py, ~10 s here) ignores the deadline: issue 13 (seeds13)",
-}
+XFAIL: dict[str, str] = {}
 
 
 def _run_one(problem: Problem, name: str, time_limit: float, conn: Any) -> None:

@@ -89,6 +89,7 @@ def run_isolated(problem: Any, method: str, eps: float, gap_tol: float, time_lim
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the exact-LP benchmark from the command line; returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m mdpviz bench lp", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--city", default=None, help="city (default: the default city)")

@@ -40,9 +40,11 @@ class ViolationReport:
 
     @property
     def ratio(self) -> float:
+        """Violated over checked pairs (0 when none were checked)."""
         return self.violated / self.checked if self.checked else 0.0
 
     def as_dict(self) -> dict[str, Any]:
+        """The report as plain values, with its ratio."""
         return {**asdict(self), "ratio": self.ratio}
 
 

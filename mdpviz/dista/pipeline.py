@@ -17,7 +17,7 @@ from ..problem import Problem
 from ..progress import Progress, no_progress
 from . import noise as nz
 from .audit import AuditReport, run_audit
-from .benders import BendersOutcome, UserLP, benders_loop, build_user_lp, solve_direct
+from .per_user_benders import BendersOutcome, UserLP, benders_loop, build_user_lp, solve_direct
 from .budget import Budget, account
 from .surrogates import BLOCKS, Fit, fit_user, overestimated_share, permute, relative_error
 from .tighten import overestimate, tighten

@@ -1,20 +1,40 @@
-"""Benders decomposition of the optimal-mDP LP over a partition of the secrets (Qiu, IJCAI 2024; spec 004).
+"""Benders decomposition of the mDP LP over a partition of the secrets (Qiu, IJCAI 2024; spec 004).
 
-Rows X are split into subsets R_l. A row is a *boundary* record when it shares a constrained pair with a row of
-another subset, otherwise *internal*. The master problem (MP) holds the boundary rows' variables z_Y and one
-estimate w_l per subset:
+The LP is min Σ W∘Z over row-stochastic Z with z[i, y] ≤ e^{E_ij} z[j, y] on a given set of ordered pairs (the
+paper's neighbours d ≤ η, or any pair set). Rows are split into subsets R_l (:func:`partition`). A row is a
+*boundary* record when it shares a constrained pair with a row of another subset, otherwise *internal*.
 
-    min  Σ W_Y·z_Y + Σ_l w_l                                   (spec §3.4 consistent form (a): the boundary
-    s.t. pair rows among boundary records (cross-subset rows     cost is counted once, in the MP objective)
-         and the initial cuts z_i ≤ e^{E*_ij} z_j of Eq. 14),
-         Σ_y z_Y = 1,  Benders cuts,  z_Y ≥ 0, w ≥ 0.
+* **Master (MP)**: the boundary rows' variables z_Y and one estimate w_l per subset;
+  min W_Y·z_Y + Σ_l w_l (spec §3.4 consistent form (a): boundary cost counted once) subject to the pair rows
+  among boundary records, the initial cuts of Eq. 14 (``cuts``), Σ_y z_Y = 1 and the Benders cuts.
+* **Subproblem l**, given z̄_Y: min W_X·z_X over its internal rows with every pair row touching an internal
+  record of R_l (boundary values move to the right-hand side) and Σ_y z_X = 1. Its row duals give the
+  optimality cut w_l ≥ (h + B z_Y)ᵀu + 1ᵀv; an infeasible subproblem is re-solved as a phase-1 (elastic) twin
+  whose duals give the feasibility cut.
+* LB = MP optimum (non-decreasing); UB = W_Y·z̄_Y + Σ subproblem optima when every subproblem is feasible.
 
-Subproblem l, given z̄_Y: min W_X·z_X over its internal rows, with every pair row touching an internal record of
-R_l (boundary values on the right-hand side) and Σ_y z_X = 1. Its row duals give the optimality cut
-w_l ≥ (h − B z_Y)ᵀu + 1ᵀv; an infeasible subproblem is detected by a phase-1 (elastic) twin whose duals give
-the feasibility cut. LB = MP optimum (non-decreasing), UB = W_Y·z̄_Y + Σ subproblem optima when all are
-feasible. The code-only δ slack of the authors' MATLAB code is off by default (``slack`` > 0 turns it on and
-the result no longer solves the paper's LP; it is labelled).
+**Initial cuts (Eq. 14).** The paper adds z_i ≤ e^{εD_ij} z_j for every ordered pair of boundary records
+(D = shortest path in the mDP graph). Only the paths through internal records add anything the MP does not
+already hold, and a cut implied by a chain of other MP rows adds nothing either, so ``cuts="needed"`` (default)
+keeps exactly the boundary pairs not implied by others: the same MP polytope as ``"all"`` with far fewer rows.
+
+**Numerics: the master floor.** A subproblem's value falls with a boundary entry z̄_b,y at slopes up to
+e^{ε·D(b, x)}·c (an internal record x capped by z_x ≤ e^{ε·D} z̄_b): at the paper's ε = 10 km⁻¹ cut coefficients
+reached 1e34, which HiGHS refuses. A floor z_Y ≥ τ (``floor``, default 1e-9) bounds those slopes by about c/τ; it
+can raise the optimum by at most τ·Σ W (mix any optimum with the uniform matrix), which the reported lower bound
+subtracts. A cut that still has a coefficient above ``CUT_CAP`` is left out (a relaxation), never capped.
+
+**In-out stabilisation** (``stabilise`` λ < 1, ``core``): the subproblems are solved at λ·z_out + (1 − λ)·z_core,
+z_core a feasible point (the exponential mechanism, then each feasible separation point); when no cut from there
+cuts the master's own point, the next round separates at that point. Cuts stay valid, so the optimum is the same;
+λ = 1 is plain Benders as in the paper.
+
+**Statuses.** ``optimal`` (certified UB − LB ≤ ξ and ≤ 1e-4·UB for the paper's LP, the floor's effect included),
+``gap reached`` (UB − LB ≤ ξ for the LP solved, when a slack or a large floor makes it differ from the paper's),
+``iteration limit``, ``time limit``, ``stalled`` (no cut is violated but the gap is open: numerical trouble) and
+``error`` (a HiGHS status that is neither optimal nor infeasible, e.g. "Unknown", even after a cold restart).
+Only the first two hand back ``Z``; the others keep the best feasible point found in ``feasible_Z``.
+The code-only δ slack of the authors' MATLAB code is off by default (``slack`` > 0 changes the LP; labelled).
 """
 
 from __future__ import annotations
@@ -28,21 +48,30 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.cluster.vq import kmeans2
+from scipy.sparse.csgraph import connected_components
 
-from ..errors import ParameterError, SolverError
+from ..errors import ParameterError
 from ..progress import Progress, no_progress
-from .highs import INF, new_highs, pass_model
+from .colgen import exponent_closure
+from .highs import COEF_CAP, INF, check_lp_rows, new_highs, pass_model
 
 PARTITIONERS = ("kmeans-dv", "kmeans-rec", "kmeans-adj", "spectral")
+CUT_RULES = ("needed", "all", "none")
+LOG_CAP = float(np.log(COEF_CAP))
+OPTIMAL_REL = 1e-4  # a certified gap within ξ is called optimal only if it is also this small against UB
+CUT_CAP = 1e13  # a cut with a larger coefficient is left out (HiGHS refuses entries above 1e15)
+_H = highspy.HighsModelStatus
 
 
 def partition(method: str, n_parts: int, d: NDArray[np.float64], coords: NDArray[np.float64] | None,
               pair_i: NDArray[np.int64], pair_j: NDArray[np.int64], seed: int = 0) -> NDArray[np.int64]:
     """Subset label (0..M'−1, empty subsets removed) of each row.
 
-    Methods (spec 004 §3.6): ``kmeans-dv`` k-means on rows of the distance matrix (default), ``kmeans-rec`` on
-    the records' coordinates (km), ``kmeans-adj`` on rows of the 0/1 adjacency of the pair graph, ``spectral``
-    balanced spectral clustering (k-means on the M smallest eigenvectors of the unnormalised Laplacian).
+    Methods (spec 004 §3.6): ``kmeans-dv`` k-means on rows of the distance matrix (the paper's k-m-DV),
+    ``kmeans-rec`` on the records' coordinates (km), ``kmeans-adj`` on rows of the 0/1 adjacency of the pair
+    graph, ``spectral`` balanced spectral clustering (k-means on the M smallest eigenvectors of the unnormalised
+    Laplacian; on a graph with several components these eigenvectors are component indicators, so the subsets
+    follow the components).
     """
     n = len(d)
     k = int(min(max(n_parts, 1), n))
@@ -71,12 +100,17 @@ def partition(method: str, n_parts: int, d: NDArray[np.float64], coords: NDArray
 
 @dataclass
 class BendersOutcome:
-    """Result of :func:`solve_benders`. ``Z`` holds the best feasible point (None when no iteration gave one)."""
+    """Result of :func:`solve_benders`.
+
+    ``Z`` is set only when the gap closed (status ``optimal`` or ``gap reached``); ``feasible_Z`` always holds the
+    best feasible point found (None when no iteration gave one). Both are before the privacy repair.
+    """
 
     Z: NDArray[np.float64] | None
     status: str
     upper: float | None
     lower: float | None
+    feasible_Z: NDArray[np.float64] | None = None
     timings: dict[str, float] = field(default_factory=dict)
     size: dict[str, int] = field(default_factory=dict)
     diagnostics: dict[str, Any] = field(default_factory=dict)
@@ -94,8 +128,97 @@ def _pair_rows(pi: NDArray[np.int64], pj: NDArray[np.int64], coef: NDArray[np.fl
     return sp.csr_matrix((vals, (np.concatenate([row, row]), cols)), shape=(r * m, n_cols))
 
 
+def master_pairs(n: int, pi: NDArray[np.int64], pj: NDArray[np.int64], expo: NDArray[np.float64],
+                 labels: NDArray[np.int64], is_b: NDArray[np.bool_],
+                 rule: str) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64], dict[str, int]]:
+    """The MP's pair rows over boundary indices (0..nb−1) and their exponents, with counts.
+
+    ``none``: the LP's own pairs between boundary records. ``all``: those plus Eq. 14 for every ordered pair of
+    boundary records joined by a path. ``needed``: of all these, only the pairs not implied by a chain of
+    others (same polytope as ``all``). Cut exponents above ln(COEF_CAP) are left out (a cut is a relaxation; it
+    may be dropped but never tightened).
+    """
+    if rule not in CUT_RULES:
+        raise ParameterError(f"`cuts` = {rule!r} is not one of {', '.join(CUT_RULES)}.")
+    b_rows = np.flatnonzero(is_b)
+    nb = len(b_rows)
+    bidx = np.full(n, -1, dtype=np.int64)
+    bidx[b_rows] = np.arange(nb)
+    both = is_b[pi] & is_b[pj]
+    bi, bj, be = bidx[pi[both]], bidx[pj[both]], expo[both]
+    counts = {"lp_pairs_between_boundary": int(both.sum())}
+    if rule == "none" or nb < 2:
+        counts["initial_cuts"] = 0
+        return bi, bj, be, counts
+    # C: the LP's boundary pairs, plus each subset's shortest paths between its boundary records
+    C = np.full((nb, nb), np.inf)
+    np.fill_diagonal(C, 0.0)
+    np.minimum.at(C, (bi, bj), np.minimum(be, LOG_CAP))
+    for lab in np.unique(labels):  # one small closure per subset (|R_l| ≈ K/M rows)
+        members = np.flatnonzero(labels == lab)
+        yl = members[is_b[members]]
+        if len(yl) < 2 or len(yl) == len(members):
+            continue  # no internal record: no path the MP does not already see
+        pos = np.full(n, -1, dtype=np.int64)
+        pos[members] = np.arange(len(members))
+        inside = (labels[pi] == lab) & (labels[pj] == lab)
+        El = np.full((len(members), len(members)), np.inf)
+        np.fill_diagonal(El, 0.0)
+        np.minimum.at(El, (pos[pi[inside]], pos[pj[inside]]), np.minimum(expo[inside], LOG_CAP))
+        Dl = exponent_closure(El)[np.ix_(pos[yl], pos[yl])]
+        sub = np.ix_(bidx[yl], bidx[yl])
+        C[sub] = np.minimum(C[sub], Dl)
+    Cs = exponent_closure(C)
+    off = ~np.eye(nb, dtype=bool)
+    if rule == "all":
+        ci, cj = np.nonzero(off & np.isfinite(Cs) & (Cs <= LOG_CAP))
+        counts["initial_cuts"] = int(len(ci) - len(bi))
+        return ci.astype(np.int64), cj.astype(np.int64), Cs[ci, cj], counts
+    # needed: a candidate edge (a, b) survives when no chain a → k → b (k ≠ a, b) is as short
+    ci, cj = np.nonzero(off & np.isfinite(C))
+    keep = np.ones(len(ci), dtype=bool)
+    step = max(1, 4_000_000 // max(nb, 1))
+    for s in range(0, len(ci), step):  # blocks of candidate edges, vectorised over intermediates k
+        a, b = ci[s:s + step], cj[s:s + step]
+        via = Cs[a] + Cs[:, b].T
+        via[np.arange(len(a)), a] = np.inf
+        via[np.arange(len(a)), b] = np.inf
+        keep[s:s + step] = via.min(axis=1) > C[a, b] * (1 + 1e-12)
+    ci, cj = ci[keep], cj[keep]
+    ce = C[ci, cj]
+    ok = ce <= LOG_CAP
+    ci, cj, ce = ci[ok], cj[ok], ce[ok]
+    direct = np.zeros((nb, nb), dtype=bool)
+    direct[bi, bj] = True
+    counts["initial_cuts"] = int((~direct[ci, cj]).sum())
+    counts["lp_pairs_kept_in_master"] = int(direct[ci, cj].sum())
+    return ci.astype(np.int64), cj.astype(np.int64), ce, counts
+
+
+def _run(h: highspy.Highs, deadline: float | None) -> _H:
+    """Run HiGHS within the deadline; a status other than optimal / infeasible / time limit gets one cold restart
+    without presolve (``clearSolver``): a warm start, or presolve on these badly scaled rows, can end in "Unknown"
+    where a fresh solve of the original model succeeds."""
+    for attempt in range(2):
+        if deadline is not None:
+            # HiGHS's clock is cumulative over the instance's runs: the limit is run time so far + what is left
+            h.setOptionValue("time_limit", float(h.getRunTime() + max(deadline - time.perf_counter(), 0.01)))
+        h.run()
+        st = h.getModelStatus()
+        if st in (_H.kOptimal, _H.kInfeasible, _H.kTimeLimit) or attempt:
+            return st
+        h.clearSolver()
+        h.setOptionValue("presolve", "off")
+    return st
+
+
 class _Sub:
-    """Subproblem of one subset: HiGHS models of the LP and of its phase-1 (elastic) twin, rhs = h + B z_Y."""
+    """Subproblem of one subset: HiGHS models of its LP and of its phase-1 (elastic) twin, rhs = h + B z_Y.
+
+    Variables are the internal rows ``rows_x`` of the subset (``local`` maps a row to its position); the boundary
+    rows are given (``bidx`` maps a row to its position in z_Y). Pair rows with a boundary end move it to the
+    right-hand side.
+    """
 
     def __init__(self, rows_x: NDArray[np.int64], local: NDArray[np.int64], bidx: NDArray[np.int64],
                  is_b: NDArray[np.bool_], pi: NDArray[np.int64], pj: NDArray[np.int64], coef: NDArray[np.float64],
@@ -104,99 +227,181 @@ class _Sub:
         self.m, self.nx = m, len(rows_x)
         xi, xj = ~is_b[pi], ~is_b[pj]
         xx, xy, yx = xi & xj, xi & ~xj, ~xi & xj
-        blocks, B_rows, B_cols, B_vals = [], [], [], []
-        n_rows = 0
         nv = self.nx * m
-        # internal–internal: z_a − e z_b ≤ 0
-        A_xx = _pair_rows(pi[xx], pj[xx], coef[xx], m, local[pi[xx]], local[pj[xx]], nv)
-        blocks.append(A_xx)
-        n_rows += A_xx.shape[0]
-        # internal i, boundary j: z_a ≤ e z̄_j
-        r = int(xy.sum())
-        y = np.tile(np.arange(m), r)
-        rr = n_rows + np.repeat(np.arange(r) * m, m) + y
-        blocks.append(sp.csr_matrix((np.ones(r * m), (rr - n_rows, np.repeat(local[pi[xy]], m) * m + y)),
-                                    shape=(r * m, nv)))
-        B_rows.append(rr)
-        B_cols.append(np.repeat(bidx[pj[xy]], m) * m + y)
-        B_vals.append(np.repeat(coef[xy], m))
-        n_rows += r * m
-        # boundary i, internal j: −e z_b ≤ −z̄_i
-        r = int(yx.sum())
-        y = np.tile(np.arange(m), r)
-        rr = n_rows + np.repeat(np.arange(r) * m, m) + y
-        blocks.append(sp.csr_matrix((-np.repeat(coef[yx], m), (rr - n_rows, np.repeat(local[pj[yx]], m) * m + y)),
-                                    shape=(r * m, nv)))
-        B_rows.append(rr)
-        B_cols.append(np.repeat(bidx[pi[yx]], m) * m + y)
-        B_vals.append(-np.ones(r * m))
-        n_rows += r * m
+        blocks = [_pair_rows(pi[xx], pj[xx], coef[xx], m, local[pi[xx]], local[pj[xx]], nv)]
+        n_rows = blocks[0].shape[0]
+        B_rows, B_cols, B_vals = [], [], []
+        for mask, x_side, b_side, x_val, b_val in ((xy, pi, pj, 1.0, None), (yx, pj, pi, None, -1.0)):
+            # internal i, boundary j: z_i ≤ e z̄_j;   boundary i, internal j: −e z_j ≤ −z̄_i
+            r = int(mask.sum())
+            y = np.tile(np.arange(m), r)
+            rr = np.repeat(np.arange(r) * m, m) + y
+            e = np.repeat(coef[mask], m)
+            blocks.append(sp.csr_matrix((np.full(r * m, x_val) if x_val is not None else -e,
+                                         (rr, np.repeat(local[x_side[mask]], m) * m + y)), shape=(r * m, nv)))
+            B_rows.append(n_rows + rr)
+            B_cols.append(np.repeat(bidx[b_side[mask]], m) * m + y)
+            B_vals.append(e if b_val is None else np.full(r * m, b_val))
+            n_rows += r * m
         self.n_pair_rows = n_rows
-        self.B = sp.csr_matrix((np.concatenate(B_vals), (np.concatenate(B_rows), np.concatenate(B_cols))),
-                               shape=(n_rows, nb * m))
-        self.h = np.full(n_rows, float(slack))
+        # every pair row divided by its largest coefficient, max(1, e): no entry above 1, so a row's slack is at
+        # most rhs + 1 over z ∈ [0, 1], which is what makes the safe cuts of _duals tight
+        big = np.maximum(1.0, np.concatenate([np.repeat(coef[k], m) for k in (xx, xy, yx)]))
+        self.big = big
+        scale = sp.diags(1.0 / big)
+        self.B = (scale @ sp.csr_matrix((np.concatenate(B_vals), (np.concatenate(B_rows), np.concatenate(B_cols))),
+                                        shape=(n_rows, nb * m))).tocsr()
+        self.BT = self.B.T.tocsr()
+        self.h = scale @ np.full(n_rows, float(slack))
         S = sp.csr_matrix((np.ones(nv), (np.repeat(np.arange(self.nx), m), np.arange(nv))), shape=(self.nx, nv))
-        A = sp.vstack(blocks + [S]).tocsc()
+        A = sp.vstack([scale @ sp.vstack(blocks), S]).tocsc()
+        self.AT = A.T.tocsr()  # for the reduced costs of the safe cuts
         self.cost = W[rows_x].ravel()
         lower = np.concatenate([np.full(n_rows, -INF), np.ones(self.nx)])
         upper = np.concatenate([self.h, np.ones(self.nx)])
         self.lp = new_highs()
         self.lp.setOptionValue("solver", "simplex")
+        self.lp.setOptionValue("presolve", "off")  # small LPs; presolve ended some in "Unknown"
         pass_model(self.lp, self.cost, A, lower, upper)
-        # phase 1: the same rows with an elastic slack s ≥ 0 on each pair row, minimise Σ s
-        A1 = sp.hstack([A, sp.vstack([-sp.eye(n_rows), sp.csr_matrix((self.nx, n_rows))])]).tocsc()
+        # phase 1: the same rows with an elastic slack σ ≥ 0 on each pair row, measured in the row's unscaled units
+        # (entry −1/scale), minimise Σ σ: a real infeasibility never looks like round-off
+        A1 = sp.hstack([A, sp.vstack([-scale, sp.csr_matrix((self.nx, n_rows))])]).tocsc()
         self.ph1 = new_highs()
         self.ph1.setOptionValue("solver", "simplex")
+        self.ph1.setOptionValue("presolve", "off")
         pass_model(self.ph1, np.concatenate([np.zeros(nv), np.ones(n_rows)]), A1, lower, upper)
         self.size = {"variables": nv, "constraints": A.shape[0], "nonzeros": int(A.nnz)}
 
-    def solve(self, zY: NDArray[np.float64]) -> tuple[str, float, NDArray[np.float64], float, NDArray[np.float64] | None]:
-        """Returns (kind, const, g, value, z_X): the cut ``kind`` ∈ {opt, feas} reads const + g·z_Y (≤ w or ≤ 0)."""
+    def _duals(self, h: highspy.Highs, phase1: bool, h_vec: NDArray[np.float64] | None = None
+               ) -> tuple[float, NDArray[np.float64], float]:
+        """A cut valid whatever the solver's tolerances (a "safe" dual bound). With the duals u (pair rows) and v
+        (row sums) as returned and the reduced costs r = c − Aᵀ(u, v) recomputed here, every feasible point gives
+        value = r·z + u·rhs − u·s + Σv with row slacks 0 ≤ s ≤ rhs + 1 and 0 ≤ z ≤ 1, hence value ≥ Σ min(r, 0) +
+        Σ_{u ≤ 0} u·rhs − Σ_{u > 0} u + Σv: a u of the wrong sign (within HiGHS's tolerance) costs only itself.
+        Returns (const, g, objective) of the cut ``const + g·z_Y`` (rhs = h + B z_Y; ``h_vec`` replaces h)."""
+        dual = np.array(h.getSolution().row_dual)
+        u, v = dual[: self.n_pair_rows], dual[self.n_pair_rows:]
+        r = (0.0 if phase1 else self.cost) - self.AT @ dual
+        neg = np.minimum(u, 0.0)
+        hv = self.h if h_vec is None else h_vec
+        const = float(neg @ hv - np.maximum(u, 0.0).sum() + v.sum() + np.minimum(r, 0.0).sum())
+        return const, self.BT @ neg, float(h.getInfo().objective_function_value)
+
+    def solve(self, zY: NDArray[np.float64], deadline: float | None
+              ) -> tuple[str, float, NDArray[np.float64] | None, float, NDArray[np.float64] | None]:
+        """(kind, const, g, value, z_X). kind ``opt``: cut w ≥ const + g·z_Y, value = optimum; ``feas``: cut
+        const + g·z_Y ≤ 0; otherwise kind is the HiGHS status text (time limit, Unknown...) and nothing else."""
         rhs = self.h + self.B @ zY
         idx = np.arange(self.n_pair_rows, dtype=np.int32)
         lo = np.full(self.n_pair_rows, -INF)
         if self.n_pair_rows:
             self.lp.changeRowsBounds(self.n_pair_rows, idx, lo, rhs)
-        self.lp.run()
-        st = self.lp.getModelStatus()
-        if st == highspy.HighsModelStatus.kOptimal:
-            sol = self.lp.getSolution()
-            dual = np.array(sol.row_dual)
-            u, v = dual[: self.n_pair_rows], dual[self.n_pair_rows:]
-            value = float(self.lp.getInfo().objective_function_value)
-            const = float(u @ self.h + v.sum())
-            g = self.B.T @ u
-            return "opt", const, g, value, np.maximum(np.array(sol.col_value), 0.0).reshape(self.nx, self.m)
-        if st not in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
-            raise SolverError(f"A Benders subproblem failed: {self.lp.modelStatusToString(st)}.")
+        st = _run(self.lp, deadline)
+        if st == _H.kOptimal:
+            const, g, value = self._duals(self.lp, phase1=False)
+            z = np.maximum(np.array(self.lp.getSolution().col_value), 0.0).reshape(self.nx, self.m)
+            return "opt", const, g, value, z
+        if st not in (_H.kInfeasible, _H.kUnboundedOrInfeasible):  # costs ≥ 0 and z bounded: never unbounded
+            return self.lp.modelStatusToString(st), 0.0, None, 0.0, None
         if self.n_pair_rows:
             self.ph1.changeRowsBounds(self.n_pair_rows, idx, lo, rhs)
-        self.ph1.run()
-        sol = self.ph1.getSolution()
-        dual = np.array(sol.row_dual)
-        u, v = dual[: self.n_pair_rows], dual[self.n_pair_rows:]
-        value = float(self.ph1.getInfo().objective_function_value)
-        return "feas", float(u @ self.h + v.sum()), self.B.T @ u, value, None
+        st = _run(self.ph1, deadline)
+        if st != _H.kOptimal:  # the elastic twin is always feasible and bounded: anything else is a failure
+            return "phase 1: " + self.ph1.modelStatusToString(st), 0.0, None, 0.0, None
+        const, g, value = self._duals(self.ph1, phase1=True)
+        if const + float(g @ zY) > 1e-9 or not self.n_pair_rows:
+            return "feas", const, g, value, None
+        # infeasible only within the solver's tolerances (the safe feasibility cut does not cut z_Y): re-solve with
+        # each row loosened by its phase-1 slack; that LP relaxes the subproblem, so its cut is valid, and its rows
+        # hold within those slacks (the mechanism repairs them exactly and re-checks the gap)
+        sigma = np.maximum(np.array(self.ph1.getSolution().col_value)[self.nx * self.m:], 0.0) / self.big
+        self.lp.changeRowsBounds(self.n_pair_rows, idx, lo, rhs + sigma)
+        if _run(self.lp, deadline) != _H.kOptimal:
+            return "feas", const, g, value, None
+        const, g, value = self._duals(self.lp, phase1=False, h_vec=self.h + sigma)
+        z = np.maximum(np.array(self.lp.getSolution().col_value), 0.0).reshape(self.nx, self.m)
+        return "opt", const, g, value, z
+
+
+class _SafeBound:
+    """A lower bound on the master LP that holds whatever HiGHS's tolerances (Neumaier–Shcherbina): any row duals y
+    of the right signs give min over the column box of c·x − yᵀ(Ax − b) ≤ the optimum. With coefficients up to
+    1e13 HiGHS's own "optimal" objective was once above a feasible point's value (1.06 m above the optimum)."""
+
+    def __init__(self, cost: NDArray[np.float64], A: sp.spmatrix, lo: NDArray[np.float64], up: NDArray[np.float64],
+                 col_lo: NDArray[np.float64], col_up: NDArray[np.float64]) -> None:
+        self.cost, self.col_lo, self.col_up = cost, col_lo, col_up
+        self.blocks, self.lo, self.up = [sp.csr_matrix(A)], [lo], [up]
+        self.A: sp.csr_matrix | None = None
+
+    def add(self, lo: list[float], cols: list[NDArray[np.int64]], vals: list[NDArray[np.float64]]) -> None:
+        indptr = np.concatenate([[0], np.cumsum([len(c) for c in cols])])
+        self.blocks.append(sp.csr_matrix((np.concatenate(vals), np.concatenate(cols), indptr),
+                                         shape=(len(cols), len(self.cost))))
+        self.lo.append(np.asarray(lo, dtype=np.float64))
+        self.up.append(np.full(len(cols), np.inf))
+        self.A = None
+
+    def bound(self, y: NDArray[np.float64]) -> float:
+        if self.A is None:
+            self.A = sp.vstack(self.blocks).tocsr()
+            self.lo, self.up = [np.concatenate(self.lo)], [np.concatenate(self.up)]
+            self.blocks = [self.A]
+        lo, up = self.lo[0], self.up[0]
+        y = np.where(y > 0, np.where(np.isfinite(lo), y, 0.0), np.where(np.isfinite(up), y, 0.0))
+        r = self.cost - self.A.T @ y
+        rows = np.where(y > 0, y * np.where(np.isfinite(lo), lo, 0.0), y * np.where(np.isfinite(up), up, 0.0))
+        return float(rows.sum() + np.minimum(r * self.col_lo, r * self.col_up).sum())
+
+
+def components(nb: int, ci: NDArray[np.int64], cj: NDArray[np.int64]) -> list[int]:
+    """Sizes of the connected components of the MP's own pair graph (the paper's Table 2 measure)."""
+    if nb == 0:
+        return []
+    g = sp.coo_matrix((np.ones(len(ci)), (ci, cj)), shape=(nb, nb))
+    _, lab = connected_components(g, directed=False)
+    return sorted(np.bincount(lab).tolist(), reverse=True)
+
+
+def _clean_cuts(lo: list[float], cols: list[NDArray[np.int64]], vals: list[NDArray[np.float64]]
+                ) -> tuple[list[float], list[NDArray[np.int64]], list[NDArray[np.float64]], int]:
+    """Make cuts ``Σ a_k z_k (+ w) ≥ lo`` safe for HiGHS without ever tightening them (0 ≤ z ≤ 1; the w
+    coefficient is 1, never tiny): a tiny positive coefficient is dropped and the right-hand side lowered by it,
+    a tiny negative one is dropped; a cut
+    with a coefficient above ``CUT_CAP`` is left out whole. Returns the cuts kept and how many were left out."""
+    out_lo, out_cols, out_vals = [], [], []
+    dropped = 0
+    for b, c, v in zip(lo, cols, vals):
+        if len(v) and np.abs(v).max() > CUT_CAP:
+            dropped += 1
+            continue
+        tiny = np.abs(v) < 1e-9  # HiGHS's small_matrix_value: below it HiGHS itself would drop the entry
+        out_lo.append(b - float(v[tiny & (v > 0)].sum()))
+        out_cols.append(c[~tiny])
+        out_vals.append(v[~tiny])
+    return out_lo, out_cols, out_vals, dropped
 
 
 def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.int64],
-                  expo: NDArray[np.float64], closure: NDArray[np.float64], labels: NDArray[np.int64], *,
-                  gap: float = 0.01, max_iter: int = 200, initial_cuts: bool = True, slack: float = 0.0,
-                  time_limit: float | None = None, progress: Progress = no_progress) -> BendersOutcome:
+                  expo: NDArray[np.float64], labels: NDArray[np.int64], *, gap_m: float = 0.01,
+                  max_iter: int = 1000, cuts: str = "needed", slack: float = 0.0, time_limit: float | None = None,
+                  progress: Progress = no_progress,
+                  core: NDArray[np.float64] | None = None, stabilise: float = 1.0,
+                  floor: float = 1e-9) -> BendersOutcome:
     """Benders decomposition of min Σ W∘Z s.t. rows sum to 1 and z[i,y] ≤ e^{expo}·z[j,y] on pairs (pi, pj).
 
     Args:
-        W: (n, m) weighted costs p_x·c_xy (metres·probability).
-        pi, pj, expo: the constrained ordered pairs and their exponents (ε·d).
-        closure: (n, n) min-plus closure of the pair exponents (the initial cuts, Eq. 14, use it).
+        W: (n, m) weighted costs p_x·c_xy (metres when c is in metres and p sums to 1).
+        pi, pj, expo: the constrained ordered pairs and their exponents (ε·d); coefficients e^{expo} above
+            ``COEF_CAP`` are capped, as in every explicit LP of mdpviz (a tightening).
         labels: subset of each row (from :func:`partition`).
-        gap: stop when (UB − LB) ≤ gap·UB (relative; the paper's ξ = 0.01).
+        gap_m: ξ, stop when best UB − LB ≤ ξ (W's unit; the paper's ξ = 0.01).
         max_iter: iteration cap (status ``iteration limit``).
-        initial_cuts: add Eq. 14 (all boundary pairs with the path exponent) to the MP.
+        cuts: initial cuts of Eq. 14: ``needed`` (default), ``all`` or ``none`` (see :func:`master_pairs`).
         slack: the authors' code-only additive slack δ on every pair row (0 = the paper's LP).
-        time_limit: seconds (status ``time limit``; Z is then the best feasible point found, if any).
-    Returns:
-        BendersOutcome with the best feasible Z (before the privacy repair), UB, LB, and per-iteration history.
+        time_limit: seconds for everything (status ``time limit``).
+        core, stabilise: a feasible (n, m) point and λ of the in-out stabilisation (module docstring).
+        floor: τ, lower bound on the master's entries (module docstring); 0 turns it off.
     """
     t_start = time.perf_counter()
     deadline = None if time_limit is None else t_start + time_limit
@@ -213,27 +418,34 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
     bidx[b_rows] = np.arange(nb)
     parts = np.unique(labels)
     n_parts = len(parts)
-    coef = np.exp(np.minimum(expo, np.log(1e9)))
+    coef = np.exp(np.minimum(expo, LOG_CAP))
+    progress("Benders: initial cuts", None)
+    ci, cj, ce, cut_counts = master_pairs(n, pi, pj, expo, labels, is_b, cuts)
+    sub_pairs = int((~is_b[pi] | ~is_b[pj]).sum())
+    check_lp_rows((len(ci) + sub_pairs) * m, f"Benders with cuts = {cuts!r} ({len(ci):,} master pairs, "
+                  f"{sub_pairs:,} subproblem pairs, × {m} outputs)")
+    timings["cuts_s"] = time.perf_counter() - t0
 
-    # ---- master: z_Y (nb × m) then w (n_parts) ----
+    # ---- master: z_Y (nb × m) then w (n_parts); w_l ≥ Σ_{x ∈ X_l} min_y W[x, y] is a valid starting bound ----
+    t0 = time.perf_counter()
     nvm = nb * m + n_parts
-    bb = is_b[pi] & is_b[pj]
-    if initial_cuts and nb > 1:
-        ci, cj = np.nonzero(~np.eye(nb, dtype=bool))
-        ce = closure[b_rows[ci], b_rows[cj]]
-        ok = np.isfinite(ce)
-        ci, cj, ce = ci[ok], cj[ok], ce[ok]
-        mcoef = np.exp(np.minimum(ce, np.log(1e9)))
-        A_pairs = _pair_rows(ci, cj, mcoef, m, ci, cj, nvm)
-    else:
-        A_pairs = _pair_rows(bidx[pi[bb]], bidx[pj[bb]], coef[bb], m, bidx[pi[bb]], bidx[pj[bb]], nvm)
+    A_pairs = _pair_rows(ci, cj, np.exp(np.minimum(ce, LOG_CAP)), m, ci, cj, nvm)
     S = sp.csr_matrix((np.ones(nb * m), (np.repeat(np.arange(nb), m), np.arange(nb * m))), shape=(nb, nvm))
     A = sp.vstack([A_pairs, S]).tocsc()
+    w_floor = np.array([W[(labels == lab) & ~is_b].min(axis=1).sum() if ((labels == lab) & ~is_b).any() else 0.0
+                        for lab in parts])
+    # and w_l ≤ Σ_{x ∈ X_l} max_y W[x, y]: no subproblem costs more (a box the safe bound needs)
+    w_ceil = np.array([W[(labels == lab) & ~is_b].max(axis=1).sum() if ((labels == lab) & ~is_b).any() else 0.0
+                       for lab in parts])
     mp = new_highs()
     mp.setOptionValue("solver", "simplex")
-    cost = np.concatenate([W[b_rows].ravel(), np.ones(n_parts)])
-    pass_model(mp, cost, A, np.concatenate([np.full(A_pairs.shape[0], -INF), np.ones(nb)]),
-               np.concatenate([np.full(A_pairs.shape[0], float(slack)), np.ones(nb)]))
+    mp_cost = np.concatenate([W[b_rows].ravel(), np.ones(n_parts)])
+    row_lo = np.concatenate([np.full(A_pairs.shape[0], -INF), np.ones(nb)])
+    row_up = np.concatenate([np.full(A_pairs.shape[0], float(slack)), np.ones(nb)])
+    col_lo = np.concatenate([np.full(nb * m, float(floor)), w_floor])
+    col_up = np.concatenate([np.ones(nb * m), w_ceil])
+    pass_model(mp, mp_cost, A, row_lo, row_up, col_lo, col_up)
+    safe = _SafeBound(mp_cost, A, np.where(row_lo <= -INF, -np.inf, row_lo), row_up, col_lo, col_up)
     mp_size = {"variables": nvm, "constraints": int(A.shape[0]), "nonzeros": int(A.nnz)}
     timings["master_build_s"] = time.perf_counter() - t0
 
@@ -253,67 +465,88 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
         subs.append(_Sub(rows_x, local, bidx, is_b, pi[inside], pj[inside], coef[inside], W, nb, slack))
     timings["sub_build_s"] = time.perf_counter() - t0
 
+    zc = None if core is None else np.asarray(core, dtype=np.float64)[b_rows].ravel()
+    # the floor z_Y ≥ τ can raise the optimum by at most τ·Σ W (mix any optimum with the uniform matrix), so the
+    # MP optimum minus that is a lower bound on the LP without the floor
+    floor_cost = float(floor) * float(W.sum())
+    # stop when the gap of the paper's LP (the floor's effect added) is within ξ, unless the floor or a slack
+    # makes that impossible: then stop on the gap of the LP solved (status "gap reached", labelled)
+    target = gap_m - floor_cost if (slack == 0 and floor_cost < 0.5 * gap_m) else gap_m
+    at_out = False
     history: list[dict[str, float]] = []
     lb = -np.inf
     ub_best = np.inf
     Z_best: NDArray[np.float64] | None = None
-    status = "iteration limit"
-    message = ""
+    status, message = "iteration limit", f"no certified gap ≤ ξ = {gap_m:g} after {max_iter} iterations"
     t_mp = t_sub = 0.0
-    n_opt = n_feas = 0
+    n_opt = n_feas = n_dropped = 0
     it = 0
     for it in range(1, max_iter + 1):
         if deadline is not None and time.perf_counter() > deadline:
             status, message = "time limit", f"time limit after {it - 1} iterations"
             break
         t0 = time.perf_counter()
-        if deadline is not None:
-            # HiGHS's clock is cumulative over the instance's runs: the limit is run time so far + what is left
-            mp.setOptionValue("time_limit", float(mp.getRunTime() + max(deadline - time.perf_counter(), 0.01)))
-        mp.run()
+        st = _run(mp, deadline)
         dt_mp = time.perf_counter() - t0
         t_mp += dt_mp
-        st = mp.getModelStatus()
-        if st == highspy.HighsModelStatus.kTimeLimit:
-            status, message = "time limit", f"time limit in the master at iteration {it}"
+        if st == _H.kTimeLimit:
+            status, message = "time limit", f"time limit in the master LP at iteration {it}"
             break
-        if st != highspy.HighsModelStatus.kOptimal:
-            status, message = "infeasible", f"the master is {mp.modelStatusToString(st)}"
+        if st != _H.kOptimal:
+            # the MP relaxes a feasible LP, so anything but optimal is a solver failure, never a verdict on the LP
+            status = "error"
+            message = f"the master LP ended with HiGHS status '{mp.modelStatusToString(st)}' at iteration {it}"
             break
         x = np.array(mp.getSolution().col_value)
-        lb = max(lb, float(mp.getInfo().objective_function_value))
-        zY, wbar = np.maximum(x[: nb * m], 0.0), x[nb * m:]
+        mp_obj = float(mp.getInfo().objective_function_value)
+        lb = max(lb, safe.bound(np.array(mp.getSolution().row_dual)))  # a lower bound on the LP solved
+        z_out, w_out = np.maximum(x[: nb * m], 0.0), x[nb * m:]
+        lam = 1.0 if (zc is None or at_out) else stabilise
+        zY = z_out if lam >= 1.0 else lam * z_out + (1.0 - lam) * zc
+        wbar = w_out
         ub = float(W[b_rows].ravel() @ zY)
+        violated_out = False
         feasible = True
+        failed = ""
         cut_lo, cut_cols, cut_vals = [], [], []
         t0 = time.perf_counter()
         dt_max = 0.0
         zX: list[NDArray[np.float64] | None] = []
-        for l, sub in enumerate(subs):
+        for part, sub in enumerate(subs):
             if sub is None:
                 zX.append(None)
                 continue
             ts = time.perf_counter()
-            kind, const, g, value, z = sub.solve(zY)
+            kind, const, g, value, z = sub.solve(zY, deadline)
             dt_max = max(dt_max, time.perf_counter() - ts)
             zX.append(z)
+            if g is None:
+                failed = f"subproblem {part} ended with HiGHS status '{kind}' at iteration {it}"
+                break
             gz = np.flatnonzero(g)
+            at_o = const + float(g @ z_out)
             if kind == "opt":
                 ub += value
-                if wbar[l] < value - 1e-9 * max(1.0, abs(value)):
-                    # w_l − g·z_Y ≥ const
-                    cut_cols.append(np.concatenate([gz, [nb * m + l]]))
+                violated_out |= w_out[part] < at_o - 1e-9 * max(1.0, abs(at_o))
+                if lam < 1.0 or wbar[part] < value - 1e-9 * max(1.0, abs(value)):
+                    cut_cols.append(np.concatenate([gz, [nb * m + part]]))  # w_l − g·z_Y ≥ const
                     cut_vals.append(np.concatenate([-g[gz], [1.0]]))
                     cut_lo.append(const)
                     n_opt += 1
             else:
                 feasible = False
-                # const + g·z_Y ≤ 0   ⇔   −g·z_Y ≥ const
-                cut_cols.append(gz)
+                violated_out |= at_o > 1e-9
+                cut_cols.append(gz)  # const + g·z_Y ≤ 0  ⇔  −g·z_Y ≥ const
                 cut_vals.append(-g[gz])
                 cut_lo.append(const)
                 n_feas += 1
         t_sub += time.perf_counter() - t0
+        if failed:
+            status, message = ("time limit", failed) if "Time limit" in failed else ("error", failed)
+            break
+        if feasible and lam < 1.0:
+            zc = zY  # a feasible separation point becomes the new core (in-out stabilisation)
+        at_out = lam < 1.0 and not violated_out  # nothing cuts the MP's own point: separate there next
         if feasible and ub < ub_best:
             ub_best = ub
             Z_best = np.zeros((n, m))
@@ -321,33 +554,63 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
             for rows_x, z in zip(sub_rows, zX):
                 if z is not None:
                     Z_best[rows_x] = z
-        history.append({"iteration": it, "lower": lb, "upper": ub if feasible else np.nan,
+        history.append({"iteration": it, "lower": lb, "master_objective": mp_obj, "upper": ub if feasible else np.nan,
                         "best_upper": ub_best, "optimality_cuts": n_opt, "feasibility_cuts": n_feas,
                         "master_s": dt_mp, "max_sub_s": dt_max})
         if np.isfinite(ub_best):
-            g_now = (ub_best - lb) / max(abs(ub_best), 1e-300)
-            progress("Benders", float(np.clip(1 - np.log10(max(g_now, gap) / gap) / 6, 0, 1)))
-            if g_now <= gap:
-                status = "gap reached"
+            g_now = ub_best - lb
+            progress("Benders", float(np.clip(1 - np.log10(max(g_now, target) / target) / 6, 0, 1)))
+            if g_now <= target:
+                # optimal for the paper's LP: its certified gap (the floor's effect included) is within ξ too
+                g_paper = g_now + floor_cost
+                paper = slack == 0 and g_paper <= gap_m and g_paper <= OPTIMAL_REL * max(abs(ub_best), 1e-300)
+                status = "optimal" if paper else "gap reached"
+                message = (f"certified after {it} iterations: UB − LB = {g_paper:.3g} for the LP without floor or "
+                           f"slack (ξ = {gap_m:g})" if paper else
+                           f"UB − LB = {g_now:.3g} ≤ ξ = {gap_m:g} after {it} iterations for the LP solved, which "
+                           f"is not the paper's: master floor τ = {floor:g} (can raise the optimum by up to "
+                           f"{floor_cost:.3g}), slack δ = {slack:g}")
                 break
         else:
-            progress("Benders", None)
-        if not cut_cols:
-            status, message = "stalled", "no cut is violated but the gap is open"
+            progress(f"Benders iteration {it}: no feasible point yet", None)
+        if lam >= 1.0 and not violated_out:
+            status = "stalled"
+            message = (f"no cut is violated at iteration {it} but the gap is open (UB − LB = {ub_best - lb:.3g}): "
+                       "solver tolerances")
             break
+        cut_lo, cut_cols, cut_vals, dropped = _clean_cuts(cut_lo, cut_cols, cut_vals)
+        n_dropped += dropped
+        if not cut_cols:
+            if lam >= 1.0:
+                status, message = "stalled", (f"every cut of iteration {it} had coefficients beyond {CUT_CAP:.0e} "
+                                              "and was left out (a floor on the master's entries keeps them finite)")
+                break
+            at_out = True  # nothing to add from the separation point: separate at the master's own point next
+            continue
         starts = np.concatenate([[0], np.cumsum([len(c) for c in cut_cols])[:-1]]).astype(np.int32)
-        mp.addRows(len(cut_cols), np.array(cut_lo), np.full(len(cut_cols), INF), int(sum(len(c) for c in cut_cols)),
+        added = mp.addRows(len(cut_cols), np.array(cut_lo), np.full(len(cut_cols), INF), int(sum(len(c) for c in cut_cols)),
                    starts, np.concatenate(cut_cols).astype(np.int32), np.concatenate(cut_vals))
+        if added != highspy.HighsStatus.kOk:
+            status, message = "error", f"HiGHS refused the cuts of iteration {it} ({added})"
+            break
+        safe.add(cut_lo, cut_cols, cut_vals)
     timings.update(master_s=t_mp, subproblems_s=t_sub, total_s=time.perf_counter() - t_start)
-    sizes = [len(r) for r in sub_rows]
     size = {"master_" + k: v for k, v in mp_size.items()}
     size.update({"sub_variables_max": max((s.size["variables"] for s in subs if s), default=0),
                  "sub_constraints_max": max((s.size["constraints"] for s in subs if s), default=0),
-                 "variables": nvm + sum(s.size["variables"] for s in subs if s)})
+                 "variables": nb * m + n_parts + sum(s.size["variables"] for s in subs if s)})
+    comps = components(nb, ci, cj)
     diagnostics = {"iterations": it, "history": history, "subsets": n_parts,
                    "subset_sizes": [int((labels == lab).sum()) for lab in parts],
-                   "internal_sizes": sizes, "boundary_count": int(nb),
+                   "internal_sizes": [len(r) for r in sub_rows], "boundary_count": int(nb),
                    "boundary_per_subset": [int((is_b & (labels == lab)).sum()) for lab in parts],
-                   "optimality_cuts": n_opt, "feasibility_cuts": n_feas}
-    return BendersOutcome(Z_best, status, None if not np.isfinite(ub_best) else ub_best,
-                          None if not np.isfinite(lb) else lb, timings, size, diagnostics, message)
+                   "master_pairs": int(len(ci)), **cut_counts, "cut_rule": cuts,
+                   "master_component_sizes": comps,
+                   "optimality_cuts": n_opt, "feasibility_cuts": n_feas, "gap_m": gap_m,
+                   "cuts_dropped": n_dropped, "stabilise": stabilise,
+                   "floor": floor, "floor_cost_m": floor_cost}
+    done = status in ("optimal", "gap reached")
+    # reported lower bound: valid for the paper's LP (the floored LP's optimum exceeds it by at most floor_cost)
+    return BendersOutcome(Z_best if done else None, status, None if not np.isfinite(ub_best) else ub_best,
+                          None if not np.isfinite(lb) else lb - floor_cost, Z_best, timings, size, diagnostics,
+                          message)

@@ -33,6 +33,11 @@ GAP_TOL = 1e-4
 _GAP = Param("gap_tol", float, GAP_TOL, "structured engine: the certified relative gap (objective − lower bound) / "
              "objective to reach; status 'optimal' only within it", low=1e-10, high=0.1, log=True,
              label="relative gap")
+_SCOPE = Param("scope", str, "all-pairs", "constraint set: 'all-pairs' = exact ε-mDP for every pair; 'neighbours' = "
+               "only pairs within η, the LP of the PAnDA and Benders papers (the message states the measured "
+               "all-pairs violations)", choices=("all-pairs", "neighbours"), label="constraint set")
+_ETA = Param("eta", float, 2.0, "neighbour threshold η (only with scope = neighbours; 2 km as the Benders paper)",
+             low=0.01, high=100.0, log=True, unit="km", label="η")
 _REPAIR = Param("repair", bool, True, "monolithic engine: raise entries that solver tolerances left too small "
                 "(Lipschitz repair), then fix row sums inside the mDP cone, so every pair meets ε-mDP",
                 label="repair columns")
@@ -108,14 +113,31 @@ def collapsed(Z: NDArray[np.float64] | None) -> str:
 
 
 def _solve_lp(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:
+    from ..lp.neighbours import neighbour_path_km, solve_by_components
+    from .lp_bd import all_pairs_verdict, neighbour_claim
+
     timings: dict[str, float] = {}
-    Z, f = solve_lp_rows(problem.d, problem.p, problem.c, params, progress, time_limit, timings,
-                         out_rows=problem.y_index)
-    degenerate = collapsed(Z)
-    message = "; ".join(m for m in (f["message"], degenerate) if m)
-    return Result("lp", params, Z, f["status"], params["eps"], timings=timings, lp_size=f["size"],
-                  objective_m=f["objective"], bound_m=f["bound"], message=message,
-                  diagnostics=f["diagnostics"], degenerate=degenerate)
+    near = params["scope"] == "neighbours"
+    if near:  # E = ε·d on pairs d ≤ η, +inf elsewhere: its closure is ε × the path metric through neighbours
+        Z, f = solve_by_components(neighbour_path_km(problem.d, params["eta"]), problem.p, problem.c,
+                                   lambda d, w, c, left: solve_lp_rows(d, w, c, params, progress, left, timings),
+                                   time_limit)
+    else:
+        Z, f = solve_lp_rows(problem.d, problem.p, problem.c, params, progress, time_limit, timings,
+                             out_rows=problem.y_index)
+    claim, message, degenerate = "all pairs", f["message"], ""
+    if near:
+        claim = neighbour_claim(params["eta"])
+        if Z is not None:
+            note, degenerate, f["diagnostics"]["all_pairs"] = all_pairs_verdict(Z, params["eps"], problem.d,
+                                                                                params["eta"])
+            message = "; ".join(m for m in (message, note) if m)
+    if not degenerate and collapsed(Z):
+        degenerate = collapsed(Z)
+        message = "; ".join(m for m in (message, degenerate) if m)
+    return Result("lp", params, Z, f["status"], params["eps"], claim=claim, timings=timings, lp_size=f["size"],
+                  objective_m=f["objective"], bound_m=f["bound"], message=message, degenerate=degenerate,
+                  diagnostics=f["diagnostics"])
 
 
 def grid_cells(problem: Problem, g: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -176,7 +198,8 @@ LP = register(Mechanism(
          "mechanism over Y. Default engine: exact row-and-column generation (certified lower bound, private by "
          "construction; Rome K = 1,000 at ε = 5 km⁻¹ in seconds, slower at small ε); the monolithic LP has "
          "K²·|Y| constraints.",
-    params=(epsilon_param(), _SOLVER, _GAP, _PAIRS, _SPANNER_T, _METHOD, _REPAIR), solve=_solve_lp, max_k=1000))
+    params=(epsilon_param(), _SOLVER, _GAP, _PAIRS, _SPANNER_T, _METHOD, _REPAIR, _SCOPE, _ETA), solve=_solve_lp,
+    max_k=1000))
 
 LP_CA = register(Mechanism(
     name="lp-ca", label="LP + coarse approximation (LP+CA)", family="lp", exact=False,

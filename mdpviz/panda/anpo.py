@@ -239,22 +239,44 @@ def _solve_colgen(E: NDArray[np.float64], label: NDArray[np.int64], Fc: NDArray[
     from ..lp.colgen import solve_structured
 
     build_s = time.perf_counter() - t0
-    left = None if time_limit is None else max(0.01, time_limit - build_s)
+    deadline = None if time_limit is None else t0 + time_limit
     t1 = time.perf_counter()
-    try:
-        res = solve_structured(wc[:, None] * cc, Fc, time_limit=left, progress=progress)
-    except SolverError as e:  # e.g. a pricing LP stopped by the time limit: no usable point
-        return AnpoOutcome(None, "error", None, len(Fc), build_s=build_s, solve_s=time.perf_counter() - t1,
-                           message=f"colgen: {e}")
+    W = wc[:, None] * cc
+    # rows joined by no finite exponent (pairs beyond a radius) are independent LPs: solve each component alone
+    # (a row alone takes its cheapest output), so the structured solver never sees an infinite exponent
+    n_comp, comp = connected_components(csr_matrix(np.isfinite(Fc) & ~np.eye(len(Fc), dtype=bool)), directed=False)
+    Zc = np.zeros_like(W)
+    status, bound, iters, messages = "optimal", 0.0, 0, []
+    size: dict[str, int] = {}
+    for part in range(n_comp):  # one solve per component, vectorised inside
+        rows = np.flatnonzero(comp == part)
+        if len(rows) == 1 and n_comp > 1:
+            Zc[rows[0], np.argmin(W[rows[0]])] = 1.0
+            bound += float(W[rows[0]].min())
+            continue
+        left = None if deadline is None else max(0.01, deadline - time.perf_counter())
+        try:
+            res = solve_structured(W[rows], Fc[np.ix_(rows, rows)], time_limit=left, progress=progress)
+        except SolverError as e:  # e.g. a pricing LP stopped by the time limit: no usable point
+            return AnpoOutcome(None, "error", None, len(Fc), build_s=build_s, solve_s=time.perf_counter() - t1,
+                               message=f"colgen: {e}")
+        if res.Z is None:
+            return AnpoOutcome(None, res.status, None, len(Fc), size=res.size, build_s=build_s,
+                               solve_s=time.perf_counter() - t1, message=res.message)
+        Zc[rows] = np.clip(res.Z, 0.0, None)
+        status = status if res.status == "optimal" else res.status
+        bound = bound + res.bound if res.bound is not None else bound
+        iters += int(res.diagnostics.get("iterations", 0))
+        size = {k: size.get(k, 0) + v for k, v in res.size.items()}
+        if res.message:
+            messages.append(res.message)
     solve_s = time.perf_counter() - t1
-    if res.Z is None:
-        return AnpoOutcome(None, res.status, None, len(Fc), size=res.size, build_s=build_s, solve_s=solve_s,
-                           message=res.message)
-    Zc = np.clip(res.Z, 0.0, None)
+    if n_comp > 1:
+        messages.insert(0, f"{n_comp} independent components of the constraint graph solved separately")
     Z = Zc[label]
     tb = time.perf_counter()
     enforced = _check(Z, E, c.shape[1])
     build_s += time.perf_counter() - tb
     objective = float(weights @ np.einsum("ij,ij->i", c, Z))
-    return AnpoOutcome(Z, res.status, objective, len(Fc), 0, res.size, int(res.diagnostics.get("iterations", 0)),
-                       build_s, solve_s, 0.0, enforced, res.message, bound_m=res.bound)
+    return AnpoOutcome(Z, status, objective, len(Fc), 0, size, iters, build_s, solve_s, 0.0, enforced,
+                       "; ".join(messages), bound_m=bound)

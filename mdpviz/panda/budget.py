@@ -73,9 +73,9 @@ def phase1_cost(d: NDArray[np.float64], sel: Selection, chunk: int = 200_000) ->
     rows, cols = np.nonzero(d < sel.gamma_km)
     w = sel.weights(d[rows, cols])
     g = _logit(w) - _logit(f)
-    l = (np.log(w) - np.log(f)) + (np.log1p(-w) - np.log1p(-f))
+    lw = (np.log(w) - np.log(f)) + (np.log1p(-w) - np.log1p(-f))
     G = np.bincount(rows, weights=g, minlength=k)
-    s = np.bincount(rows, weights=l, minlength=k)
+    s = np.bincount(rows, weights=lw, minlength=k)
     cost = G[:, None] + G[None, :]
     spread = s[:, None] - s[None, :]
     np.abs(spread, out=spread)
@@ -108,6 +108,77 @@ def phase1_cost(d: NDArray[np.float64], sel: Selection, chunk: int = 200_000) ->
     np.fill_diagonal(cost, 0.0)
     np.maximum(cost, 0.0, out=cost)  # round-off only
     return cost
+
+
+EPS_BAR_RULES = ("paper", "authors-code")
+
+
+def phase1_cost_last_factor_direct(w_u: NDArray[np.float64], w_v: NDArray[np.float64]) -> float:
+    """ε̄·d as the authors' code computes it, for two selection-probability vectors (a reference for tests).
+
+    ``get_epsilon_nmw.m`` loops ``for l=length(R)``, a loop that runs once with l = length(R), so of each product it
+    keeps only the factor of the last record: ln(w_u,r / w_v,r) for r the last record with w_u > w_v, plus
+    ln((1 − w_u,s)/(1 − w_v,s)) for s the last record with w_u ≤ w_v (a missing set contributes nothing).
+    """
+    above = np.flatnonzero(w_u > w_v)
+    rest = np.flatnonzero(w_u <= w_v)
+    total = 0.0
+    if len(above):
+        r = above[-1]
+        total += float(np.log(w_u[r]) - np.log(w_v[r]))
+    if len(rest):
+        s = rest[-1]
+        total += float(np.log1p(-w_u[s]) - np.log1p(-w_v[s]))
+    return total
+
+
+def phase1_cost_last_factor(d: NDArray[np.float64], sel: Selection,
+                            chunk: int = 4_000_000) -> NDArray[np.float64]:
+    """ε̄·d (nats) for every ordered pair as the authors' code computes it (see ``phase1_cost_last_factor_direct``).
+
+    Not symmetric, and far below Prop. 3's value: a labelled variant ("authors' code"), never a privacy bound.
+    Records with w_u > w_v lie in u's γ-ball B(u). When d(u, v) ≥ 2γ the balls are disjoint and w_v = floor on
+    B(u), so r is the highest index of B(u) and s the highest index outside B(u)'s top run, whatever v is: one
+    vectorised formula covers those pairs, and the few closer pairs are computed record by record.
+    """
+    k = len(d)
+    f = sel.floor_value
+    nbr, mask = ball_lists(d, sel.gamma_km)
+    ball = np.where(mask, nbr, -1)
+    ball = -np.sort(-ball, axis=1)  # each row's ball, highest index first, padding (−1) last
+    real = ball >= 0
+    width = ball.shape[1]
+    run = np.cumprod(ball == (k - 1 - np.arange(width))[None, :], axis=1).astype(bool)  # the top run k−1, k−2, ...
+    u_all = np.arange(k)
+    r = ball[:, 0]  # B(u) holds u itself, so it is never empty
+    s = k - 1 - run.sum(axis=1)  # −1 only if B(u) is all of X
+    sc = np.maximum(s, 0)
+    a_far = np.log(sel.weights(d[u_all, r])) - np.log(f)
+    b_u = np.log1p(-sel.weights(d[u_all, sc]))
+    cost = a_far[:, None] + np.where(s[:, None] >= 0, b_u[:, None] - np.log1p(-sel.weights(d[sc])), 0.0)
+    # pairs closer than 2γ: their balls may overlap, so compute r and s record by record
+    pu, pv = np.nonzero(d < 2 * sel.gamma_km)
+    keep = pu != pv
+    pu, pv = pu[keep], pv[keep]
+    step = max(1, chunk // max(width, 1))
+    for s0 in range(0, len(pu), step):
+        u, v = pu[s0:s0 + step], pv[s0:s0 + step]
+        bu, ok = ball[u], real[u]
+        x = np.maximum(bu, 0)
+        wu = sel.weights(d[u[:, None], x])
+        wv = sel.weights(d[v[:, None], x])
+        above = ok & (wu > wv)
+        has = above.any(axis=1)
+        first = np.argmax(above, axis=1)
+        rows = np.arange(len(u))
+        a = np.where(has, np.log(wu[rows, first]) - np.log(wv[rows, first]), 0.0)
+        lead = np.cumprod(above & run[u], axis=1).sum(axis=1)
+        sv = k - 1 - lead
+        svc = np.maximum(sv, 0)
+        b = np.log1p(-sel.weights(d[u, svc])) - np.log1p(-sel.weights(d[v, svc]))
+        cost[u, v] = a + np.where(sv >= 0, b, 0.0)
+    np.fill_diagonal(cost, 0.0)
+    return np.maximum(cost, 0.0)
 
 
 def empty_probability(d: NDArray[np.float64], sel: Selection) -> NDArray[np.float64]:

@@ -34,6 +34,7 @@ from ..progress import Progress, no_progress
 from .selection import Selection
 
 PS_RULES = ("one", "eq30")
+S_RULES = ("nearest", "half-gamma")
 
 
 def surrogate_probabilities(d: NDArray[np.float64], sel: Selection, nbr: NDArray[np.int64],
@@ -47,6 +48,17 @@ def surrogate_probabilities(d: NDArray[np.float64], sel: Selection, nbr: NDArray
     keep = np.cumprod(1.0 - w, axis=1)
     before = np.concatenate([np.ones((len(w), 1)), keep[:, :-1]], axis=1)
     return w * before, np.exp(np.log1p(-w).sum(axis=1))
+
+
+def half_gamma_neighbourhoods(d: NDArray[np.float64], rows: NDArray[np.int64],
+                              gamma_km: float) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+    """S_x as the authors' code builds it: the records closer than γ/2 to each x in ``rows`` (x itself first,
+    nearest first, ties by index), padded with x; returns (len, width) indices and the mask of real entries."""
+    from .budget import ball_lists
+
+    nbr, mask = ball_lists(d[rows], 0.5 * gamma_km)  # rows of d: the padding repeats a column index, fixed below
+    nbr = np.where(mask, nbr, np.asarray(rows)[:, None])
+    return nbr.astype(np.int64), mask
 
 
 def neighbourhoods(d: NDArray[np.float64], rows: NDArray[np.int64], size: int) -> NDArray[np.int64]:
@@ -127,7 +139,8 @@ class MarginReport:
 def safety_margins(d: NDArray[np.float64], cost: NDArray[np.float64], p: NDArray[np.float64],
                    anchors: NDArray[np.int64], sel: Selection, eps: float, delta: float, big_gamma: int,
                    ps_rule: str = "one", progress: Progress = no_progress,
-                   nbr: NDArray[np.int64] | None = None, mask: NDArray[np.bool_] | None = None) -> MarginReport:
+                   nbr: NDArray[np.int64] | None = None, mask: NDArray[np.bool_] | None = None,
+                   s_rule: str = "nearest") -> MarginReport:
     """ξ̂ for every pair of anchors that needs one (Eq. 29 with the patches of the module docstring).
 
     Args:
@@ -135,9 +148,15 @@ def safety_margins(d: NDArray[np.float64], cost: NDArray[np.float64], p: NDArray
         anchors: indices of the union of anchor sets A. sel: the selection rule.
         eps: ε, km⁻¹. delta: δ. big_gamma: Γ, records per neighbourhood S_x.
         ps_rule: ``one`` (P_S = 1, authors' code) or ``eq30`` (the paper's Eq. 30 with P_S from Eq. 93).
+        s_rule: S_x = the Γ nearest records (``nearest``, paper Eq. 29) or the records within γ/2
+            (``half-gamma``, authors' code).
+
+    ``cost`` may be asymmetric (the authors' ε̄): ξ̂ is then computed for each ordered pair.
     """
     if ps_rule not in PS_RULES:
         raise ParameterError(f"`ps_rule` = {ps_rule!r} is not one of {', '.join(PS_RULES)}.")
+    if s_rule not in S_RULES:
+        raise ParameterError(f"`s_rule` = {s_rule!r} is not one of {', '.join(S_RULES)}.")
     from .budget import ball_lists
 
     if nbr is None or mask is None:
@@ -145,11 +164,15 @@ def safety_margins(d: NDArray[np.float64], cost: NDArray[np.float64], p: NDArray
     count = mask.sum(axis=1)
     v, p0 = surrogate_probabilities(d, sel, nbr, mask)
     n_a = len(anchors)
-    S = neighbourhoods(d, anchors, big_gamma)  # (|A|, Γ)
+    if s_rule == "nearest":
+        S = neighbourhoods(d, anchors, big_gamma)  # (|A|, Γ)
+        s_mask = np.ones(S.shape, dtype=bool)
+    else:
+        S, s_mask = half_gamma_neighbourhoods(d, anchors, sel.gamma_km)  # padded with the anchor itself
 
     # Eq. 93: π_x = Pr[the user who selected x sits in S_x], P_S(x, x') = π_x π_x'
     wp = sel.weights(d[:, anchors]) * p[:, None]  # (K, |A|): p_u w_{u,x}
-    pi = np.take_along_axis(wp.T, S, axis=1).sum(axis=1) / wp.sum(axis=0)
+    pi = np.where(s_mask, np.take_along_axis(wp.T, S, axis=1), 0.0).sum(axis=1) / wp.sum(axis=0)
     ps = pi[:, None] * pi[None, :]
     off = ~np.eye(n_a, dtype=bool)
     feasible30 = ps > 1.0 - delta
@@ -172,7 +195,9 @@ def safety_margins(d: NDArray[np.float64], cost: NDArray[np.float64], p: NDArray
     fb_pair = np.zeros((n_a, n_a), dtype=bool)
     counts: dict[str, int] = {"anchor_pairs": int(off.sum()), "anchor_pairs_no_room": int((off & ~need).sum()),
                               "anchor_pairs_computed": int(need.sum()), "anchor_pairs_eq30_infeasible": int(bad30.sum())}
-    ia, ib = np.nonzero(np.triu(need, 1))  # ξ̂ is symmetric: compute each unordered pair once
+    symmetric = bool(np.array_equal(cost, cost.T))
+    # with a symmetric cost ξ̂ is symmetric: compute each unordered pair once
+    ia, ib = np.nonzero(np.triu(need, 1) if symmetric else need)
     if len(ia) == 0:
         counts.update(true_pairs_evaluated=0, true_pairs_unreachable=0, anchor_pairs_with_fallback=0)
         return MarginReport(xi_hat, fb_pair, counts, ps_info)
@@ -181,7 +206,7 @@ def safety_margins(d: NDArray[np.float64], cost: NDArray[np.float64], p: NDArray
     g = S.shape[1]
     qq = S[ia][:, :, None].repeat(g, axis=2).reshape(len(ia), -1)  # (P, Γ²)
     rr = S[ib][:, None, :].repeat(g, axis=1).reshape(len(ia), -1)
-    lo, hi = np.minimum(qq, rr), np.maximum(qq, rr)
+    lo, hi = (np.minimum(qq, rr), np.maximum(qq, rr)) if symmetric else (qq, rr)
     k = len(d)
     keys = lo.astype(np.int64) * k + hi
     uniq, inv = np.unique(keys, return_inverse=True)
@@ -204,10 +229,13 @@ def safety_margins(d: NDArray[np.float64], cost: NDArray[np.float64], p: NDArray
         bad = bad30[ia, ib]
         val = np.where(bad, np.maximum(worst, 0.0), val)
         fb = fb | bad
-    xi_hat[ia, ib] = xi_hat[ib, ia] = val
-    fb_pair[ia, ib] = fb_pair[ib, ia] = fb
+    xi_hat[ia, ib] = val
+    fb_pair[ia, ib] = fb
+    if symmetric:
+        xi_hat[ib, ia] = val
+        fb_pair[ib, ia] = fb
     counts.update(true_pairs_evaluated=int(real.sum()), true_pairs_unreachable=int(fb_u[real].sum()),
-                  anchor_pairs_with_fallback=int(2 * fb.sum()))
+                  anchor_pairs_with_fallback=int((2 if symmetric else 1) * fb.sum()))
     ps_info["target_delta"] = target_delta
     return MarginReport(xi_hat, fb_pair, counts, ps_info)
 

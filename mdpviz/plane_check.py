@@ -31,6 +31,7 @@ class ContinuousCheck:
 
     @property
     def total_violations(self) -> int:
+        """Violations over every kind of sampled pair."""
         return sum(self.violations.values())
 
 

@@ -76,6 +76,7 @@ class UserLP:
 
     @property
     def n_free(self) -> int:
+        """Number of entries the LP chooses (not fixed by WEM)."""
         return int((~self.fixed).sum())
 
     def assemble(self, z_free: NDArray[np.float64], w: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -25,10 +25,10 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.sparse.csgraph import dijkstra
 
-from .cities import RoadNetwork
-from .errors import ProblemError
-from .geo import haversine_km, project_km
-from .points import find_columns, read_table, snap_to_nodes
+from ..cities import RoadNetwork
+from ..errors import ProblemError
+from ..geo import haversine_km, project_km
+from ..points import find_columns, read_table, snap_to_nodes
 
 TrajectorySource = str | Path | IO[str] | IO[bytes] | bytes | pd.DataFrame
 
@@ -78,10 +78,12 @@ class Trajectories:
 
     @property
     def n_fixes(self) -> int:
+        """Number of GPS fixes over all trajectories."""
         return len(self.traj)
 
     @property
     def n_trajectories(self) -> int:
+        """Number of trajectories."""
         return len(self.ids)
 
     def to_frame(self) -> pd.DataFrame:
@@ -121,6 +123,7 @@ class StationGraph:
 
     @property
     def k(self) -> int:
+        """Number of stations."""
         return len(self.station_node)
 
 

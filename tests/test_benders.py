@@ -1,0 +1,160 @@
+"""lp-bd (Benders decomposition, seed 004) and the neighbour LP of ``lp``: optimum, claims and honest statuses."""
+
+from __future__ import annotations
+
+import highspy
+import numpy as np
+import pytest
+
+import mdpviz.lp.benders as benders
+from mdpviz.lp.colgen import exponent_closure
+from mdpviz.lp.mdp_lp import solve_mdp_lp
+from mdpviz.lp.neighbours import neighbour_pairs, neighbour_path_km
+from mdpviz.mechanisms import get_mechanism
+from mdpviz.metrics import cone_breaches, violations
+from mdpviz.problem import build_problem
+from mdpviz.solve import solve
+
+EPS, ETA = 10.0, 2.0  # the paper's road-data setting
+
+
+@pytest.fixture(scope="module")
+def rome():
+    """150 secrets over the whole of Rome (distances up to ~43 km) and the monolithic optimum of the paper's LP."""
+    pb = build_problem("rome", 150, n_outputs=30, cost="distance", seed=0)
+    pi, pj = neighbour_pairs(pb.d, ETA)
+    _, ref = solve_mdp_lp(pb.p, pb.c, pi, pj, EPS * pb.d[pi, pj], method="simplex")
+    assert ref.status == "optimal"
+    return pb, ref.objective
+
+
+@pytest.fixture(scope="module")
+def bd(rome):
+    pb, _ = rome
+    return solve(pb, "lp-bd", {"eps": EPS}, use_cache=False)
+
+
+def _neighbour_exponents(pb) -> np.ndarray:
+    return np.where(pb.d <= ETA, EPS * pb.d, np.inf)
+
+
+def test_lp_bd_solves_the_papers_neighbour_lp(rome, bd) -> None:
+    pb, ref = rome
+    assert bd.status == "optimal", bd.message
+    assert abs(bd.objective_m - ref) <= 0.01 + 1e-9 * ref  # the paper's ξ = 0.01 m
+    assert bd.bound_m <= ref * (1 + 1e-9)
+    Z = bd.Z
+    np.testing.assert_allclose(Z.sum(axis=1), 1.0, atol=1e-12)
+    assert Z.min() >= 0.0
+    # its claim: ε·d on every neighbour pair (d ≤ η), checked by the one check
+    assert len(cone_breaches(Z, _neighbour_exponents(pb)).i) == 0
+    dg = bd.diagnostics
+    assert dg["subsets"] == 25 and dg["enforced"]["violated_pairs"] == 0
+    lows = [h["lower"] for h in dg["history"]]
+    assert all(b >= a - 1e-9 * abs(a) for a, b in zip(lows, lows[1:]))  # LB never decreases
+
+
+def test_lp_bd_says_its_claim_covers_only_neighbours(rome, bd) -> None:
+    pb, _ = rome
+    v = violations(pb, bd.Z, EPS)
+    assert v.violated_pairs > 0  # the whole city: most pairs are not neighbours
+    assert bd.claim.startswith("neighbour pairs only (d ≤ 2 km)")
+    assert f"{v.violated_pairs:,} of {v.checked_pairs:,}" in bd.message
+    assert bd.degenerate.startswith("Claim covers only neighbour pairs") and f"{v.violated_pairs:,}" in bd.degenerate
+
+
+def test_lp_neighbour_scope_solves_the_same_lp(rome) -> None:
+    pb, ref = rome
+    res = solve(pb, "lp", {"eps": EPS, "scope": "neighbours", "eta": ETA}, use_cache=False)
+    assert res.status == "optimal" and abs(res.objective_m - ref) <= 1e-6 * ref
+    assert len(cone_breaches(res.Z, _neighbour_exponents(pb)).i) == 0
+    assert res.degenerate.startswith("Claim covers only neighbour pairs") and "components" in res.message
+
+
+def test_neighbours_covering_every_pair_claim_all_of_them() -> None:
+    pb = build_problem("rome", 25, n_outputs=8, cost="distance", region="centre:0.8", seed=1)
+    assert pb.d.max() <= ETA
+    res = solve(pb, "lp", {"eps": 5.0, "scope": "neighbours"}, use_cache=False)
+    assert res.status == "optimal" and not res.degenerate
+    assert violations(pb, res.Z, 5.0).violated_pairs == 0 and "also meet ε-mDP" in res.message
+    bd = solve(pb, "lp-bd", {"eps": 5.0, "subsets": 4}, use_cache=False)
+    assert bd.status == "optimal" and not bd.degenerate
+    assert bd.objective_m == pytest.approx(res.objective_m, abs=0.01)
+
+
+def test_needed_initial_cuts_keep_the_master_polytope_of_eq_14(rome) -> None:
+    pb, _ = rome
+    eps = 2.0  # at ε = 10 most path cuts exceed the coefficient cap (and are left out): use a smaller ε
+    pi, pj = neighbour_pairs(pb.d, ETA)
+    expo = eps * pb.d[pi, pj]
+    labels = benders.partition("kmeans-dv", 25, pb.d, pb.xy_km, pi, pj)
+    cross = labels[pi] != labels[pj]
+    is_b = np.zeros(pb.k, dtype=bool)
+    is_b[pi[cross]] = is_b[pj[cross]] = True
+    nb = int(is_b.sum())
+
+    def closure(rule: str) -> tuple[np.ndarray, int]:
+        ci, cj, ce, _ = benders.master_pairs(pb.k, pi, pj, expo, labels, is_b, rule)
+        E = np.full((nb, nb), np.inf)
+        np.fill_diagonal(E, 0.0)
+        E[ci, cj] = np.minimum(E[ci, cj], ce)
+        return exponent_closure(E), len(ci)
+
+    needed, n_needed = closure("needed")
+    every, n_all = closure("all")
+    finite = np.isfinite(every) & (every <= benders.LOG_CAP)
+    np.testing.assert_allclose(needed[finite], every[finite], rtol=1e-12)
+    assert n_needed < n_all / 2
+    # Eq. 14 is the shortest path in the whole mDP graph: compare with it directly
+    D = eps * neighbour_path_km(pb.d, ETA)[np.ix_(is_b, is_b)]
+    np.testing.assert_allclose(every[finite], D[finite], rtol=1e-12)
+
+
+@pytest.mark.parametrize("where,status", [("sub", highspy.HighsModelStatus.kUnknown),
+                                          ("master", highspy.HighsModelStatus.kUnknown),
+                                          ("master", highspy.HighsModelStatus.kTimeLimit)])
+def test_every_highs_status_ends_in_an_honest_result(rome, monkeypatch, where, status) -> None:
+    pb, _ = rome
+    real, real_new = benders._run, benders.new_highs
+    calls = {"master": 0}
+    created = []
+
+    def tracking():
+        created.append(real_new())
+        return created[-1]
+
+    def fake(h, deadline):
+        is_master = h is created[0]  # solve_benders builds the master first
+        if is_master:
+            calls["master"] += 1
+        if (where == "master") == is_master and calls["master"] >= 2:
+            return status
+        return real(h, deadline)
+
+    monkeypatch.setattr(benders, "_run", fake)
+    monkeypatch.setattr(benders, "new_highs", tracking)
+    res = solve(pb, "lp-bd", {"eps": EPS}, use_cache=False)
+    assert res.Z is None and res.degenerate.startswith("No mechanism")
+    expected = "time limit" if status == highspy.HighsModelStatus.kTimeLimit else "error"
+    assert res.status == expected
+    if expected == "error":
+        assert "Unknown" in res.message
+    feasible = res.diagnostics.get("feasible_Z")
+    if feasible is not None:  # a labelled feasible point, private for the LP's pairs, not claimed optimal
+        assert len(cone_breaches(feasible, _neighbour_exponents(pb)).i) == 0
+        assert "not the optimum" in res.message
+
+
+def test_iteration_limit_returns_no_mechanism(rome) -> None:
+    pb, _ = rome
+    res = solve(pb, "lp-bd", {"eps": EPS, "max_iter": 1}, use_cache=False)
+    assert res.status == "iteration limit" and res.Z is None and res.degenerate
+
+
+def test_presets_are_valid_parameters() -> None:
+    for name in ("lp-bd", "panda-e", "panda-p", "panda-l"):
+        mech = get_mechanism(name)
+        assert {p.name for p in mech.presets} == {"paper", "authors-code"}
+        for preset in mech.presets:
+            mech.validate(preset.param_dict())
+            assert preset.help
