@@ -167,3 +167,14 @@ def test_collapse_is_called_degenerate():
     assert res.status == "optimal" and res.degenerate.startswith("Collapsed")
     assert "Collapsed" in res.message
     assert not solve(problem, "lp", {"eps": 20.0}, use_cache=False).degenerate
+
+
+def test_dense_instance_falls_back_to_rows_when_conic_pricing_fails(monkeypatch):
+    """The conic engine goes first on a dense instance; a pricing LP in trouble there hands over to the row engine."""
+    import mdpviz.lp.conic as conic
+
+    problem = build_problem("helsinki", 30, n_outputs=10, seed=0)
+    monkeypatch.setattr(conic._Pricer, "price", lambda self, y, g, t: (np.zeros(self.n), 0.0, "Unknown"))
+    res = solve(problem, "lp", {"eps": 5.0}, use_cache=False)
+    _assert_exact(problem, res, 5.0)
+    assert res.diagnostics["engine"] == "rows" and "conic engine failed (A pricing LP failed (Unknown).)" in res.message
