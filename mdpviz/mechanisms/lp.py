@@ -26,8 +26,9 @@ _SPANNER_T = Param("spanner_t", float, 1.5, "stretch t of the spanner (only with
 SOLVERS = ("structured", "monolithic")
 _SOLVER = Param("solver", str, "structured",
                 "'structured': exact row-and-column generation (a small LP over the entries and pair rows that matter, "
-                "repaired into the mDP cone and certified by a lower bound; private by construction); 'monolithic': "
-                "one HiGHS LP over all pairs' rows (slow beyond K ≈ 100)",
+                "repaired into the mDP cone and certified by a lower bound; private by construction), or conic "
+                "column generation where most entries matter (small cities); 'monolithic': one HiGHS LP over all "
+                "pairs' rows (slow beyond K ≈ 100)",
                 choices=SOLVERS, label="LP engine")
 GAP_TOL = 1e-4
 _GAP = Param("gap_tol", float, GAP_TOL, "structured engine: the certified relative gap (objective − lower bound) / "
