@@ -50,8 +50,7 @@ def rows_breach(za: NDArray[np.float64], zb: NDArray[np.float64], expo: NDArray[
     >>> rows_breach(np.array([[0.5, 0.5]]), np.array([[0.9, 0.1]]), np.array([1.0])).tolist()
     [True]
     """
-    breach: NDArray[np.bool_] = entry_breaches(za, zb, expo, tolerance).any(axis=1)
-    return breach
+    return np.asarray(entry_breaches(za, zb, expo, tolerance).any(axis=1), dtype=np.bool_)
 
 
 @dataclass(frozen=True)
