@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..lp.colgen import repair_into_cone, solve_structured
+from ..lp.colgen import ENGINES, repair_into_cone, solve_structured
 from ..lp.mdp_lp import PAIR_SETS, all_pairs, greedy_spanner, implied_free_pairs, solve_mdp_lp
 from ..problem import Problem
 from .base import Mechanism, Param, Progress, Result, epsilon_param
@@ -31,6 +31,9 @@ _SOLVER = Param("solver", str, "structured",
                 "pairs' rows (slow beyond K ≈ 100)",
                 choices=SOLVERS, label="LP engine")
 GAP_TOL = 1e-4
+_ENGINE = Param("engine", str, "auto", "structured engine: 'rows' (row-and-column generation), 'conic' (conic column "
+                "generation, faster when most entries carry mass: small cities) or 'auto' (conic on such dense "
+                "instances, rows otherwise and as its fallback)", choices=ENGINES, label="structured engine")
 _GAP = Param("gap_tol", float, GAP_TOL, "structured engine: the certified relative gap (objective − lower bound) / "
              "objective to reach; status 'optimal' only within it", low=1e-10, high=0.1, log=True,
              label="relative gap")
@@ -70,7 +73,7 @@ def solve_lp_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArr
     W = weights[:, None] * c
     if params.get("solver", "structured") == "structured":
         out = solve_structured(W, eps * d, closed=True, tol=params.get("gap_tol", GAP_TOL), time_limit=time_limit,
-                               progress=progress, out_rows=out_rows)
+                               progress=progress, out_rows=out_rows, engine=params.get("engine", "auto"))
         timings.update({k: v for k, v in out.timings.items() if k != "total_s"})
         diag = dict(out.diagnostics)
         msg = out.message
@@ -199,7 +202,7 @@ LP = register(Mechanism(
          "mechanism over Y. Default engine: exact row-and-column generation (certified lower bound, private by "
          "construction; Rome K = 1,000 at ε = 5 km⁻¹ in seconds, slower at small ε); the monolithic LP has "
          "K²·|Y| constraints.",
-    params=(epsilon_param(), _SOLVER, _GAP, _PAIRS, _SPANNER_T, _METHOD, _REPAIR, _SCOPE, _ETA), solve=_solve_lp,
+    params=(epsilon_param(), _SOLVER, _GAP, _ENGINE, _PAIRS, _SPANNER_T, _METHOD, _REPAIR, _SCOPE, _ETA), solve=_solve_lp,
     max_k=1000))
 
 LP_CA = register(Mechanism(
