@@ -25,6 +25,10 @@ one of the K²·|Y| pair rows is slack, so it works on the LP itself, restricted
 * **Growth and termination**: the pair rows and entries the repair had to raise, and the entries priced negative,
   join the LP; the loop stops when the certified gap is within the tolerance asked for (status ``optimal``),
   and otherwise says how far it got.
+
+Where most entries are within reach of their output's cell (small ε·d: the small cities) the restricted LP would be
+most of the LP; there :func:`mdpviz.lp.conic.solve_conic` (conic column generation, no pair rows in its master)
+goes first, with this engine as its fallback (``engine`` selects either).
 """
 
 from __future__ import annotations
@@ -150,7 +154,7 @@ def _deficit_in_cone(a: NDArray[np.float64], Es: NDArray[np.float64], t: float) 
 
 
 def _smallest_shift(a: NDArray[np.float64], Es: NDArray[np.float64]) -> float:
-    """The smallest t ≥ 0 with (t + a_i) ≤ e^{E_ij} (t + a_j) for every pair, i.e. max (a_i − a_j)/(e^{E_ij} − 1) − a_j."""
+    """The smallest t ≥ 0 with (t + a_i) ≤ e^{E_ij} (t + a_j) for every pair: max (a_i − a_j)/(e^{E_ij} − 1) − a_j."""
     t = 0.0
     for s in range(0, len(a), _ROW_BLOCK):
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
@@ -232,7 +236,7 @@ def repair_into_cone(Z: NDArray[np.float64], Es: NDArray[np.float64], W: NDArray
 
 REACH = 15.0  # the first LP holds entry (x, y) when x is within this exponent of the rows for which y is cheapest
 # above this share of entries within REACH (small ε·d: the small cities) the conic engine goes first: the restricted
-# LP would hold most of the LP's entries and pair rows (Helsinki K = 100 at ε = 5: 100 %, over 300 s; conic 16 s).
+# LP would hold most of the LP's entries and pair rows (Helsinki K = 100 at ε = 5: 100 %, over 300 s; conic 17 s).
 # Rome at ε = 1 (57–63 %) stays below: there the row-and-column engine was as fast or faster (tests' K = 150: 2 s
 # against 18 s)
 DENSE = 0.7
