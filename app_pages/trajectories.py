@@ -8,7 +8,7 @@ import streamlit as st
 from mdpviz.cities import list_cities
 from mdpviz.cmdp.pipeline import CAVEAT
 from mdpviz.explain import format_s
-from mdpviz.ui import cache, views
+from mdpviz.ui import cache, solving
 from mdpviz.ui import trajectories as tv
 
 ss = st.session_state
@@ -35,7 +35,7 @@ values_json = json.dumps(values, sort_keys=True)
 
 st.markdown("#### Trajectories: context-aware mDP (C-mDP)")
 st.info(CAVEAT, icon=":material/info:")
-with views.guard():
+with solving.guard():
     prob = tv.problem(city, k, seed)
     result = tv.solve_variant(city, k, seed, mech, values_json)
     lp = tv.lp_baseline(city, k, seed, values_json)
@@ -89,7 +89,7 @@ with tab_curve:
     if st.button(label, icon=":material/show_chart:"):
         ss["traj_curves"] = values_json
     if ss.get("traj_curves") == values_json:
-        with views.guard():
+        with solving.guard():
             df = tv.curves(city, k, seed, values_json, eps_values)
         st.plotly_chart(tv.loss_figure(df), key="traj-loss")
         st.plotly_chart(tv.loss_figure(df, "wall_s", "Runtime (s) against ε"), key="traj-time")

@@ -14,7 +14,7 @@ from mdpviz.metrics import posterior
 from mdpviz.problem import Problem
 from mdpviz.verdict import claims_all_pairs
 
-from . import cache, continuous, maps, state, views
+from . import cache, continuous, diagnostics, maps, state
 
 VIOLATION_LINES = 150  # more lines hide the map
 MAP_WIDTH, MAP_HEIGHT = 600, 470  # the map column at 1280×800
@@ -157,9 +157,9 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
             legends.append(maps.legend_html(f"Attacker's posterior Pr[x | y{ss['attack_y']}] (probability)", "post",
                                             "0", f"{post.max():.3g}"))
         # anchors of a lattice are drawn with their grid lines (toggle above), not a second time here
-        pts = (views.diagnostic_points(result.diagnostics or {}, prob) if continuous.lattice_of(result) is None
+        pts = (diagnostics.diagnostic_points(result.diagnostics or {}, prob) if continuous.lattice_of(result) is None
                else None)
-        users = views.user_reports(result.diagnostics or {}, prob.k)
+        users = diagnostics.user_reports(result.diagnostics or {}, prob.k)
         e1, e2 = st.columns(2) if pts is not None or users is not None else (None, None)
         if pts is not None and e1 is not None:
             ss.setdefault("show_extra", True)

@@ -18,7 +18,7 @@ from mdpviz.explain import sweep_values
 from mdpviz.mechanisms import Mechanism, Param, get_mechanism
 from mdpviz.problem import Problem
 
-from . import cache, state, views
+from . import cache, solving, state
 
 
 def sweepable(mechs: list[Mechanism]) -> dict[str, Param]:
@@ -92,7 +92,7 @@ def run_pending(prob: Problem, sweep: Sweep, time_limit: float) -> None:
         bar.progress(sweep.done / len(sweep.points),
                      text=f"{sweep.done}/{len(sweep.points)} done · solving {mech_name} at {sweep.label} = {value:g}")
         try:
-            result = cache.lookup(prob, mech_name, params) or views.run_solve(prob, mech, params, time_limit,
+            result = cache.lookup(prob, mech_name, params) or solving.run_solve(prob, mech, params, time_limit,
                                                                               label=f"{mech_name} at {value:g}")
         except MdpvizError as e:
             sweep.rows[(mech_name, value)] = _row(sweep, mech_name, value, f"error: {e}", None, None)
