@@ -37,11 +37,15 @@ def mechanism_label(name: str) -> str:
     return mech.label
 
 
-def param_widget(mech: Mechanism, p: Param) -> None:
-    """One widget for ``p``, its value kept under ``state.param_key(mech.name, p.name)``."""
-    key = state.param_key(mech.name, p.name)
+def param_widget(mech: Mechanism, p: Param, key: str | None = None) -> None:
+    """One widget for ``p``, its value kept under ``key`` (default: ``state.param_key(mech.name, p.name)``, the
+    mechanism's own value; a page whose values are shared by several mechanisms passes its own key)."""
     ss = st.session_state
-    state.ensure_params(mech)
+    if key is None:
+        key = state.param_key(mech.name, p.name)
+        state.ensure_params(mech)
+    else:
+        ss.setdefault(key, p.default)
     label, help_ = p.display, p.help
     if p.kind is bool:
         st.checkbox(label, key=key, help=help_)
