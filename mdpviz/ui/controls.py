@@ -31,6 +31,7 @@ def city_label(slug: str | None) -> str:
 
 
 def mechanism_label(name: str) -> str:
+    """A registered mechanism's human label, for select boxes."""
     from mdpviz.mechanisms import get_mechanism
 
     mech = get_mechanism(name)
@@ -174,6 +175,7 @@ def mechanism_picker(key: str = "mech") -> Mechanism:
 
 
 def time_limit_control() -> None:
+    """The time limit per solve (seconds), kept under ``time_limit``."""
     lo, hi = state.TIME_LIMIT_RANGE
     st.number_input("Time limit per solve (s)", step=10.0, key="time_limit",
                     help=f"{lo:g} to {hi:g} s. An LP that runs out of time stops with status 'time limit' and, for "

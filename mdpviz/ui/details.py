@@ -78,6 +78,7 @@ def downloads(prob: Problem, result: Result, ev: dict[str, Any] | None, key: str
 
 
 def problem_table(prob: Problem) -> None:
+    """The problem's settings and sizes (city, K, |Y|, metric, prior, cost...) as a table."""
     s = prob.summary()
     rows = [("city", s["city"]), ("K = |X| (secrets)", s["k"]), ("|Y| (outputs)", s["n_outputs"]),
             ("mDP metric d", s["metric"]), ("prior", s["prior"]), ("cost model", s["cost"]),

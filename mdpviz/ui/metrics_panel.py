@@ -42,6 +42,7 @@ def lp_size_label(key: str) -> str:
 
 
 def lp_size_text(lp_size: dict[str, int]) -> str:
+    """The LP's sizes as one line of counts with readable names."""
     return " · ".join(f"{v:,} {lp_size_label(k)}" for k, v in lp_size.items())
 
 

@@ -57,9 +57,11 @@ def run_solve(prob: Problem, mech: Mechanism, params: dict[str, Any], time_limit
     name = label or mech.label
 
     def progress(phase: str, fraction: float | None) -> None:
+        """Record the latest phase and fraction (called in the worker thread)."""
         box["phase"], box["fraction"] = phase, fraction
 
     def work() -> None:
+        """Run the solve, keeping its result or its exception for the script thread."""
         try:
             out["result"] = solve(prob, mech.name, params, progress=progress, time_limit=time_limit)
         except BaseException as e:  # noqa: BLE001 - handed to the script thread, which shows or re-raises it

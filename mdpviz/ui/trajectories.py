@@ -182,6 +182,7 @@ def curves(city: str, k: int, seed: int, region: str, values_json: str, eps_valu
         bar = st.progress(0.0, text="starting")
 
         def progress(phase: str, fraction: float | None) -> None:
+            """Move the progress bar to the finished fraction of the ε values."""
             bar.progress(min(max(float(fraction or 0.0), 0.0), 1.0), text=f"solving at {phase}")
 
         rows = compare.compare_problem(problem(city, k, seed, region), params_for("cmdp", json.loads(values_json)),
