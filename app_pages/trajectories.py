@@ -41,23 +41,24 @@ if not result.ok:
 diag = result.diagnostics
 roads = cache.road_layer(prob)
 
-c1, c5, c2, c3, c4 = st.columns(5)
+c1, c2, c3, c4 = st.columns(4)
 held = diag.get("heldout_loss_m")
-c1.metric("C-mDP loss (m)", f"{result.objective_m:.1f}",
-          help="In-sample expected next-location loss, Eq. 34"
-               + (f"; on a held-out corpus: {held:.1f} m." if held is not None else "."))
 pct = vs_lp_pct(result.objective_m, lp_loss)
-c5.metric("vs best context-invariant LP", "–" if pct is None else f"{pct:+.1f} %",
-          help=f"The library's headline comparison (`vs_lp_pct` of `mdpviz.cmdp.compare`): this loss against the "
-               f"{BEST_LP_LABEL}"
-               + (f", {lp_loss:.1f} m under the same model" if lp_loss is not None else f" (status {lp.status})")
-               + ". Negative: the context buys that much.")
+c1.metric("C-mDP loss (m)", f"{result.objective_m:.1f}", delta=None if pct is None else f"{pct:+.1f} % vs best LP",
+          delta_color="inverse",
+          help="In-sample expected next-location loss, Eq. 34"
+               + (f"; on a held-out corpus: {held:.1f} m." if held is not None else ".")
+               + " The change is against the best context-invariant LP (below).")
 c2.metric("Augmented secrets (count)", diag["n_secrets"])
 ve, vl = diag["violations_enforced"], diag["violations_location"]
 c3.metric("Violations, enforced domain", f"{ve['violated']}/{ve['checked']}",
           help="(x, b) secrets under the augmented metric: must be 0.")
 c4.metric("Violations, location only", f"{vl['violated']}/{vl['checked']}",
           help="Rows marginalised over contexts, base metric: may be > 0 (a different protection target).")
+st.caption("**Against the best context-invariant LP** (the comparison `mdpviz.cmdp.compare` reports as "
+           f"`vs_lp_pct`): {BEST_LP_LABEL}, "
+           + (f"{lp_loss:.1f} m under the same model; {mech.label} is **{pct:+.1f} %** from it. Negative: what the "
+              "context buys." if lp_loss is not None and pct is not None else f"status {lp.status}, no comparison."))
 
 examples = diag.get("examples", [])
 pick = st.selectbox("Report to inspect", range(len(examples)), format_func=lambda i: (

@@ -247,7 +247,10 @@ def test_trajectories_page_renders_maps_and_both_violation_views() -> None:
     assert at.sidebar.slider(key="traj_k").max == get_mechanism("cmdp").max_k
     assert "ε grid (0.5, 1, 1.5, 2, 2.5 km⁻¹)" in " ".join(c.value for c in at.caption)
     # the comparison the library reports: against the best context-invariant LP, labelled
-    assert shown["vs best context-invariant LP"].endswith(" %") and shown["vs best context-invariant LP"][0] in "+-"
+    loss = next(m for m in at.metric if m.label == "C-mDP loss (m)")
+    assert loss.delta.endswith(" % vs best LP") and loss.delta[0] in "+-"
+    against = next(c.value for c in at.caption if c.value.startswith("**Against the best context-invariant LP**"))
+    assert BEST_LP_LABEL in against and f"**{loss.delta.removesuffix(' vs best LP')}**" in against
     assert any(c.value.startswith(f"{BEST_LP_LABEL} row for station") for c in at.caption)
 
 
