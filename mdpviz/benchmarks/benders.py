@@ -52,6 +52,7 @@ def _partition_rows(problem: Any, eta: float, eps: float, subsets: int, seed: in
 
 def run(city: str, ks: Sequence[int], eps: float, eta: float, outputs: int, cost: str, seed: int,
         lambdas: Sequence[float], time_limit: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Solve lp-bd and a monolithic HiGHS solve of the same neighbour LP for each K and λ: (runs, partitions)."""
     from ..lp.mdp_lp import solve_mdp_lp
     from ..lp.neighbours import neighbour_pairs
     from ..problem import build_problem
@@ -91,6 +92,7 @@ def run(city: str, ks: Sequence[int], eps: float, eta: float, outputs: int, cost
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the Benders benchmark from the command line; returns the exit code."""
     ap = argparse.ArgumentParser(prog="python -m mdpviz bench benders",
                                  description="lp-bd on the paper's neighbour LP against a monolithic HiGHS solve, "
                                              "with the paper's four partitions (writes docs/benchmarks/benders.*).")
