@@ -7,7 +7,9 @@ model, the fair reference for "what context buys") and on the no-motion cost (th
 Appendix D, a misspecified model whose true loss need not even fall with ε). ``loss_m`` is the in-sample expected
 next-location loss (Eq. 34, metres) of every method under the same model; ``heldout_loss_m`` the same on an
 independent corpus from the same generator (synthetic data only); ``vs_lp_pct`` is against the best
-context-invariant LP, ``vs_no_motion_lp_pct`` against the no-motion LP.
+context-invariant LP, ``vs_no_motion_lp_pct`` against the no-motion LP. ``best_context_free`` is that reference
+alone for one C-mDP solve (what the Trajectories page shows beside it); ``compare_problem`` runs ``compare`` on the
+corpus a problem's C-mDP solves use.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Streamlit glue for the Trajectories page (C-mDP, seed 002): cached solves, the trajectory map, charts."""
+"""Streamlit glue for the Trajectories page (C-mDP, seed 002): controls from the schemas of the registry's ``cmdp``
+family, cached solves (the comparison itself is ``mdpviz.cmdp.compare``), the trajectory map, charts."""
 
 from __future__ import annotations
 
