@@ -376,7 +376,8 @@ def solve_conic(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: bool 
         # make sure the last master solution is current and uses no artificial mass
         master.changeColsCost(n, eye_idx, np.full(n, 1e6))
         master.changeColsBounds(n, np.arange(n, 2 * n, dtype=np.int32), np.zeros(n), np.zeros(n))
-        master.setOptionValue("time_limit", float(master.getRunTime() + 60.0))
+        left = 60.0 if deadline is None else max(deadline - time.perf_counter(), 0.01)  # never past the deadline
+        master.setOptionValue("time_limit", float(master.getRunTime() + left))
         master.run()
         x = np.array(master.getSolution().col_value)
         lam = x[n_art:]
