@@ -71,7 +71,7 @@ def exponent_closure(E: NDArray[np.float64]) -> NDArray[np.float64]:
     Es = shortest_path(G, method="D" if n > 300 else "FW", directed=True)
     Es[Es < 1e-200] = 0.0
     np.fill_diagonal(Es, 0.0)
-    return Es
+    return np.asarray(Es, dtype=np.float64)
 
 
 def lipschitz_repair(logv: NDArray[np.float64], Es: NDArray[np.float64],
@@ -428,7 +428,7 @@ class _RowAndColumnGeneration:
                 return "time limit", f"time limit in LP round {r}"
             if st != "optimal":
                 return f"solver error ({st})", f"the restricted LP failed in round {r} ({st}) after retries"
-            if self._left() is not None and self._left() <= 0:
+            if (left := self._left()) is not None and left <= 0:
                 return "time limit", f"time limit after LP round {r}"
             Z = self.lp.solution()
             u, arg = self._repair(Z)

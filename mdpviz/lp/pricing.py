@@ -34,8 +34,9 @@ LOG_COEF_CAP = float(np.log(1e9))
 # largest transportation LP: beyond it each sink keeps only its nearest sources (the bound stays valid)
 MAX_PRICING_PAIRS = 200_000
 # tried in turn when a transportation LP ends in numerical trouble
-_STRATEGIES = ({"solver": "simplex", "simplex_strategy": 1}, {"solver": "simplex", "simplex_strategy": 4},
-               {"solver": "ipm", "run_crossover": "on"})
+_STRATEGIES: tuple[dict[str, str | int], ...] = (
+    {"solver": "simplex", "simplex_strategy": 1}, {"solver": "simplex", "simplex_strategy": 4},
+    {"solver": "ipm", "run_crossover": "on"})
 
 
 @dataclass
@@ -136,7 +137,7 @@ def _feasible_bound(f: NDArray[np.float64], a: NDArray[np.float64], b: NDArray[n
     bn = b[near]
     with np.errstate(divide="ignore", invalid="ignore"):
         shrink = np.where(load > bn, bn / load, 1.0)
-    shipped = np.bincount(si, weights=f * shrink[ti], minlength=len(a))
+    shipped = np.bincount(si, weights=f * shrink[ti], minlength=len(a)).astype(np.float64)
     room = b.copy()
     room[near] -= np.minimum(load, bn)
     return _bound(shipped, a, room, EP)

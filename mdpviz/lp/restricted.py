@@ -22,9 +22,9 @@ from .highs import INF, new_highs
 
 # a solve is warm dual simplex (rows are added as cuts: the basis stays dual feasible); when that ends in numerical
 # trouble it is retried cold with interior point (with crossover), then with primal simplex
-_DUAL = {"solver": "simplex", "simplex_strategy": 1}
-_IPM = {"solver": "ipm", "run_crossover": "on"}
-_PRIMAL = {"solver": "simplex", "simplex_strategy": 4}
+_DUAL: dict[str, str | int] = {"solver": "simplex", "simplex_strategy": 1}
+_IPM: dict[str, str | int] = {"solver": "ipm", "run_crossover": "on"}
+_PRIMAL: dict[str, str | int] = {"solver": "simplex", "simplex_strategy": 4}
 
 
 class RestrictedLP:
