@@ -5,7 +5,7 @@ import streamlit as st
 from mdpviz.reproduce import get_experiment
 from mdpviz.reproduce.base import MODE_TEXT
 from mdpviz.ui import reproduce as rp
-from mdpviz.ui import views
+from mdpviz.ui import solving
 
 ss = st.session_state
 papers = rp.by_paper()
@@ -27,7 +27,7 @@ with st.sidebar:
 
 st.markdown(f"#### {exp.title}")
 st.caption(f"{rp.paper_info(paper)['title']}. {exp.summary}")
-with views.guard():
+with solving.guard():
     if run_clicked:
         rp.rerun(exp, mode, size)
     found = rp.available(exp, mode, size)

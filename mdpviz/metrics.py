@@ -27,18 +27,30 @@ from .problem import Problem
 TOLERANCE = 1e-9
 
 
-def rows_breach(za: NDArray[np.float64], zb: NDArray[np.float64], expo: NDArray[np.float64],
-                tolerance: float = TOLERANCE) -> NDArray[np.bool_]:
-    """Row by row: does some y have ln za[r,y] − ln zb[r,y] > expo[r] + ln(1+τ)? (the check above, for paired rows)
+def entry_breaches(za: NDArray[np.float64], zb: NDArray[np.float64], expo: NDArray[np.float64],
+                   tolerance: float = TOLERANCE) -> NDArray[np.bool_]:
+    """Entry by entry: is ln za[r,y] − ln zb[r,y] > expo[r] + ln(1+τ)? (the check above, for paired rows)
 
-    >>> rows_breach(np.array([[0.5, 0.5]]), np.array([[0.9, 0.1]]), np.array([1.0])).tolist()
-    [True]
+    A 0 under a positive entry is a breach; two zeros are not.
+
+    >>> entry_breaches(np.array([[0.5, 0.5]]), np.array([[0.9, 0.1]]), np.array([1.0])).tolist()
+    [[False, True]]
     """
     with np.errstate(divide="ignore", invalid="ignore"):
         lr = np.log(za) - np.log(zb)
     lr[np.isnan(lr)] = -np.inf
-    breach: NDArray[np.bool_] = (lr > (np.asarray(expo, dtype=np.float64) + np.log1p(tolerance))[:, None]).any(axis=1)
+    breach: NDArray[np.bool_] = lr > (np.asarray(expo, dtype=np.float64) + np.log1p(tolerance))[:, None]
     return breach
+
+
+def rows_breach(za: NDArray[np.float64], zb: NDArray[np.float64], expo: NDArray[np.float64],
+                tolerance: float = TOLERANCE) -> NDArray[np.bool_]:
+    """Row by row: does some y breach (``entry_breaches``)?
+
+    >>> rows_breach(np.array([[0.5, 0.5]]), np.array([[0.9, 0.1]]), np.array([1.0])).tolist()
+    [True]
+    """
+    return np.asarray(entry_breaches(za, zb, expo, tolerance).any(axis=1), dtype=np.bool_)
 
 
 @dataclass(frozen=True)

@@ -238,6 +238,10 @@ def build_problem(city: str | RoadNetwork | None = None, k: int = 500, *, n_outp
         region = parse_region(region, network.centre)
     inside = np.flatnonzero(region.contains(network.lat, network.lon))
     where = network.label if region.kind == "whole" else f"{network.label} {region.describe()}"
+    if len(inside) < 2:
+        raise ProblemError(f"{where} has {len(inside)} road node(s); an mDP problem needs at least 2. Choose a larger "
+                           f"region or one inside the city (its centre is {network.centre[0]:.4f}, "
+                           f"{network.centre[1]:.4f}).")
     k = _check_int("k", k, 2, len(inside),
                    f"{where} has {len(inside)} nodes; choose 2 ≤ K ≤ {len(inside)}"
                    + ("." if region.kind == "whole" else " or a larger region."))

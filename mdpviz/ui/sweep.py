@@ -18,7 +18,7 @@ from mdpviz.mechanisms import Mechanism, Param, get_mechanism
 from mdpviz.problem import Problem
 from mdpviz.sweep import Point, local_problem, problem_of, result_row, run_sweep
 
-from . import cache, state, views
+from . import cache, solving, state
 
 
 def sweepable(mechs: list[Mechanism]) -> dict[str, Param]:
@@ -59,15 +59,19 @@ class Sweep:
 
     @property
     def done(self) -> int:
+        """Number of finished points."""
         return len(self.rows)
 
     def frame(self) -> pd.DataFrame:
+        """The finished rows as a table, one per (mechanism, value)."""
         cols = ["mechanism", "param", "value", "status", "utility_loss_m", "violation_ratio", "violated_pairs",
                 "checked_pairs", "adversary_error_m", "solve_s"]
         return pd.DataFrame(list(self.rows.values()), columns=cols)
 
 
 def plan(problem_key: str, mechs: list[Mechanism], p: Param, low: float, high: float, n: int) -> Sweep:
+    """Plan a sweep of ``p`` over ``n`` values in [low, high] (log-spaced for a log parameter) for each mechanism
+    that has ``p``, from its current values; the others are listed as skipped."""
     values = sweep_values(low, high, n, p.log and low > 0)
     base, points, skipped = {}, [], []
     for m in mechs:
@@ -98,7 +102,7 @@ def page_point(point: Point, *, use_cache: bool = True) -> dict[str, Any]:
     mech = get_mechanism(point.mechanism)
     params = dict(point.params)
     value = point.tags["value"]
-    result = (cache.lookup(prob, mech.name, params) if use_cache else None) or views.run_solve(
+    result = (cache.lookup(prob, mech.name, params) if use_cache else None) or solving.run_solve(
         prob, mech, params, float(point.time_limit or 0.0), label=f"{mech.name} at {value:g}")
     return result_row(prob, result)
 
@@ -144,4 +148,5 @@ def _row(sweep: Sweep, mech: str, value: float, record: dict[str, Any]) -> dict[
 
 
 def current(sweep: Sweep | None) -> Sweep | None:
+    """``sweep`` when it is a :class:`Sweep`, else None (session state may hold anything)."""
     return sweep if isinstance(sweep, Sweep) else None
