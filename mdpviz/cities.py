@@ -69,10 +69,12 @@ class RoadNetwork:
 
     @property
     def n_nodes(self) -> int:
+        """Number of road nodes."""
         return len(self.lat)
 
     @property
     def n_edges(self) -> int:
+        """Number of directed road edges."""
         return len(self.u)
 
     def adjacency_km(self) -> sp.csr_matrix:

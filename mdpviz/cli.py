@@ -48,6 +48,7 @@ def problem_from_args(a: argparse.Namespace) -> Any:
 
 
 def cmd_cities(a: argparse.Namespace) -> int:
+    """`cities`: print every bundled city with nodes, edges, extent (km) and credit."""
     from .cities import list_cities
 
     rows = list_cities()
@@ -62,6 +63,7 @@ def cmd_cities(a: argparse.Namespace) -> int:
 
 
 def cmd_download(a: argparse.Namespace) -> int:
+    """`download`: fetch a road network with osmnx (needs internet) and save it as a city."""
     from .cities import download_city
 
     bbox = tuple(a.bbox) if a.bbox else None
@@ -71,6 +73,7 @@ def cmd_download(a: argparse.Namespace) -> int:
 
 
 def cmd_problem(a: argparse.Namespace) -> int:
+    """`problem`: build a problem and print its summary (sizes, distance and cost ranges, build time)."""
     check_problem_args(a)
     t0 = time.perf_counter()
     problem = problem_from_args(a)
@@ -110,6 +113,7 @@ def mechanism_params(a: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_mechanisms(a: argparse.Namespace) -> int:
+    """`mechanisms`: print every registered mechanism with its parameters."""
     from .mechanisms import mechanisms
 
     for mech in mechanisms():
@@ -149,6 +153,7 @@ def check_solve_args(a: argparse.Namespace) -> None:
 
 
 def cmd_solve(a: argparse.Namespace) -> int:
+    """`solve`: build a problem, solve one mechanism, print status, loss and the privacy check; optionally write Z."""
     from . import metrics
     from .export import write_result
     from .solve import solve
@@ -193,6 +198,7 @@ def cmd_solve(a: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``python -m mdpviz`` with every subcommand."""
     parser = argparse.ArgumentParser(prog="python -m mdpviz",
                                      description="Build, solve and evaluate metric-DP mechanisms on road networks.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -240,6 +246,7 @@ BENCHMARKS = ("lp", "panda", "benders", "aipo", "cmdp", "dista", "mechanisms")
 
 
 def cmd_bench(a: argparse.Namespace) -> int:
+    """`bench NAME`: run one benchmark module's ``main`` with the remaining arguments."""
     import importlib
 
     from .errors import MdpvizError

@@ -49,6 +49,7 @@ class Lattice:
 
     @property
     def n_anchors(self) -> int:
+        """Number of lattice anchors."""
         return self.nx * self.ny
 
     def closure(self, e1: float, e2: float) -> NDArray[np.float64]:
@@ -99,6 +100,7 @@ class Lattice:
         return w
 
     def weights(self, lat: NDArray[np.float64], lon: NDArray[np.float64]) -> sp.csr_matrix:
+        """Interpolation weights of points given by latitude and longitude (rows: points, columns: anchors)."""
         return self.weights_xy(project_km(lat, lon, self.lat0, self.lon0))
 
 

@@ -27,17 +27,30 @@ from .problem import Problem
 TOLERANCE = 1e-9
 
 
-def rows_breach(za: NDArray[np.float64], zb: NDArray[np.float64], expo: NDArray[np.float64],
-                tolerance: float = TOLERANCE) -> NDArray[np.bool_]:
-    """Row by row: does some y have ln za[r,y] − ln zb[r,y] > expo[r] + ln(1+τ)? (the check above, for paired rows)
+def entry_breaches(za: NDArray[np.float64], zb: NDArray[np.float64], expo: NDArray[np.float64],
+                   tolerance: float = TOLERANCE) -> NDArray[np.bool_]:
+    """Entry by entry: is ln za[r,y] − ln zb[r,y] > expo[r] + ln(1+τ)? (the check above, for paired rows)
 
-    >>> rows_breach(np.array([[0.5, 0.5]]), np.array([[0.9, 0.1]]), np.array([1.0])).tolist()
-    [True]
+    A 0 under a positive entry is a breach; two zeros are not.
+
+    >>> entry_breaches(np.array([[0.5, 0.5]]), np.array([[0.9, 0.1]]), np.array([1.0])).tolist()
+    [[False, True]]
     """
     with np.errstate(divide="ignore", invalid="ignore"):
         lr = np.log(za) - np.log(zb)
     lr[np.isnan(lr)] = -np.inf
-    return (lr > (np.asarray(expo, dtype=np.float64) + np.log1p(tolerance))[:, None]).any(axis=1)
+    breach: NDArray[np.bool_] = lr > (np.asarray(expo, dtype=np.float64) + np.log1p(tolerance))[:, None]
+    return breach
+
+
+def rows_breach(za: NDArray[np.float64], zb: NDArray[np.float64], expo: NDArray[np.float64],
+                tolerance: float = TOLERANCE) -> NDArray[np.bool_]:
+    """Row by row: does some y breach (``entry_breaches``)?
+
+    >>> rows_breach(np.array([[0.5, 0.5]]), np.array([[0.9, 0.1]]), np.array([1.0])).tolist()
+    [True]
+    """
+    return np.asarray(entry_breaches(za, zb, expo, tolerance).any(axis=1), dtype=np.bool_)
 
 
 @dataclass(frozen=True)
@@ -125,9 +138,11 @@ class Violations:
 
     @property
     def ratio(self) -> float:
+        """Violated over checked ordered pairs (0 when none were checked)."""
         return self.violated_pairs / self.checked_pairs if self.checked_pairs else 0.0
 
     def as_dict(self) -> dict[str, float | int]:
+        """The counts as plain values, with the ratio (without the worst pairs)."""
         return {**{k: v for k, v in asdict(self).items() if k != "worst_pairs"}, "ratio": self.ratio}
 
 
@@ -138,7 +153,8 @@ def utility_loss_m(problem: Problem, Z: NDArray[np.float64]) -> float:
 
 def per_secret_loss_m(problem: Problem, Z: NDArray[np.float64]) -> NDArray[np.float64]:
     """Expected loss of each secret, Σ_y c_xy Z_xy, metres."""
-    return np.einsum("ij,ij->i", problem.c, Z)
+    loss: NDArray[np.float64] = np.einsum("ij,ij->i", problem.c, Z)
+    return loss
 
 
 def check_distance(problem: Problem, metric: str = "") -> NDArray[np.float64]:
@@ -147,7 +163,8 @@ def check_distance(problem: Problem, metric: str = "") -> NDArray[np.float64]:
         return problem.d
     xy = problem.xy_km
     order = {"l1-planar": 1, "l2-planar": 2}[metric]
-    return np.linalg.norm(xy[:, None, :] - xy[None, :, :], ord=order, axis=2)
+    d: NDArray[np.float64] = np.linalg.norm(xy[:, None, :] - xy[None, :, :], ord=order, axis=2)
+    return d
 
 
 def violations(problem: Problem, Z: NDArray[np.float64], eps: float, tolerance: float = TOLERANCE,

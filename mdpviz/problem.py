@@ -77,10 +77,12 @@ class Problem:
 
     @property
     def y_lat(self) -> NDArray[np.float64]:
+        """Latitudes of the outputs."""
         return self.x_lat[self.y_index]
 
     @property
     def y_lon(self) -> NDArray[np.float64]:
+        """Longitudes of the outputs."""
         return self.x_lon[self.y_index]
 
     @property
@@ -100,6 +102,7 @@ class Problem:
 
     @property
     def metric(self) -> str:
+        """The metric of ``d`` (``road`` or ``haversine``)."""
         return str(self.settings["metric"])
 
     @functools.cached_property
@@ -142,11 +145,11 @@ def _spawn(seed: int, n: int) -> list[np.random.Generator]:
 def _node_weights(network: RoadNetwork, prior: str, points_nodes: NDArray[np.int64] | None,
                   point_weights: NDArray[np.float64] | None) -> NDArray[np.float64]:
     if prior == "uniform":
-        return np.ones(network.n_nodes)
+        return np.ones(network.n_nodes, dtype=np.float64)
     if prior == "street_count":
         return network.street_count.astype(np.float64)
     assert points_nodes is not None and point_weights is not None
-    return np.bincount(points_nodes, weights=point_weights, minlength=network.n_nodes)
+    return np.bincount(points_nodes, weights=point_weights, minlength=network.n_nodes).astype(np.float64)
 
 
 def _finish(network: RoadNetwork | None, x_node: NDArray[np.int64], x_lat: NDArray[np.float64],
@@ -235,6 +238,10 @@ def build_problem(city: str | RoadNetwork | None = None, k: int = 500, *, n_outp
         region = parse_region(region, network.centre)
     inside = np.flatnonzero(region.contains(network.lat, network.lon))
     where = network.label if region.kind == "whole" else f"{network.label} {region.describe()}"
+    if len(inside) < 2:
+        raise ProblemError(f"{where} has {len(inside)} road node(s); an mDP problem needs at least 2. Choose a larger "
+                           f"region or one inside the city (its centre is {network.centre[0]:.4f}, "
+                           f"{network.centre[1]:.4f}).")
     k = _check_int("k", k, 2, len(inside),
                    f"{where} has {len(inside)} nodes; choose 2 ≤ K ≤ {len(inside)}"
                    + ("." if region.kind == "whole" else " or a larger region."))
@@ -263,9 +270,9 @@ def build_problem(city: str | RoadNetwork | None = None, k: int = 500, *, n_outp
     x_node = np.sort(x_node).astype(np.int64)
     if prior == "points":
         # every point counts towards its nearest secret (not only points that snap onto a secret's node)
-        owner = snap_to_nodes(network.lat[pts_nodes], network.lon[pts_nodes],  # type: ignore[index]
+        owner = snap_to_nodes(network.lat[pts_nodes], network.lon[pts_nodes],
                               network.lat[x_node], network.lon[x_node], max_km=np.inf)
-        p = np.bincount(owner, weights=pts_w, minlength=k)
+        p = np.bincount(owner, weights=pts_w, minlength=k).astype(np.float64)
     else:
         p = weights[x_node]
     if p.sum() <= 0:
@@ -310,7 +317,7 @@ def problem_from_points(points: PointsSource, city: str | RoadNetwork | None = N
         x_node = np.full(len(first), -1, dtype=np.int64)
     cost = cost or ("travel" if network is not None else "distance")
     _check_choice("cost", cost, COST_MODELS)
-    p = np.bincount(owner, weights=pts.weight.to_numpy(), minlength=len(x_lat))
+    p = np.bincount(owner, weights=pts.weight.to_numpy(), minlength=len(x_lat)).astype(np.float64)
     if len(x_lat) < 2:
         raise ProblemError(f"The points give {len(x_lat)} distinct location(s); an mDP problem needs at least 2.")
     if p.sum() <= 0:

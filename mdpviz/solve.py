@@ -22,7 +22,8 @@ from typing import Any
 from . import code_version
 from .errors import CacheWarning, MdpvizError, ParameterError, SolverError
 from .mechanisms import get_mechanism
-from .mechanisms.base import Mechanism, Progress, Result
+from .mechanisms.base import Mechanism, Result
+from .progress import Progress
 from .paths import atomic_write, cache_dir, file_lock, remove_stale_tmp
 from .problem import Problem
 from .progress import no_progress
@@ -94,8 +95,13 @@ def _run(mech: Mechanism, problem: Problem, params: dict[str, Any], progress: Pr
         msg = (f"Mechanism `{mech.name}` failed with {type(e).__name__}: {e}. Nothing was cached; this is a bug in "
                "mdpviz or its solver, not in your input.")
         raise SolverError(msg) from e
-    result.timings.setdefault("total_s", time.perf_counter() - t0)
-    return result
+    if "total_s" in result.timings:
+        return result
+    return dataclasses.replace(result, timings={**result.timings, "total_s": time.perf_counter() - t0})
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    path.write_bytes(data)
 
 
 def _store(path: Path, key: str, result: Result) -> Result:
@@ -109,7 +115,7 @@ def _store(path: Path, key: str, result: Result) -> Result:
             for old in folder.glob("*.pkl"):  # entries of older versions (pickle): never read, never kept
                 old.unlink(missing_ok=True)
             _TIDIED.add(folder)
-        atomic_write(path, lambda p: p.write_bytes(data))
+        atomic_write(path, lambda p: _write_bytes(p, data))
     except (OSError, StoreError) as e:
         note = (f"Not cached: writing {path} failed ({type(e).__name__}: {e}); this result is complete, "
                 "but the same inputs will be solved again next time.")
@@ -163,7 +169,7 @@ def solve(problem: Problem, mechanism: str, params: dict[str, Any] | None = None
                           timings={"wait_s": waited, "total_s": waited})
         result = _run(mech, problem, clean, progress, None if left is None else max(left, 0.01))
         if waited > 0.05:
-            result.timings["wait_s"] = waited
+            result = dataclasses.replace(result, timings={**result.timings, "wait_s": waited})
         if result.status in CACHEABLE:
             result = _store(path, key, result)
         if bad:

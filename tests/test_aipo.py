@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mdpviz import metrics
-from mdpviz.continuous import continuous_check
+from mdpviz.plane_check import continuous_check
 from mdpviz.errors import ParameterError
 from mdpviz.geo import project_km
 from mdpviz.lattice import AnchorInterpolant, Lattice

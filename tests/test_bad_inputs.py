@@ -75,7 +75,7 @@ CLI_CASES: dict[str, tuple[list[str], Any, str]] = {
                          r"Region `42,12,41,13` is not a box"),
     "region NaN": (["problem", "--city", "rome", "--k", "20", "--region", "nan,1,2"], None, r"not a finite number"),
     "region with no nodes": (["problem", "--city", "rome", "--k", "20", "--region", "0,0,1"], None,
-                             r"`k` = 20 is out of range .* has 0 nodes"),
+                             r"has 0 road node\(s\); an mDP problem needs at least 2\. .*its centre is 41\.89"),
     "region shell text": (["problem", "--city", "rome", "--k", "20", "--region", "whole;rm -rf /"], None,
                           r"Region `whole;rm -rf /`"),
     # mechanism and its parameters

@@ -27,7 +27,7 @@ from mdpviz.mechanisms import get_mechanism
 from mdpviz.mechanisms.cmdp import solve_cmdp
 from mdpviz.problem import build_problem
 from mdpviz.solve import solve
-from mdpviz.trajectories import generate_trajectories, read_trajectories, station_graph, to_slots
+from mdpviz.cmdp.corpus import generate_trajectories, read_trajectories, station_graph, to_slots
 
 CITY = "helsinki"
 SMALL = {"vehicles": 250, "steps": 40, "max_secrets": 80}

@@ -36,6 +36,7 @@ def _run(pb: Any, mechanism: str, params: dict[str, Any], time_limit: float) -> 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the AIPO benchmark from the command line; returns the exit code."""
     ap = argparse.ArgumentParser(prog="python -m mdpviz bench aipo", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--city", default="rome", help="city (default rome)")

@@ -53,6 +53,7 @@ def _partition_rows(problem: Any, eta: float, eps: float, subsets: int, seed: in
 
 def _lp_bd_row(problem: Any, eps: float, eta: float, part: str, lam: float, row_cuts: bool, time_limit: float,
                ref: float | None) -> dict[str, Any]:
+    """One lp-bd run (partitioner, λ, row-sum cuts) against the monolithic objective ``ref``: a table row."""
     from ..solve import solve
 
     t0, c0 = time.perf_counter(), time.process_time()
@@ -77,6 +78,7 @@ def _lp_bd_row(problem: Any, eps: float, eta: float, part: str, lam: float, row_
 def run(city: str, ks: Sequence[int], eps: float, eta: float, outputs: int, cost: str, seed: int,
         configs: Sequence[tuple[str, float, bool]], time_limit: float
         ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Solve lp-bd (each config) and a monolithic HiGHS solve of the same neighbour LP for each K: (runs, partitions)."""
     from ..lp.mdp_lp import solve_mdp_lp
     from ..lp.neighbours import neighbour_pairs
     from ..problem import build_problem
@@ -105,6 +107,7 @@ CONFIGS = ("kmeans-dv:1:off", "kmeans-dv:0.5:on", "spectral:1:off")
 
 
 def _config(text: str) -> tuple[str, float, bool]:
+    """Parse ``partitioner:λ:on|off`` (an argparse type)."""
     from ..lp.benders import PARTITIONERS
 
     parts = text.split(":")
@@ -121,6 +124,7 @@ def _config(text: str) -> tuple[str, float, bool]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the Benders benchmark from the command line; returns the exit code."""
     ap = argparse.ArgumentParser(prog="python -m mdpviz bench benders",
                                  description="lp-bd on the paper's neighbour LP against a monolithic HiGHS solve, "
                                              "with the paper's four partitions (writes docs/benchmarks/benders.*).")

@@ -46,6 +46,7 @@ def gains_text(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the C-mDP benchmark from the command line; returns the exit code."""
     ap = argparse.ArgumentParser(prog="python -m mdpviz bench cmdp", description=__doc__)
     ap.add_argument("--city", default="rome", help="city (default rome)")
     ap.add_argument("--region", default="centre:3", help="where the stations are drawn (default centre:3, km)")

@@ -102,6 +102,7 @@ def _spawn(case: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the DISTA-LP benchmark from the command line; returns the exit code."""
     ap = argparse.ArgumentParser(prog="python -m mdpviz bench dista", description=__doc__)
     ap.add_argument("--city", default="rome", help="city (default rome, the paper's)")
     ap.add_argument("--k", type=int, default=500, help="|X| (default 500)")

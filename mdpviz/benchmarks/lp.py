@@ -74,6 +74,7 @@ def run_one(problem: Any, method: str, eps: float, time_limit: float) -> dict[st
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the exact-LP benchmark from the command line; returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m mdpviz bench lp", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ks", default="100,200,500,1000,2000", help="comma-separated K values")

@@ -77,6 +77,7 @@ def _short(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the all-mechanisms benchmark from the command line; returns the exit code."""
     ap = argparse.ArgumentParser(prog="python -m mdpviz bench mechanisms", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--city", default=None, help="city (default: the bundled default)")

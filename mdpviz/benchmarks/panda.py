@@ -120,6 +120,7 @@ S_x within γ/2). The paper reports ≈ 220–350 m for PAnDA on its cities, 82 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the PAnDA benchmark from the command line; returns the exit code."""
     ap = argparse.ArgumentParser(prog="python -m mdpviz bench panda",
                                  description="PAnDA (paper mode and authors'-code mode) against EM, EM+BR, LP+EM "
                                              "and the LP on one city: loss, V_pair, V_cf, V_pure, time.")

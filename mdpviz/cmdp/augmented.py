@@ -59,6 +59,7 @@ class AugmentedSecrets:
 
     @property
     def n(self) -> int:
+        """Number of augmented secrets (location, context)."""
         return len(self.station)
 
     def station_prior(self, k: int) -> NDArray[np.float64]:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ..trajectories import Slots
+from .corpus import Slots
 from .citest import g_test
 
 MPH_PER_KMH = 0.621371
@@ -34,14 +34,17 @@ class Grouping:
 
     @property
     def n_hours(self) -> int:
+        """Number of hour-of-day bins."""
         return int(np.ceil(24 / self.hour_bin_h))
 
     @property
     def n_speeds(self) -> int:
+        """Number of speed bins up to the maximum speed."""
         return int(np.ceil(MAX_MPH / self.speed_bin_mph))
 
     @property
     def n_regions(self) -> int:
+        """Number of region cells (a square grid)."""
         return self.region_grid ** 2
 
 

@@ -98,6 +98,7 @@ class BlanketClassifier:
         return 1.0 / (1.0 + np.exp(-(encode(x, self.sizes, self.max_lag) @ self.weights)))
 
     def predict_reject(self, x: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """True where the predicted blanket is more likely wrong than right (reject it)."""
         return self.p_fail(x) < 0.5
 
 

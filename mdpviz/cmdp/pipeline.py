@@ -22,7 +22,7 @@ from ..cities import RoadNetwork, load_city
 from ..errors import ProblemError
 from ..problem import Problem
 from ..progress import Progress, no_progress
-from ..trajectories import (
+from .corpus import (
     Slots,
     StationGraph,
     Trajectories,
@@ -94,6 +94,7 @@ class CmdpData:
 
     @property
     def complete(self) -> NDArray[np.bool_]:
+        """Slots with a full context (all Γ previous slots known)."""
         return self.slots.complete
 
     def sizes(self, context: str, *, predictor: str = "classifier", oracle: str = "generator",

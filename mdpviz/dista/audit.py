@@ -58,6 +58,7 @@ class BlockAudit:
     p_infinite: float
 
     def summary(self) -> dict[str, float]:
+        """The audit of one upload block as plain numbers (noise b, ε_t, δ_t, privacy-loss quantiles)."""
         finite = self.pl[np.isfinite(self.pl)]
         return {"b_km": self.b, "eps_t": self.eps_t, "delta_t": self.delta_t, "p_infinite": self.p_infinite,
                 "pl_median": float(np.median(finite)) if len(finite) else float("nan"),

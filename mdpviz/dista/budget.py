@@ -28,6 +28,7 @@ class Budget:
 
     @property
     def eps_upload(self) -> float:
+        """ε spent by the three uploads together, km⁻¹."""
         return float(sum(self.eps_t.values()))
 
     @property
@@ -46,6 +47,7 @@ class Budget:
 
     @property
     def overspent(self) -> bool:
+        """True when the audited spending exceeds ε (beyond rounding)."""
         return self.eps_spent > self.eps * (1 + 1e-9)
 
     @property
@@ -54,6 +56,7 @@ class Budget:
         return float(sum(self.delta_t.values()))
 
     def as_dict(self) -> dict[str, float]:
+        """The budget as plain numbers, with the paper's δ for comparison."""
         out = {"eps": self.eps, **{f"eps_{t}": v for t, v in self.eps_t.items()}, "eps_pt": self.eps_pt,
                "eps_spent": self.eps_spent, **{f"delta_{t}": v for t, v in self.delta_t.items()},
                "delta_total": self.delta_total, "delta_paper": PAPER_DELTA}

@@ -17,7 +17,7 @@ from ..problem import Problem
 from ..progress import Progress, no_progress
 from . import noise as nz
 from .audit import AuditReport, run_audit
-from .benders import BendersOutcome, UserLP, benders_loop, build_user_lp, solve_direct
+from .per_user_benders import BendersOutcome, UserLP, benders_loop, build_user_lp, solve_direct
 from .budget import Budget, account
 from .surrogates import BLOCKS, Fit, fit_user, overestimated_share, permute, relative_error
 from .tighten import overestimate, tighten
@@ -156,6 +156,21 @@ def _server_block(o: UserOutcome, lp: UserLP, zf: NDArray[np.float64], w: NDArra
     return Zs
 
 
+def _reconstruct(o: UserOutcome, gamma: float) -> None:
+    """The server's side of one upload: reconstruct the blocks, tighten them by γ, record the errors (post-processing;
+    the true blocks enter the diagnostics only, the server never sees them)."""
+    true_p = permute(o.user.blocks.as_dict(), o.fit.perm)
+    recon = {t: o.fit.surrogates[t].reconstruct(o.theta[t]) for t in BLOCKS}
+    o.server_blocks = tighten(recon, gamma)
+    for t in BLOCKS:
+        o.stats[f"relerr_{t}_raw"] = relative_error(true_p[t], recon[t])
+        o.stats[f"relerr_{t}"] = relative_error(true_p[t], o.server_blocks[t])
+    for t in ("dx", "dy"):
+        o.stats[f"over_{t}_raw"] = overestimated_share(true_p[t], recon[t])
+        o.stats[f"over_{t}"] = overestimated_share(true_p[t], o.server_blocks[t])
+        o.stats[f"delta_plus_{t}_km"] = overestimate(true_p[t], o.server_blocks[t])
+
+
 def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
         time_limit: float | None = None, users: list[User] | None = None) -> DistaRun:
     """Run DISTA-LP on ``problem`` (``users``: given users instead of drawing ``cfg.users`` from the prior).
@@ -211,16 +226,7 @@ def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
     progress("server: reconstruct and tighten", None)
     t1 = time.perf_counter()
     for o in outcomes:
-        true_p = permute(o.user.blocks.as_dict(), o.fit.perm)  # for the diagnostics only; the server never sees it
-        recon = {t: o.fit.surrogates[t].reconstruct(o.theta[t]) for t in BLOCKS}
-        o.server_blocks = tighten(recon, gamma)
-        for t in BLOCKS:
-            o.stats[f"relerr_{t}_raw"] = relative_error(true_p[t], recon[t])
-            o.stats[f"relerr_{t}"] = relative_error(true_p[t], o.server_blocks[t])
-        for t in ("dx", "dy"):
-            o.stats[f"over_{t}_raw"] = overestimated_share(true_p[t], recon[t])
-            o.stats[f"over_{t}"] = overestimated_share(true_p[t], o.server_blocks[t])
-            o.stats[f"delta_plus_{t}_km"] = overestimate(true_p[t], o.server_blocks[t])
+        _reconstruct(o, gamma)
     timings["tighten_s"] = time.perf_counter() - t1
 
     # server: the WEM+LP

@@ -29,6 +29,7 @@ class Blocks:
     cy: NDArray[np.float64]
 
     def as_dict(self) -> dict[str, NDArray[np.float64]]:
+        """The three blocks (distances among records, to outputs, costs) by name."""
         return {"dx": self.dx, "dy": self.dy, "cy": self.cy}
 
 

@@ -1,4 +1,4 @@
-"""The optimal-mDP linear program (Bordenabe et al. 2014) as sparse matrices, its pair sets, and the repair.
+"""The optimal-mDP LP (Bordenabe et al. 2014) as sparse matrices and its pair sets (exact repair: ``colgen``).
 
 Variables are ``z[x, y]`` for x in a set of rows (secrets or representatives) and y in Y, flattened as
 ``x * M + y``. Constraints: ``z[i, y] − e^{E_ij} z[j, y] ≤ 0`` for every enforced ordered pair (i, j) and
@@ -103,22 +103,3 @@ def solve_mdp_lp(weights: NDArray[np.float64], c: NDArray[np.float64], pi: NDArr
     if out.x is None:
         return None, out
     return np.clip(out.x.reshape(n, m), 0.0, None), out
-
-
-def repair_columns(Z: NDArray[np.float64], eps_d: NDArray[np.float64], chunk: int = 256) -> tuple[NDArray[np.float64], float]:
-    """Make every column exactly ε-Lipschitz in log space, then renormalise rows.
-
-    Each entry is raised to the upper envelope ``max_x' z[x', y]·e^{−ε d(x, x')}``, the smallest column above Z
-    inside the mDP cone (d is a metric, so the envelope is in the cone). Solver tolerances leave tiny entries too
-    small; raising them adds little mass. Returns the repaired Z and the largest row-sum excess before
-    renormalisation (how much mass the repair added).
-    """
-    n = Z.shape[0]
-    with np.errstate(divide="ignore"):
-        logz = np.log(Z)
-    out = np.empty_like(Z)
-    for s in range(0, n, chunk):
-        block = -eps_d[s:s + chunk]  # (b, n)
-        out[s:s + chunk] = np.exp(np.max(block[:, :, None] + logz[None, :, :], axis=1))
-    sums = out.sum(axis=1)
-    return out / sums[:, None], float(np.max(sums) - 1.0)

@@ -149,6 +149,7 @@ def anchor_lp(problem: Problem, lattice: Lattice, w_x: Any, e1: float, e2: float
 
 
 def planar_xy(problem: Problem, lattice: Lattice) -> NDArray[np.float64]:
+    """The problem's secrets in the lattice's planar frame, km."""
     return project_km(problem.x_lat, problem.x_lon, lattice.lat0, lattice.lon0)
 
 

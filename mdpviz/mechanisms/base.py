@@ -42,6 +42,7 @@ class Param:
         return f"{name} ({self.unit})" if self.unit else name
 
     def range_text(self) -> str:
+        """The allowed values in words, for error messages and help."""
         if self.kind is str:
             return "one of " + ", ".join(self.choices)
         if self.kind is bool:
@@ -160,9 +161,11 @@ class Preset:
     eps: tuple[float, ...] = ()
 
     def param_dict(self) -> dict[str, Any]:
+        """The preset's mechanism parameters as a dict."""
         return dict(self.params)
 
     def problem_dict(self) -> dict[str, Any]:
+        """The preset's ``build_problem`` keywords as a dict."""
         return dict(self.problem)
 
 
@@ -185,6 +188,7 @@ class Mechanism:
     presets: tuple[Preset, ...] = ()  # named settings, e.g. the paper's own experiment
 
     def preset(self, name: str) -> Preset:
+        """The preset called ``name``; ParameterError naming the known ones otherwise."""
         for p in self.presets:
             if p.name == name:
                 return p
@@ -192,15 +196,18 @@ class Mechanism:
         raise ParameterError(f"Mechanism `{self.name}` has no preset `{name}`; it has: {known}.")
 
     def param(self, name: str) -> Param:
+        """The parameter called ``name``; ParameterError naming the known ones otherwise."""
         for p in self.params:
             if p.name == name:
                 return p
         raise ParameterError(f"Mechanism `{self.name}` has no parameter `{name}`; it has: {self.param_names()}.")
 
     def param_names(self) -> str:
+        """The parameters' names, comma-separated."""
         return ", ".join(p.name for p in self.params)
 
     def defaults(self) -> dict[str, Any]:
+        """Every parameter's default value by name."""
         return {p.name: p.default for p in self.params}
 
     def validate(self, values: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..cmdp.pipeline import CAVEAT, MAX_STATIONS, CmdpData, DataSettings, diagnostics, prepare, solve_context
 from ..problem import Problem
-from ..trajectories import OutOfTime
+from ..cmdp.corpus import OutOfTime
 from .base import Mechanism, Param, Preset, Progress, Result, epsilon_param
 from .registry import register
 

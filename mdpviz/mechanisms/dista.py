@@ -43,55 +43,64 @@ from .registry import register
 PAPER = ("Oluwole, Liu, Stevens, Qiu: DISTA-LP: privacy-preserving distributed linear programming for metric "
          "differential privacy (NDSS 2027)")
 
+_D = DistaConfig()  # the one source of the defaults; the schema below reads them
+
 PARAMS = (
-    epsilon_param(5.0),
-    Param("users", int, 6, "number of users M, with true records drawn from the prior", low=1, high=500,
+    epsilon_param(_D.eps),
+    Param("users", int, _D.users, "number of users M, with true records drawn from the prior", low=1, high=500,
           label="users M"),
-    Param("hood", int, 20, "neighbourhood size |N_m|: the secrets nearest the user's record", low=2, high=60,
+    Param("hood", int, _D.hood, "neighbourhood size |N_m|: the secrets nearest the user's record", low=2, high=60,
           label="|N_m|"),
-    Param("candidates", int, 20, "candidate outputs |Y_m|: the outputs nearest the record (0 = all of Y)", low=0,
+    Param("candidates", int, _D.candidates,
+          "candidate outputs |Y_m|: the outputs nearest the record (0 = all of Y)", low=0,
           high=500, label="|Y_m|"),
-    Param("surrogate", str, "svd", "surrogate family of step ①; the Nelder–Mead families (gaussian, polynomial, "
+    Param("surrogate", str, _D.family, "surrogate family of step ①; the Nelder–Mead families (gaussian, polynomial, "
           "rbf) take about a minute, mostly in the auditor's simulated fits", choices=FAMILIES, label="surrogate"),
-    Param("rank", int, 5, "rank k of the SVD surrogate", low=1, high=30, label="SVD rank k"),
-    Param("perm_iters", int, 5, "greedy swap iterations of the permutation search (parametric families only)",
+    Param("rank", int, _D.rank, "rank k of the SVD surrogate", low=1, high=30, label="SVD rank k"),
+    Param("perm_iters", int, _D.perm_iters,
+          "greedy swap iterations of the permutation search (parametric families only)",
           low=0, high=50, label="swap iterations"),
-    Param("noise", str, "one-sided", "upload noise: 'one-sided' θ − τ − |η| (paper §IV-B, Eq. 58; distances only "
+    Param("noise", str, _D.noise, "upload noise: 'one-sided' θ − τ − |η| (paper §IV-B, Eq. 58; distances only "
           "shrink) or 'two-sided' θ − τ + η (artifact)", choices=NOISE_KINDS, label="upload noise"),
-    Param("cost_noise", str, "down", "cost block: 'down' shrinks like the distances (App. C, Eq. 58) or 'up' adds "
+    Param("cost_noise", str, _D.cost_noise,
+          "cost block: 'down' shrinks like the distances (App. C, Eq. 58) or 'up' adds "
           "|η| (§IV-B); the paper says both (§10.3)", choices=("down", "up"), label="cost noise"),
-    Param("tau_rule", str, "0.5/eps", "deterministic shrink τ: '0.5/eps' (artifact) or 'c*eps' (paper App. C; "
+    Param("tau_rule", str, _D.tau_rule, "deterministic shrink τ: '0.5/eps' (artifact) or 'c*eps' (paper App. C; "
           "grows with ε)", choices=TAU_RULES, label="τ rule"),
-    Param("tau_c", float, 0.5, "c of the rule τ = c·ε", low=0.0, high=2.0, label="τ factor c"),
-    Param("budget_mode", str, "target", "'target': the auditor finds the smallest noise b that keeps each upload "
+    Param("tau_c", float, _D.tau_c, "c of the rule τ = c·ε", low=0.0, high=2.0, label="τ factor c"),
+    Param("budget_mode", str, _D.budget_mode, "'target': the auditor finds the smallest noise b that keeps each upload "
           "at upload_share·ε/3; 'fixed-b': b = noise_mult/ε and ε_pt = ε − the audited uploads (refused when "
           "nothing is left); 'paper': the authors' recipe, b = noise_mult/ε and the LP gets ε_pt = (1 − "
           "upload_share)·ε whatever the exact audit finds, which is reported beside it as the budget really spent",
           choices=BUDGET_MODES, label="budget mode"),
-    Param("upload_share", float, 0.5, "share of ε for the three uploads (target and paper modes; the artifact's "
+    Param("upload_share", float, _D.upload_share,
+          "share of ε for the three uploads (target and paper modes; the artifact's "
           "Rome N = 2,000 split is 2.96 of ε = 4, i.e. 0.74)", low=0.01, high=1.0, open_high=True,
           label="upload share"),
-    Param("delta_max", float, 0.1, "largest δ_t per upload the target search accepts: the audited share of "
+    Param("delta_max", float, _D.delta_max, "largest δ_t per upload the target search accepts: the audited share of "
           "samples whose loss exceeds ε_t (one-sided noise has infinite loss with positive probability)", low=0.0,
           high=1.0, open_high=True, label="δ cap per upload"),
-    Param("noise_mult", float, 1.0, "b = noise_mult/ε km in fixed-b mode (the artifact's 1)", low=0.01,
+    Param("noise_mult", float, _D.noise_mult, "b = noise_mult/ε km in fixed-b mode (the artifact's 1)", low=0.01,
           high=1000.0, log=True, label="noise multiplier"),
-    Param("audit_samples", int, 100, "Monte-Carlo pairs of the PmDP auditor (the paper's S_ℓ)", low=10, high=5000,
+    Param("audit_samples", int, _D.audit_samples,
+          "Monte-Carlo pairs of the PmDP auditor (the paper's S_ℓ)", low=10, high=5000,
           log=True, label="audit samples"),
-    Param("gamma_mode", str, "audit", "repair γ: 'audit' uses the largest overestimate the auditor saw on "
+    Param("gamma_mode", str, _D.gamma_mode, "repair γ: 'audit' uses the largest overestimate the auditor saw on "
           "simulated users (public data); 'fixed' uses `gamma`", choices=GAMMA_MODES, label="γ mode"),
-    Param("gamma", float, 0.0, "repair γ, km (fixed mode): distances become max(d̂ − γ, 0)", low=0.0, high=5.0,
+    Param("gamma", float, _D.gamma, "repair γ, km (fixed mode): distances become max(d̂ − γ, 0)", low=0.0, high=5.0,
           unit="km", label="γ"),
-    Param("wem_radius", float, 0.3, "entries with reconstructed d(x, y) above this follow WEM (master weights)",
+    Param("wem_radius", float, _D.wem_radius,
+          "entries with reconstructed d(x, y) above this follow WEM (master weights)",
           low=0.0, high=20.0, unit="km", label="WEM radius"),
-    Param("wem_exponent", str, "half", "WEM decay exp(−ε_pt·d/2) ('half', Eq. 7) or exp(−ε_pt·d) ('full', H_m "
+    Param("wem_exponent", str, _D.wem_exponent, "WEM decay exp(−ε_pt·d/2) ('half', Eq. 7) or exp(−ε_pt·d) ('full', H_m "
           "definition)", choices=("half", "full"), label="WEM exponent"),
-    Param("solver", str, "benders", "Benders with one subproblem per user, or the same LP in one piece",
+    Param("solver", str, _D.solver, "Benders with one subproblem per user, or the same LP in one piece",
           choices=SOLVERS, label="solver"),
-    Param("benders_iters", int, 60, "Benders iteration cap", low=1, high=1000, log=True, label="Benders iterations"),
-    Param("repair", bool, True, "lift entries that solver tolerances left too small into the enforced cone",
+    Param("benders_iters", int, _D.benders_iters,
+          "Benders iteration cap", low=1, high=1000, log=True, label="Benders iterations"),
+    Param("repair", bool, _D.repair, "lift entries that solver tolerances left too small into the enforced cone",
           label="repair columns"),
-    Param("seed", int, 0, "seed of users, permutations, audit, noise and reports", low=0, high=2**31 - 1,
+    Param("seed", int, _D.seed, "seed of users, permutations, audit, noise and reports", low=0, high=2**31 - 1,
           label="seed"),
 )
 
@@ -137,6 +146,7 @@ class PeakRss:
 
     @property
     def extra_mb(self) -> float:
+        """Peak resident memory above the start, MB."""
         return max(self.peak_mb - self.start_mb, 0.0)
 
 

@@ -143,23 +143,7 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
     clipped = int(((E == 0) & ~np.eye(len(E), dtype=bool)).sum())
     weights = p[anchors] / p[anchors].sum()
     c_a = problem.c[anchors]
-    left = None if time_limit is None else max(0.01, time_limit - (time.perf_counter() - t_start))
-    out = solve_anpo(E, weights, c_a, how=params["anpo_solver"], method=params["method"], time_limit=left,
-                     progress=progress, max_rows=params["max_lp_rows"])
-    fallback = ""
-    broken = out.Z is None and out.status == "error"
-    broken |= out.Z is not None and (out.status != "optimal" or out.enforced.get("violated_pairs", 0) > 0)
-    if broken and params["anpo_solver"] == "colgen":
-        # the structured solver failed, stalled, or returned rows breaking the LP's own pairs: solve the same LP
-        # monolithically (and say so)
-        fallback = (f"status {out.status}, {out.enforced.get('violated_pairs', 0)} enforced pairs broken; "
-                    f"{out.message}")
-        left = None if time_limit is None else max(0.01, time_limit - (time.perf_counter() - t_start))
-        first = out
-        out = solve_anpo(E, weights, c_a, how="monolithic", method=params["method"], time_limit=left,
-                         progress=progress, max_rows=params["max_lp_rows"])
-        out.build_s += first.build_s
-        out.solve_s += first.solve_s
+    out, fallback = _solve_anpo_or_fall_back(E, weights, c_a, params, _time_left(time_limit, t_start), progress)
     timings["lp_build_s"] = out.build_s
     timings["lp_solve_s"] = out.solve_s
     lp_info = {"anchors": len(anchors), "rows_after_merge": out.rows, "pairs": out.pairs, "rounds": out.rounds,
@@ -180,19 +164,7 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
         p_empty = empty_probability(d, sel)
         diagnostics["resample_extra_cost_nats"] = float(np.log((1 - p_empty.min()) / (1 - p_empty.max())))
     off = ~np.eye(len(anchors), dtype=bool)
-    pos_d = off & (d_a > 0)
-    ratio = (cost_a / np.where(d_a > 0, d_a, 1.0) / eps)[pos_d]
-    true_a = true_cost[ix]
-    true_ratio = (true_a / np.where(d_a > 0, d_a, 1.0) / eps)[pos_d]
-    diagnostics["eps_bar"] = {"hist_ratio_to_eps": histogram(ratio, log=True),
-                              "median_km_inv": float(np.median(ratio) * eps) if len(ratio) else None,
-                              "fraction_at_least_eps": float((ratio >= 1).mean()) if len(ratio) else None,
-                              "rule": params["eps_bar"],
-                              "paper_fraction_at_least_eps": float((true_ratio >= 1).mean()) if len(ratio) else None,
-                              "pairs": "ordered anchor pairs; ε̄ as charged by the LP (rule), and Prop. 3's"}
-    if params["eps_bar"] != "paper" and len(ratio):
-        under = true_ratio > 0
-        diagnostics["eps_bar"]["median_charged_over_paper"] = float(np.median(ratio[under] / true_ratio[under]))
+    diagnostics["eps_bar"] = _eps_bar_summary(d_a, cost_a, true_cost[ix], eps, params["eps_bar"])
     diagnostics["xi_hat"] = {"hist": histogram(margins.xi_hat[off]), "unit": "nats (subtracted from ε·d)",
                              "computed_pairs": int(np.isfinite(margins.xi_hat[off]).sum()),
                              "fallback_pairs": int(margins.fallback_pair.sum())}
@@ -205,31 +177,8 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
 
     # relaxed AnPO: plain ε·d exponents over the same anchors, the lower bound of Prop. 10
     t0 = time.perf_counter()
-    relaxed: dict[str, Any] = {"solved": False}
-    if 0 < len(anchors) <= params["relaxed_max_rows"]:
-        left = None if time_limit is None else max(0.01, time_limit - (time.perf_counter() - t_start))
-        e_relaxed = eps * d_a
-        e_relaxed[far] = np.inf  # same pair set as the AnPO it bounds
-        left = params["relaxed_time_limit"] if left is None else min(left, params["relaxed_time_limit"])
-        r = solve_anpo(e_relaxed, weights, c_a, how=params["anpo_solver"], method=params["method"],
-                       time_limit=left, progress=progress, phase="relaxed AnPO")
-        # dropping every pair constraint is also a relaxation: each anchor takes its cheapest output
-        trivial = float(weights @ c_a.min(axis=1))
-        lb = trivial if r.bound_m is None else max(r.bound_m, trivial)
-        relaxed = {"solved": r.bound_m is not None, "status": r.status, "objective_m": r.objective_m,
-                   "bound_m": lb, "solver_bound_m": r.bound_m, "no_constraint_bound_m": trivial,
-                   "bound_source": "solver" if r.bound_m is not None and r.bound_m >= trivial else "no-constraint",
-                   "size": r.size, "solver": params["anpo_solver"],
-                   "ratio": (out.objective_m / lb) if lb and out.objective_m is not None and lb > 0 else None,
-                   "note": "bound_m: the larger of the solver's certified lower bound on the relaxed optimum and the "
-                           "no-constraint bound Σ p_a min_y c_ay, hence a lower bound on AnPO's optimum (Prop. 10); "
-                           "ratio = AnPO objective / bound_m (≥ the true ratio unless status is optimal)"}
-        if r.bound_m is None:
-            relaxed["message"] = (f"relaxed AnPO gave no bound (status {r.status}{': ' + r.message if r.message else ''}"
-                                  "); the no-constraint bound is shown")
-    else:
-        relaxed["message"] = (f"relaxed AnPO (lower bound) skipped: |A| = {len(anchors)} anchors > relaxed_max_rows = "
-                              f"{params['relaxed_max_rows']}")
+    relaxed = _relaxed_bound(d_a, far, weights, c_a, out.objective_m, params, _time_left(time_limit, t_start),
+                             progress)
     timings["relaxed_s"] = time.perf_counter() - t0
     diagnostics["relaxed"] = relaxed
 
@@ -239,10 +188,7 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
 
     # Phase II: each user reports from their surrogate's row
     t0 = time.perf_counter()
-    pos = np.full(k, -1)
-    pos[anchors] = np.arange(len(anchors))
-    user_rows = np.zeros((len(secrets), problem.m))
-    user_rows[has] = z_a[pos[surrogate[has]]]
+    user_rows = _user_rows(z_a, anchors, surrogate, has, k)
     report = np.full(len(secrets), -1)
     if has.any():
         report[has] = sample_reports(user_rows[has], r_report)
@@ -257,11 +203,7 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
     timings["evaluate_s"] = time.perf_counter() - t0
     enforced = {**out.enforced, "exponent": "AnPO's own, max(0, (ε − ε̄)·d − ξ̂), on ordered anchor pairs"}
     diagnostics["violations"] = {"V_pair": v_pair, "V_cf": v_cf, "V_pure": v_pure, "enforced": enforced}
-    diagnostics["utility"] = {
-        "user_level_m": user_loss, "anchor_level_m": anchor_loss, "anpo_objective_m": out.objective_m,
-        "labels": {"user_level_m": "(1/N) Σ_n Σ_y c(x_n, y) z(x̂_n, y): what users experience",
-                   "anchor_level_m": "uniform over anchors Σ_y c(a, y) z(a, y): what the authors' code reports",
-                   "anpo_objective_m": "prior-weighted over anchors: the AnPO objective (Eq. 32)"}}
+    diagnostics["utility"] = _utility(user_loss, anchor_loss, out.objective_m)
     diagnostics["users"] = {
         "secret": secrets, "anchor_sets": [np.flatnonzero(row) for row in member],
         "surrogate": surrogate, "surrogate_km": np.where(has, d[secrets, np.maximum(surrogate, 0)], -1.0),
@@ -273,6 +215,97 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
     return Result(variant_name(variant), params, Z, out.status, eps, claim=CLAIM, timings=timings,
                   lp_size=out.size, objective_m=out.objective_m, bound_m=bound, diagnostics=diagnostics,
                   message=message, degenerate=degenerate)
+
+
+def _user_rows(z_a: np.ndarray, anchors: np.ndarray, surrogate: np.ndarray, has: np.ndarray, k: int) -> np.ndarray:
+    """Each user's reporting row: its surrogate anchor's row of AnPO (zeros for a user without anchors)."""
+    pos = np.full(k, -1)
+    pos[anchors] = np.arange(len(anchors))
+    rows = np.zeros((len(surrogate), z_a.shape[1]))
+    rows[has] = z_a[pos[surrogate[has]]]
+    return rows
+
+
+def _utility(user_loss: float | None, anchor_loss: float, anpo_objective: float | None) -> dict[str, Any]:
+    """The three losses PAnDA can be scored by (metres), each with what it measures."""
+    return {"user_level_m": user_loss, "anchor_level_m": anchor_loss, "anpo_objective_m": anpo_objective,
+            "labels": {"user_level_m": "(1/N) Σ_n Σ_y c(x_n, y) z(x̂_n, y): what users experience",
+                       "anchor_level_m": "uniform over anchors Σ_y c(a, y) z(a, y): what the authors' code reports",
+                       "anpo_objective_m": "prior-weighted over anchors: the AnPO objective (Eq. 32)"}}
+
+
+def _time_left(time_limit: float | None, t_start: float) -> float | None:
+    """Seconds left of ``time_limit`` since ``t_start`` (at least 0.01), None without a limit."""
+    return None if time_limit is None else max(0.01, time_limit - (time.perf_counter() - t_start))
+
+
+def _solve_anpo_or_fall_back(E: np.ndarray, weights: np.ndarray, c_a: np.ndarray, params: dict[str, Any],
+                             left: float | None, progress: Progress) -> tuple[Any, str]:
+    """AnPO with the chosen solver; when the structured solver fails, stalls or breaks the LP's own pairs, the
+    same LP solved monolithically. Returns the outcome and why the fallback ran ('' when it did not)."""
+    t_start = time.perf_counter()
+    out = solve_anpo(E, weights, c_a, how=params["anpo_solver"], method=params["method"], time_limit=left,
+                     progress=progress, max_rows=params["max_lp_rows"])
+    broken = out.Z is None and out.status == "error"
+    broken |= out.Z is not None and (out.status != "optimal" or out.enforced.get("violated_pairs", 0) > 0)
+    if not (broken and params["anpo_solver"] == "colgen"):
+        return out, ""
+    fallback = f"status {out.status}, {out.enforced.get('violated_pairs', 0)} enforced pairs broken; {out.message}"
+    first = out
+    out = solve_anpo(E, weights, c_a, how="monolithic", method=params["method"],
+                     time_limit=None if left is None else max(0.01, left - (time.perf_counter() - t_start)),
+                     progress=progress, max_rows=params["max_lp_rows"])
+    out.build_s += first.build_s
+    out.solve_s += first.solve_s
+    return out, fallback
+
+
+def _eps_bar_summary(d_a: np.ndarray, cost_a: np.ndarray, true_a: np.ndarray, eps: float, rule: str) -> dict[str, Any]:
+    """ε̄ over ordered anchor pairs as the LP charged it (``rule``) and as Prop. 3 gives it, relative to ε."""
+    pos_d = ~np.eye(len(d_a), dtype=bool) & (d_a > 0)
+    ratio = (cost_a / np.where(d_a > 0, d_a, 1.0) / eps)[pos_d]
+    true_ratio = (true_a / np.where(d_a > 0, d_a, 1.0) / eps)[pos_d]
+    out = {"hist_ratio_to_eps": histogram(ratio, log=True),
+           "median_km_inv": float(np.median(ratio) * eps) if len(ratio) else None,
+           "fraction_at_least_eps": float((ratio >= 1).mean()) if len(ratio) else None,
+           "rule": rule,
+           "paper_fraction_at_least_eps": float((true_ratio >= 1).mean()) if len(ratio) else None,
+           "pairs": "ordered anchor pairs; ε̄ as charged by the LP (rule), and Prop. 3's"}
+    if rule != "paper" and len(ratio):
+        under = true_ratio > 0
+        out["median_charged_over_paper"] = float(np.median(ratio[under] / true_ratio[under]))
+    return out
+
+
+def _relaxed_bound(d_a: np.ndarray, far: np.ndarray, weights: np.ndarray, c_a: np.ndarray,
+                   anpo_objective: float | None, params: dict[str, Any], left: float | None,
+                   progress: Progress) -> dict[str, Any]:
+    """Relaxed AnPO (plain ε·d exponents over the same anchors and pairs): the lower bound of Prop. 10."""
+    n = len(d_a)
+    if not 0 < n <= params["relaxed_max_rows"]:
+        return {"solved": False, "message": f"relaxed AnPO (lower bound) skipped: |A| = {n} anchors > "
+                                            f"relaxed_max_rows = {params['relaxed_max_rows']}"}
+    e_relaxed = params["eps"] * d_a
+    e_relaxed[far] = np.inf  # same pair set as the AnPO it bounds
+    left = params["relaxed_time_limit"] if left is None else min(left, params["relaxed_time_limit"])
+    r = solve_anpo(e_relaxed, weights, c_a, how=params["anpo_solver"], method=params["method"],
+                   time_limit=left, progress=progress, phase="relaxed AnPO")
+    # dropping every pair constraint is also a relaxation: each anchor takes its cheapest output
+    trivial = float(weights @ c_a.min(axis=1))
+    lb = trivial if r.bound_m is None else max(r.bound_m, trivial)
+    relaxed: dict[str, Any] = {
+        "solved": r.bound_m is not None, "status": r.status, "objective_m": r.objective_m,
+        "bound_m": lb, "solver_bound_m": r.bound_m, "no_constraint_bound_m": trivial,
+        "bound_source": "solver" if r.bound_m is not None and r.bound_m >= trivial else "no-constraint",
+        "size": r.size, "solver": params["anpo_solver"],
+        "ratio": (anpo_objective / lb) if lb and anpo_objective is not None and lb > 0 else None,
+        "note": "bound_m: the larger of the solver's certified lower bound on the relaxed optimum and the "
+                "no-constraint bound Σ p_a min_y c_ay, hence a lower bound on AnPO's optimum (Prop. 10); "
+                "ratio = AnPO objective / bound_m (≥ the true ratio unless status is optimal)"}
+    if r.bound_m is None:
+        relaxed["message"] = (f"relaxed AnPO gave no bound (status {r.status}{': ' + r.message if r.message else ''}"
+                              "); the no-constraint bound is shown")
+    return relaxed
 
 
 def claim_refuted(violated: int, checked: int, delta: float) -> bool:

@@ -1,7 +1,8 @@
 """PAnDA's Phase II and its measured privacy and utility (spec §8.1–8.2): reports, V_pair, V_cf, V_pure, losses.
 
-A pair is violated when some output y has ``z_{s,y} > (1 + τ)·e^{E}·z_{s',y} + 1e-12`` (τ = 1e-9, the tolerance of
-``mdpviz.metrics``), where s, s' are the surrogates used and E the exponent the check allows:
+A pair is violated when some output y has ``ln z_{s,y} − ln z_{s',y} > E + ln(1 + τ)`` (τ = 1e-9, no absolute
+slack: the one check, ``mdpviz.metrics.rows_breach``), where s, s' are the surrogates used and E the exponent the
+check allows:
 
 - **V_pair**: ordered pairs of users (n, m) with different secrets; E = (ε − ε̄_{x_n,x_m})·d_{x_n,x_m}: Phase I is
   charged its worst case, Phase II is checked on the surrogates the users actually got.

@@ -160,7 +160,7 @@ def budget_curve_panel(result: Result) -> None:
 
 def check_panel(result: Result, key: str) -> None:
     """Button: run the continuous privacy check on random pairs of arbitrary points, then show its outcome."""
-    from mdpviz.continuous import continuous_check
+    from mdpviz.plane_check import continuous_check
 
     lattice = lattice_of(result)
     rows_xy = getattr(result.rows, "rows_xy", None)

@@ -76,6 +76,7 @@ class UserLP:
 
     @property
     def n_free(self) -> int:
+        """Number of entries the LP chooses (not fixed by WEM)."""
         return int((~self.fixed).sum())
 
     def assemble(self, z_free: NDArray[np.float64], w: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -261,6 +262,24 @@ def w_upper(users: list[UserLP], n_w: int) -> NDArray[np.float64]:
     return np.where(top > 0, 1.0 / np.where(top > 0, top, 1.0), 0.0)
 
 
+def _cuts(outs: list[SubOutcome], w: NDArray[np.float64], v: NDArray[np.float64], n_w: int,
+          gap_tol: float) -> tuple[list[NDArray[np.float64]], list[float]]:
+    """New Benders cuts at the master point (ŵ, v): an optimality cut for each user whose subproblem value exceeds
+    its v_m, a feasibility cut for each infeasible one: value(w) ≥ value(ŵ) + grad·(w − ŵ), i.e.
+    grad·w − [v_m] ≤ grad·ŵ − value(ŵ)."""
+    rows, rhs = [], []
+    for m, o in enumerate(outs):
+        row = np.zeros(n_w + len(v))
+        row[:n_w] = o.grad
+        if o.feasible:
+            if o.value <= v[m] + gap_tol * max(1.0, abs(o.value)):
+                continue
+            row[n_w + m] = -1.0
+        rows.append(row)
+        rhs.append(float(o.grad @ w - o.value))
+    return rows, rhs
+
+
 def benders_loop(users: list[UserLP], n_w: int, *, gap_tol: float = 1e-6, max_iter: int = 100,
                  time_limit: float | None = None, progress: Progress = no_progress,
                  sub: Callable[[UserLP, NDArray[np.float64], float | None], SubOutcome] | None = None
@@ -320,18 +339,10 @@ def benders_loop(users: list[UserLP], n_w: int, *, gap_tol: float = 1e-6, max_it
         if any(o.timed_out for o in outs):
             status = "time limit"
             break
-        new = 0
-        for m, o in enumerate(outs):
-            # cut: value(w) ≥ value(ŵ) + grad·(w − ŵ)  →  grad·w − [v_m] ≤ grad·ŵ − value(ŵ)
-            row = np.zeros(n_w + n_u)
-            row[:n_w] = o.grad
-            if o.feasible:
-                if o.value <= v[m] + gap_tol * max(1.0, abs(o.value)):
-                    continue
-                row[n_w + m] = -1.0
-            cut_rows.append(row)
-            cut_rhs.append(float(o.grad @ w - o.value))
-            new += 1
+        rows, rhs = _cuts(outs, w, v, n_w, gap_tol)
+        cut_rows += rows
+        cut_rhs += rhs
+        new = len(rows)
         feasible = all(o.feasible for o in outs)
         ub = float(alpha @ w + sum(o.value for o in outs)) if feasible else np.inf
         if ub < best_ub:

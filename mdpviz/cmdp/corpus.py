@@ -25,10 +25,10 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.sparse.csgraph import dijkstra
 
-from .cities import RoadNetwork
-from .errors import ProblemError
-from .geo import haversine_km, project_km
-from .points import find_columns, read_table, snap_to_nodes
+from ..cities import RoadNetwork
+from ..errors import ProblemError
+from ..geo import haversine_km, project_km
+from ..points import find_columns, read_table, snap_to_nodes
 
 TrajectorySource = str | Path | IO[str] | IO[bytes] | bytes | pd.DataFrame
 
@@ -78,10 +78,12 @@ class Trajectories:
 
     @property
     def n_fixes(self) -> int:
+        """Number of GPS fixes over all trajectories."""
         return len(self.traj)
 
     @property
     def n_trajectories(self) -> int:
+        """Number of trajectories."""
         return len(self.ids)
 
     def to_frame(self) -> pd.DataFrame:
@@ -121,6 +123,7 @@ class StationGraph:
 
     @property
     def k(self) -> int:
+        """Number of stations."""
         return len(self.station_node)
 
 
@@ -214,6 +217,34 @@ def planted_order(memory: str, speed_kmh: NDArray[np.float64], downtown: NDArray
     return order
 
 
+def _hop_routes(network: RoadNetwork, g: StationGraph, walk: NDArray[np.int64], deadline: float | None
+                ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64], NDArray[np.int64],
+                           NDArray[np.float64]]:
+    """Road routes of every hop of every walk, concatenated per vehicle (one shortest-path search per distinct
+    neighbour pair). Returns, per route node: its road node, its km along the vehicle's trip, its vehicle and its
+    hop; and the km of each hop, shape (vehicles, hops)."""
+    v, n_steps, k = walk.shape[0], walk.shape[1] - 1, g.k
+    a, b = walk[:, :-1].ravel(), walk[:, 1:].ravel()
+    pair_key, pair_of = np.unique(a * k + b, return_inverse=True)
+    routes = []
+    for p in pair_key:  # one short shortest-path search per distinct neighbour pair
+        check_deadline(deadline, "routing the generated trips")
+        routes.append(_route(network, g, int(p // k), int(p % k)))
+    r_len = np.array([len(r[0]) - 1 for r in routes])  # nodes per hop, the arrival node excluded
+    r_km = np.array([r[1][-1] for r in routes])
+    r_off = np.concatenate([[0], np.cumsum(r_len)])
+    r_nodes = np.concatenate([r[0][:-1] for r in routes])
+    r_cum = np.concatenate([r[1][:-1] for r in routes])
+    hop_n = r_len[pair_of]  # per flattened (vehicle, hop)
+    hop_km = r_km[pair_of].reshape(v, n_steps)
+    hop_start = (np.cumsum(hop_km, axis=1) - hop_km).ravel()
+    rep = np.repeat(np.arange(v * n_steps), hop_n)
+    within = np.arange(rep.size) - np.repeat(np.cumsum(hop_n) - hop_n, hop_n)
+    node_seq = r_nodes[r_off[pair_of[rep]] + within]
+    arc = hop_start[rep] + r_cum[r_off[pair_of[rep]] + within]
+    return node_seq, arc, rep // n_steps, rep % n_steps, hop_km
+
+
 def generate_trajectories(network: RoadNetwork, station_node: NDArray[np.int64], *, n_vehicles: int = 400,
                           n_steps: int = 60, interval_s: float = 5.0, dependence: float = 3.0,
                           dest_weight: float = 1.0, memory: str = "mixed", seed: int = 0,
@@ -303,27 +334,7 @@ def generate_trajectories(network: RoadNetwork, station_node: NDArray[np.int64],
         order[:, s + 1] = np.where(has_heading, m, 1)
     dest[:, n_steps] = cur_dest
 
-    # routes of every hop, concatenated per vehicle (one short loop per distinct neighbour pair)
-    a, b = walk[:, :-1].ravel(), walk[:, 1:].ravel()
-    pair_key, pair_of = np.unique(a * k + b, return_inverse=True)
-    routes = []
-    for p in pair_key:  # one short shortest-path search per distinct neighbour pair
-        check_deadline(deadline, "routing the generated trips")
-        routes.append(_route(network, g, int(p // k), int(p % k)))
-    r_len = np.array([len(r[0]) - 1 for r in routes])  # nodes per hop, the arrival node excluded
-    r_km = np.array([r[1][-1] for r in routes])
-    r_off = np.concatenate([[0], np.cumsum(r_len)])
-    r_nodes = np.concatenate([r[0][:-1] for r in routes])
-    r_cum = np.concatenate([r[1][:-1] for r in routes])
-    hop_n = r_len[pair_of]  # per flattened (vehicle, hop)
-    hop_km = r_km[pair_of].reshape(v, n_steps)
-    hop_start = (np.cumsum(hop_km, axis=1) - hop_km).ravel()
-    rep = np.repeat(np.arange(v * n_steps), hop_n)
-    within = np.arange(rep.size) - np.repeat(np.cumsum(hop_n) - hop_n, hop_n)
-    node_seq = r_nodes[r_off[pair_of[rep]] + within]
-    arc = hop_start[rep] + r_cum[r_off[pair_of[rep]] + within]
-    veh = rep // n_steps
-    hop_idx = rep % n_steps
+    node_seq, arc, veh, hop_idx, hop_km = _hop_routes(network, g, walk, deadline)
 
     # fixes every interval_s seconds along each vehicle's arc
     check_deadline(deadline, "sampling the GPS fixes")
