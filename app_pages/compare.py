@@ -3,7 +3,7 @@
 import streamlit as st
 
 from mdpviz.mechanisms import get_mechanism, mechanisms
-from mdpviz.ui import cache, compare, controls, presets, state, views
+from mdpviz.ui import cache, compare, controls, presets, solving, state
 
 with st.sidebar:
     st.multiselect("Mechanisms (2 to 4)", [m.name for m in mechanisms()], key="compare",
@@ -26,14 +26,14 @@ state.show_notices()
 if len(chosen) < 2:
     st.info("Choose at least two mechanisms in the sidebar.", icon=":material/arrow_back:")
     st.stop()
-with views.guard():
+with solving.guard():
     prob = cache.problem_from_state()
     items, rows, evs = [], [], {}
     for mech in chosen:
         params = state.params_of(mech)
         # one mechanism's error (bad parameter, solver failure) is shown and the others still run
-        result, error = views.solve_or_lookup(prob, mech, params, solve_clicked, float(st.session_state["time_limit"]))
-        if result is None and not error and (hint := views.solve_hint(prob.k, prob.m, mech)):
+        result, error = solving.solve_or_lookup(prob, mech, params, solve_clicked, float(st.session_state["time_limit"]))
+        if result is None and not error and (hint := solving.solve_hint(prob.k, prob.m, mech)):
             st.warning(f"{mech.label}: {hint}", icon=":material/hourglass_top:")
         if error:
             st.error(f"{mech.label}: {error}", icon=":material/error:")

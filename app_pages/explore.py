@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from mdpviz.ui import cache, controls, explore, presets, state, views
+from mdpviz.ui import cache, controls, details, explore, metrics_panel, presets, solving, state
 
 ss = st.session_state
 with st.sidebar:
@@ -18,10 +18,10 @@ with st.sidebar:
         solve_clicked = st.form_submit_button("Solve", type="primary", width="stretch", icon=":material/play_arrow:")
 solve_now = presets.take_auto_solve("explore") or solve_clicked
 
-with views.guard():
+with solving.guard():
     prob = cache.problem_from_state()
 params = state.params_of(mech)
-result, error = views.solve_or_lookup(prob, mech, params, solve_now, float(ss["time_limit"]))
+result, error = solving.solve_or_lookup(prob, mech, params, solve_now, float(ss["time_limit"]))
 
 st.markdown(explore.headline(prob, mech, params))
 state.show_notices()
@@ -33,18 +33,18 @@ if result is not None and result.ok:
 if error:
     st.error(f"{mech.label}: {error}", icon=":material/error:")
 elif result is not None:
-    verdict = views.verdict_box(result, ev, mech.label)
+    verdict = metrics_panel.verdict_box(result, ev, mech.label)
 map_col, side_col = st.columns([3, 1], gap="medium")
 with side_col:
     if result is None:
-        if hint := views.solve_hint(prob.k, prob.m, mech):
+        if hint := solving.solve_hint(prob.k, prob.m, mech):
             st.warning(hint, icon=":material/hourglass_top:")
         if not error:
             st.info("Not solved yet for these settings. Press **Solve** in the sidebar.", icon=":material/play_arrow:")
     elif ev is not None:
-        views.metrics_panel(prob, result, ev, verdict)
+        metrics_panel.metrics_panel(prob, result, ev, verdict)
 with map_col:
     explore.map_view(prob, result, ev, key)
 if result is not None:
-    views.details_tabs(prob, result, ev, "explore")
+    details.details_tabs(prob, result, ev, "explore")
 state.write_url("explore")

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from mdpviz.explain import lp_size, two_point_keep
-from mdpviz.ui import charts, learn, state, views
+from mdpviz.ui import charts, learn, solving, state
 
 st.markdown("#### Learn: mDP in four steps")
 state.show_notices()
@@ -31,7 +31,7 @@ output. The **exponential mechanism** uses a fixed formula, exp(−ε·d(x, y)/2
 with slack. Below: five points on a 1.2 km line, both mechanisms solved live by the library.""")
     eps2 = st.select_slider("ε (km⁻¹) · log scale", options=[1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 20.0], value=5.0,
                             key="learn_eps2")
-    with views.guard():
+    with solving.guard():
         prob, em, lp = learn.tiny_results(eps2)
     labels = learn.tiny_labels(prob)
     c1, c2 = st.columns(2)

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from mdpviz.mechanisms import get_mechanism, mechanisms
-from mdpviz.ui import cache, charts, controls, state, sweep, views
+from mdpviz.ui import cache, charts, controls, solving, state, sweep
 
 ss = st.session_state
 with st.sidebar:
@@ -33,7 +33,7 @@ with st.sidebar:
 
 st.markdown(f"#### Trade-off: metrics against {p.display}")
 state.show_notices()
-with views.guard():
+with solving.guard():
     prob = cache.problem_from_state()
     if run_clicked:
         low, high = ss[f"sweep_range.{p.name}"]

@@ -5,40 +5,36 @@ import json
 import pandas as pd
 import streamlit as st
 
-from mdpviz.cities import list_cities
+from mdpviz.cmdp.compare import BEST_LP_LABEL, vs_lp_pct
 from mdpviz.cmdp.pipeline import CAVEAT
 from mdpviz.explain import format_s
-from mdpviz.ui import cache, views
+from mdpviz.ui import cache, solving
 from mdpviz.ui import trajectories as tv
 
 ss = st.session_state
-with st.sidebar, st.form("traj_form", border=False):
-    st.markdown("**C-mDP variant**")
-    st.selectbox("Mechanism", tv.VARIANTS, key="traj_mech", format_func={
-        "cmdp": "LP+C-mDP (predicted blanket)", "cmdp-markov": "LP+Markov (first order)",
-        "cmdp-truemb": "LP+TrueMB (oracle blanket)"}.get)
-    st.select_slider("ε (km⁻¹)", [0.5, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 20.0], value=5.0, key="traj_eps")
-    st.markdown("**Corpus**")
-    st.slider("Vehicles (count)", 50, 3000, 1000, step=50, key="traj_vehicles")
-    st.slider("Dependence on earlier locations", 0.0, 8.0, 3.0, step=0.5, key="traj_dependence")
-    st.selectbox("Planted memory", ("mixed", "1", "2", "3"), key="traj_memory")
-    st.markdown("**Stations**")
-    st.selectbox("City", [c.slug for c in list_cities()], key="traj_city")
-    st.slider("Stations K (count)", 8, 30, 16, key="traj_k")
-    st.number_input("Seed", 0, 10_000, 0, key="traj_seed")
-    st.form_submit_button("Solve", type="primary", width="stretch", icon=":material/play_arrow:")
+variants = {m.name: m for m in tv.variants()}
+with st.sidebar:
+    if ss.get("traj_mech") not in variants:
+        ss["traj_mech"] = next(iter(variants))
+    mech = variants[st.selectbox("C-mDP variant", list(variants), key="traj_mech",
+                                 format_func=lambda n: variants[n].label, help="The registered C-mDP mechanisms.")]
+    st.caption(mech.info)
+    tv.preset_button(mech)
+    with st.form("traj_form", border=False):
+        tv.param_controls(mech)
+        tv.station_controls(mech)
+        st.form_submit_button("Solve", type="primary", width="stretch", icon=":material/play_arrow:")
 
-city, k, seed, mech = ss["traj_city"], int(ss["traj_k"]), int(ss["traj_seed"]), ss["traj_mech"]
-values = {"eps": float(ss["traj_eps"]), "vehicles": int(ss["traj_vehicles"]),
-          "dependence": float(ss["traj_dependence"]), "memory": ss["traj_memory"], "seed": seed}
+city, k, seed, region = ss["traj_city"], int(ss["traj_k"]), int(ss[tv.param_key("seed")]), ss["traj_region"]
+values = {p.name: ss[tv.param_key(p.name)] for p in tv.page_params()}
 values_json = json.dumps(values, sort_keys=True)
 
 st.markdown("#### Trajectories: context-aware mDP (C-mDP)")
 st.info(CAVEAT, icon=":material/info:")
-with views.guard():
-    prob = tv.problem(city, k, seed)
-    result = tv.solve_variant(city, k, seed, mech, values_json)
-    lp = tv.lp_baseline(city, k, seed, values_json)
+with solving.guard():
+    prob = tv.problem(city, k, seed, region)
+    result = tv.solve_variant(city, k, seed, region, mech.name, values_json)
+    lp, lp_loss = tv.lp_baseline(city, k, seed, region, values_json)
 if not result.ok:
     st.error(f"The C-mDP LP ended with status **{result.status}**: {result.message}")
     st.stop()
@@ -47,15 +43,22 @@ roads = cache.road_layer(prob)
 
 c1, c2, c3, c4 = st.columns(4)
 held = diag.get("heldout_loss_m")
-c1.metric("C-mDP loss (m)", f"{result.objective_m:.1f}",
+pct = vs_lp_pct(result.objective_m, lp_loss)
+c1.metric("C-mDP loss (m)", f"{result.objective_m:.1f}", delta=None if pct is None else f"{pct:+.1f} % vs best LP",
+          delta_color="inverse",
           help="In-sample expected next-location loss, Eq. 34"
-               + (f"; on a held-out corpus: {held:.1f} m." if held is not None else "."))
+               + (f"; on a held-out corpus: {held:.1f} m." if held is not None else ".")
+               + " The change is against the best context-invariant LP (below).")
 c2.metric("Augmented secrets (count)", diag["n_secrets"])
 ve, vl = diag["violations_enforced"], diag["violations_location"]
 c3.metric("Violations, enforced domain", f"{ve['violated']}/{ve['checked']}",
           help="(x, b) secrets under the augmented metric: must be 0.")
 c4.metric("Violations, location only", f"{vl['violated']}/{vl['checked']}",
           help="Rows marginalised over contexts, base metric: may be > 0 (a different protection target).")
+st.caption("**Against the best context-invariant LP** (the comparison `mdpviz.cmdp.compare` reports as "
+           f"`vs_lp_pct`): {BEST_LP_LABEL}, "
+           + (f"{lp_loss:.1f} m under the same model; {mech.label} is **{pct:+.1f} %** from it. Negative: what the "
+              "context buys." if lp_loss is not None and pct is not None else f"status {lp.status}, no comparison."))
 
 examples = diag.get("examples", [])
 pick = st.selectbox("Report to inspect", range(len(examples)), format_func=lambda i: (
@@ -69,14 +72,17 @@ with left:
 with right:
     st.caption(f"C-mDP row q(x, b) for station {ex['station']} with its blanket")
     st.pydeck_chart(tv.row_deck(prob, roads, diag["Q"][ex["row"]], ex["station"]), key="traj-q")
-    st.caption(f"Context-free LP row for station {ex['station']}")
+    st.caption(f"{BEST_LP_LABEL} row for station {ex['station']}")
     if lp.ok:
         st.pydeck_chart(tv.row_deck(prob, roads, lp.Z[ex["station"]], ex["station"]), key="traj-lp")
 
 tab_curve, tab_blanket, tab_table = st.tabs(["Loss vs ε", "Blankets", "Per-context rows"])
 with tab_curve:
-    eps_values = (1.0, 2.5, 5.0, 10.0)
-    done = tv.cached_curves(city, k, seed, values_json, eps_values) is not None
+    sweep = tv.sweep_preset(mech)
+    eps_values = sweep.eps if sweep is not None else (float(values["eps"]),)
+    st.caption(f"ε grid ({', '.join(f'{e:g}' for e in eps_values)} km⁻¹): "
+               + (f"the preset *{sweep.label}*." if sweep is not None else "this page's ε (no preset sweeps ε)."))
+    done = tv.cached_curves(city, k, seed, region, values_json, eps_values) is not None
     estimate = tv.curves_estimate_s(result, lp, len(eps_values))
     lines = tv.METHODS + tv.REFERENCES
     if not done:
@@ -89,8 +95,8 @@ with tab_curve:
     if st.button(label, icon=":material/show_chart:"):
         ss["traj_curves"] = values_json
     if ss.get("traj_curves") == values_json:
-        with views.guard():
-            df = tv.curves(city, k, seed, values_json, eps_values)
+        with solving.guard():
+            df = tv.curves(city, k, seed, region, values_json, eps_values)
         st.plotly_chart(tv.loss_figure(df), key="traj-loss")
         st.plotly_chart(tv.loss_figure(df, "wall_s", "Runtime (s) against ε"), key="traj-time")
         st.dataframe(df, hide_index=True, width="stretch")

@@ -16,7 +16,7 @@ from mdpviz.errors import ProblemError
 from mdpviz.mechanisms import mechanisms
 from mdpviz.ui import state
 from mdpviz.ui.maps import clicked_secret, colours
-from mdpviz.ui.views import split_diagnostics
+from mdpviz.ui.diagnostics import split_diagnostics
 
 TIMEOUT = 60
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
@@ -316,7 +316,7 @@ def test_colour_scale_ends() -> None:
 
 
 def test_anchor_and_budget_helpers() -> None:
-    from mdpviz.ui.views import anchor_count, budget_parts
+    from mdpviz.ui.diagnostics import anchor_count, budget_parts
 
     assert anchor_count({"anchors": np.array([2, 7, 9])}) == ("anchors", 3)
     assert anchor_count({"anchors": 63}) == ("anchors", 63)
@@ -329,7 +329,7 @@ def test_anchor_and_budget_helpers() -> None:
 
 
 def test_binned_histograms_and_checks_are_found_anywhere() -> None:
-    from mdpviz.ui.views import binned_histograms, check_rows, split_diagnostics
+    from mdpviz.ui.diagnostics import binned_histograms, check_rows, split_diagnostics
 
     diag = {"eps_bar": {"hist": {"counts": np.array([1, 2]), "edges": np.array([0.1, 1.0, 10.0]),
                                  "log10_edges": True}, "median": 0.5},
@@ -691,7 +691,7 @@ def test_points_upload_is_validated_and_used() -> None:
 
 def test_cosmetics_a_test_can_see() -> None:
     from mdpviz.ui import charts
-    from mdpviz.ui.views import lp_size_text
+    from mdpviz.ui.metrics_panel import lp_size_text
 
     fig = charts.sweep_curves(__import__("pandas").DataFrame(
         {"mechanism": ["em"] * 4, "value": [1.0, 2.7, 7.4, 20.0], "utility_loss_m": [9.0, 5.0, 3.0, 2.0],
@@ -770,8 +770,8 @@ def test_doctests_of_the_dashboard_helpers() -> None:
     are run here."""
     import doctest
 
-    from mdpviz.ui import basemap, charts, compare, explore, views
+    from mdpviz.ui import basemap, charts, compare, explore, metrics_panel
 
-    for module in (basemap, charts, compare, explore, views):
+    for module in (basemap, charts, compare, explore, metrics_panel):
         failed, tried = doctest.testmod(module)
         assert tried and not failed, module.__name__

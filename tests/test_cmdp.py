@@ -237,6 +237,37 @@ def test_trajectories_page_renders_maps_and_both_violation_views() -> None:
     assert shown["Violations, enforced domain"].startswith("0/")
     assert int(shown["Violations, location only"].split("/")[1]) > 0
     assert len(at.get("deck_gl_json_chart")) == 3  # trajectory, C-mDP row, context-free LP row
+    # built from the schema: the registry's variants and labels, the variant's station limit, its preset's ε grid
+    from mdpviz.cmdp.compare import BEST_LP_LABEL
+    from mdpviz.mechanisms import mechanisms
+
+    variants = [m for m in mechanisms() if m.family == "cmdp"]
+    picker = at.sidebar.selectbox(key="traj_mech")
+    assert picker.options == [m.label for m in variants] and picker.value == "cmdp"
+    assert at.sidebar.slider(key="traj_k").max == get_mechanism("cmdp").max_k
+    assert "ε grid (0.5, 1, 1.5, 2, 2.5 km⁻¹)" in " ".join(c.value for c in at.caption)
+    # the comparison the library reports: against the best context-invariant LP, labelled
+    loss = next(m for m in at.metric if m.label == "C-mDP loss (m)")
+    assert loss.delta.endswith(" % vs best LP") and loss.delta[0] in "+-"
+    against = next(c.value for c in at.caption if c.value.startswith("**Against the best context-invariant LP**"))
+    assert BEST_LP_LABEL in against and f"**{loss.delta.removesuffix(' vs best LP')}**" in against
+    assert any(c.value.startswith(f"{BEST_LP_LABEL} row for station") for c in at.caption)
+
+
+def test_compare_measures_against_the_best_context_invariant_lp(pb) -> None:
+    """``vs_lp_pct`` is against the LP on the context-averaged cost (``best_context_free``, what the Trajectories
+    page shows), which no context-free mechanism beats under the true model, the no-motion LP included."""
+    from mdpviz.cmdp.compare import BEST_LP_LABEL, NO_MOTION_LP_LABEL, best_context_free, compare_problem, vs_lp_pct
+
+    params = {**get_mechanism("cmdp").defaults(), **SMALL, "eps": 5.0}
+    rows = {r["label"]: r for r in compare_problem(pb, params, (5.0,), use_cache=True)}
+    best, best_loss = best_context_free(pb, params)
+    assert best.ok and not best.degenerate and best_loss is not None
+    assert rows[BEST_LP_LABEL]["loss_m"] == pytest.approx(best_loss, rel=1e-12)
+    assert rows[BEST_LP_LABEL]["vs_lp_pct"] == 0.0
+    assert rows[NO_MOTION_LP_LABEL]["loss_m"] >= best_loss * (1 - 1e-6)
+    ours = solve(pb, "cmdp", params)  # from the disk cache compare_problem filled
+    assert rows["LP+C-mDP"]["vs_lp_pct"] == pytest.approx(vs_lp_pct(ours.objective_m, best_loss), rel=1e-12)
 
 
 def test_slots_map_back_to_their_secrets_and_holdout_agrees_for_context_free(pb, data) -> None:

@@ -83,7 +83,10 @@ def test_lp_ca_shares_rows_within_a_cell_and_can_violate() -> None:
     for cell in np.unique(cell_of):
         rows = r.Z[cell_of == cell]
         np.testing.assert_allclose(rows, np.broadcast_to(rows[0], rows.shape))
-    assert metrics.violations(pb, r.Z, 5.0).violated_pairs > 0  # same row for distinct secrets in one cell
+    # secrets in different cells: their rows are private at the representatives' distance, not at their own
+    assert metrics.violations(pb, r.Z, 5.0).violated_pairs > 0
+    n_cells = len(r.diagnostics["representatives"])
+    assert r.degenerate.startswith(f"Claim covers only the {n_cells} cell representatives") and r.degenerate in r.message
 
 
 def test_laplace_matches_monte_carlo() -> None:

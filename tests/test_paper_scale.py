@@ -33,8 +33,6 @@ LIMIT_STATUSES = ("time limit", "iteration limit", "interrupted")
 # Broken today because another helper is fixing them on their branch: strict, so a fix turns these into failures
 # (the integrator removes the marks after merging). Key: (mechanism, ε) or (mechanism, None) for every ε.
 BROKEN: dict[tuple[str, float | None], str] = {
-    ("lp-ca", None): "Result.degenerate empty for its representatives-only claim: to set in mdpviz/mechanisms/lp.py "
-                     "(helper lp's file; the change is proposed in the sound helper's report)",
 }
 
 

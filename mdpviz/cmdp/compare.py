@@ -7,7 +7,9 @@ model, the fair reference for "what context buys") and on the no-motion cost (th
 Appendix D, a misspecified model whose true loss need not even fall with ε). ``loss_m`` is the in-sample expected
 next-location loss (Eq. 34, metres) of every method under the same model; ``heldout_loss_m`` the same on an
 independent corpus from the same generator (synthetic data only); ``vs_lp_pct`` is against the best
-context-invariant LP, ``vs_no_motion_lp_pct`` against the no-motion LP.
+context-invariant LP, ``vs_no_motion_lp_pct`` against the no-motion LP. ``best_context_free`` is that reference
+alone for one C-mDP solve (what the Trajectories page shows beside it); ``compare_problem`` runs ``compare`` on the
+corpus a problem's C-mDP solves use.
 """
 
 from __future__ import annotations
@@ -18,12 +20,17 @@ from typing import Any
 
 from .. import metrics
 from ..mechanisms import get_mechanism
+from ..mechanisms.base import Result
+from ..mechanisms.cmdp import data_settings
 from ..mechanisms.registry import mechanisms
 from ..problem import Problem
+from ..progress import Progress
 from ..solve import solve
-from .pipeline import CmdpData, context_free_problem, holdout_loss, true_loss_context_free
+from .pipeline import CmdpData, context_free_problem, holdout_loss, prepare, true_loss_context_free
 
 CONTEXT_AWARE = (("cmdp", "LP+C-mDP"), ("cmdp-markov", "LP+Markov"), ("cmdp-truemb", "LP+TrueMB"))
+BEST_LP_LABEL = "LP (context-averaged cost; best context-invariant)"  # the reference of ``vs_lp_pct``
+NO_MOTION_LP_LABEL = "LP (no-motion cost; spec's reading of App. D)"  # the reference of ``vs_no_motion_lp_pct``
 
 
 def _context_aware(pb: Problem, name: str, params: dict[str, Any], time_limit: float | None,
@@ -81,8 +88,7 @@ def compare(data: CmdpData, params: dict[str, Any], eps_values: Sequence[float],
             block.append({"eps": eps, "method": name, "label": label,
                           **_context_aware(pb, name, {**own, "eps": eps}, time_limit, use_cache)})
         baselines: list[tuple[str, str, Problem, dict[str, Any]]] = [
-            ("lp", "LP (context-averaged cost; best context-invariant)", cf_avg, {"eps": eps}),
-            ("lp", "LP (no-motion cost; spec's reading of App. D)", cf_nm, {"eps": eps})]
+            ("lp", BEST_LP_LABEL, cf_avg, {"eps": eps}), ("lp", NO_MOTION_LP_LABEL, cf_nm, {"eps": eps})]
         if "lp-em" in have:
             baselines.append(("lp-em", f"ConstOPT/LP+EM ({baseline_cost} cost)", cf,
                               {"eps": eps, "candidates": max(1, pb.m // 2), "neighbours": min(38, pb.k)}))
@@ -93,9 +99,40 @@ def compare(data: CmdpData, params: dict[str, Any], eps_values: Sequence[float],
         best_cf = block[len(CONTEXT_AWARE)].get("loss_m")
         no_motion = block[len(CONTEXT_AWARE) + 1].get("loss_m")
         for row in block:
-            if row.get("loss_m") is not None and best_cf:
-                row["vs_lp_pct"] = 100.0 * (row["loss_m"] / best_cf - 1.0)
-            if row.get("loss_m") is not None and no_motion:
-                row["vs_no_motion_lp_pct"] = 100.0 * (row["loss_m"] / no_motion - 1.0)
+            if (pct := vs_lp_pct(row.get("loss_m"), best_cf)) is not None:
+                row["vs_lp_pct"] = pct
+            if (pct := vs_lp_pct(row.get("loss_m"), no_motion)) is not None:
+                row["vs_no_motion_lp_pct"] = pct
         rows.extend(block)
     return rows
+
+
+def corpus(problem: Problem, params: dict[str, Any]) -> CmdpData:
+    """The corpus a C-mDP solve of ``problem`` with these parameters runs on (memoised: the solve's own)."""
+    return prepare(problem, data_settings(params))
+
+
+def best_context_free(problem: Problem, params: dict[str, Any], *, use_cache: bool = True
+                      ) -> tuple[Result, float | None]:
+    """The reference of ``vs_lp_pct``: the context-free ``lp`` on the context-averaged cost of the corpus of
+    ``params`` (the best context-invariant mechanism), and its in-sample loss under the true model (m, Eq. 34)."""
+    data = corpus(problem, params)
+    r = solve(context_free_problem(data, "context-averaged"), "lp", {"eps": params["eps"]}, use_cache=use_cache)
+    return r, (true_loss_context_free(data, r.Z) if r.Z is not None else None)
+
+
+def vs_lp_pct(loss_m: float | None, best_lp_m: float | None) -> float | None:
+    """A loss against the best context-invariant LP's, in percent (negative: below it), as ``compare`` reports.
+
+    >>> round(vs_lp_pct(90.0, 100.0), 6), vs_lp_pct(None, 100.0)
+    (-10.0, None)
+    """
+    if loss_m is None or not best_lp_m:
+        return None
+    return 100.0 * (loss_m / best_lp_m - 1.0)
+
+
+def compare_problem(problem: Problem, params: dict[str, Any], eps_values: Sequence[float], *,
+                    use_cache: bool = True, progress: Progress | None = None) -> list[dict[str, Any]]:
+    """:func:`compare` on the corpus of ``params`` for ``problem`` (the one its C-mDP solves use)."""
+    return compare(corpus(problem, params), params, eps_values, use_cache=use_cache, progress=progress)

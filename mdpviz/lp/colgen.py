@@ -1,4 +1,4 @@
-"""Exact structured solver for the optimal-mDP LP: stabilised conic Dantzig–Wolfe column generation.
+"""Exact structured solver for the optimal-mDP LP, and the exact cone repair every LP mechanism shares.
 
 The LP (Bordenabe et al. 2014, with a general exponent matrix) is
 
@@ -10,22 +10,25 @@ The LP (Bordenabe et al. 2014, with a general exponent matrix) is
 Every column Z[:, y] lies in the same cone C = {v ≥ 0 : v_i ≤ e^{E_ij} v_j}; only the row sums couple the
 columns. C does not change when E is replaced by its min-plus (shortest-path) closure E*, which satisfies the
 triangle inequality, so the *Lipschitz repair* ``u'_j = min(0, max_i (log v_i − E*_ij))`` maps any vector into
-C ∩ [0, 1]^n exactly (up to floating-point rounding). The solver is built on that fact:
+C ∩ [0, 1]^n exactly (up to floating-point rounding). The solver (:func:`solve_structured`) is built on that fact.
+At the papers' scale (a city 40–60 km wide, ε = 5 km⁻¹) a row's mass sits on a few nearby outputs and almost every
+one of the K²·|Y| pair rows is slack, so it works on the LP itself, restricted:
 
-* **Master** (n rows): Z[:, y] = Σ_k λ_yk · a_k with atoms a_k ∈ C ∩ [0, 1]^n and λ ≥ 0 (no convexity rows: C
-  is a cone). Row duals μ give the certified Lagrangian bound
-  ``LB(μ) = Σ_x μ_x + Σ_y min(0, min_{v ∈ C ∩ [0,1]^n} (W[:, y] − μ)·v)`` — valid for any μ because the row
-  sums force Z ≤ 1.
-* **Pricing** per output y: an exact LP over a *relaxation* P_y ⊇ C ∩ [0,1]^n that keeps only a sparse pair
-  set S_y (k nearest neighbours to start, plus pairs added lazily whenever the pricing vertex breaks an
-  unconstrained pair). A relaxation only lowers the pricing value, so the bound stays valid; each output keeps
-  its own warm-started HiGHS model. The pricing vertex is repaired before it enters the master, so every atom
-  is exactly in C.
-* **Stabilisation**: Wentges smoothing toward the best-bound dual and a dual box 0 ≤ μ ≤ U (artificial
-  columns; dropped automatically if still used at convergence).
-* **Exact output**: Z = Σ λ a has every column exactly in C; its row sums are 1 up to solver tolerance.
-  ``make_row_stochastic`` then fixes the rows *inside* the cone (a uniform shrink plus a cone-feasible top-up),
-  so the returned Z is ε-mDP for every pair whatever the solver tolerances.
+* **Restricted LP** (``mdpviz.lp.restricted``): the entries (x, y) within reach of the rows for which y is
+  cheapest, and the pair rows that hold an entry up (from its nearest cell row and its nearest neighbours),
+  solved by warm dual simplex.
+* **Upper bound**: its solution, Lipschitz-repaired and made row-stochastic inside the cone, is an exactly private
+  mechanism; its objective is an upper bound.
+* **Lower bound** (``mdpviz.lp.pricing``): at the LP's row duals μ, ``Σ_x μ_x + Σ_y min_{v ∈ C ∩ [0,1]^n}
+  (W[:, y] − μ)·v`` bounds the optimum for any μ (the row sums force Z ≤ 1); each minimum is bounded from below
+  by a capacity-feasible flow of a small transportation problem, so no solver tolerance can inflate it.
+* **Growth and termination**: the pair rows and entries the repair had to raise, and the entries priced negative,
+  join the LP; the loop stops when the certified gap is within the tolerance asked for (status ``optimal``),
+  and otherwise says how far it got.
+
+Where most entries are within reach of their output's cell (small ε·d: the small cities) the restricted LP would be
+most of the LP; there :func:`mdpviz.lp.conic.solve_conic` (conic column generation, no pair rows in its master)
+goes first, with this engine as its fallback (``engine`` selects either).
 """
 
 from __future__ import annotations
@@ -34,16 +37,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import highspy
 import numpy as np
 from numpy.typing import NDArray
 from scipy.sparse.csgraph import shortest_path
 
 from ..errors import ParameterError, SolverError
 from ..progress import Progress, no_progress
-from .highs import INF, new_highs
-
-LOG_COEF_CAP = np.log(1e9)  # pricing pairs with a larger exponent are left out (a relaxation, never a tightening)
+from .pricing import LOG_COEF_CAP, Pricer
+from .restricted import RestrictedLP
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -70,27 +71,40 @@ def exponent_closure(E: NDArray[np.float64]) -> NDArray[np.float64]:
     Es = shortest_path(G, method="D" if n > 300 else "FW", directed=True)
     Es[Es < 1e-200] = 0.0
     np.fill_diagonal(Es, 0.0)
-    return Es
+    return np.asarray(Es, dtype=np.float64)
 
 
 def lipschitz_repair(logv: NDArray[np.float64], Es: NDArray[np.float64],
                      chunk: int = 64) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """Smallest log-vectors above ``logv`` that lie in the cone (w.r.t. the closed exponents Es), capped at 0.
 
+    Only the finite entries of a column can hold others up, so each column is computed from its own finite entries
+    (fast for the sparse columns of an LP solution), in blocks of bounded memory.
+
     Args:
         logv: (n, b) log-values of b vectors (−inf allowed).
         Es: (n, n) closed exponents: v_i ≤ e^{Es_ij} v_j.
+        chunk: block size in units of 64·n entries (memory of a temporary ≈ chunk·64·n floats).
     Returns:
-        (u, arg): u[j, b] = min(0, max_i logv[i, b] − Es[i, j]) and arg[j, b] the maximising i.
+        (u, arg): u[j, b] = min(0, max_i logv[i, b] − Es[i, j]) and arg[j, b] the maximising i (0 for an all −inf
+        column).
     """
     n, b = logv.shape
-    u = np.empty((n, b))
-    arg = np.empty((n, b), dtype=np.int64)
-    step = max(1, int(chunk * 64 // max(b, 1)))
-    for s in range(0, n, step):
-        blk = logv[:, None, :] - Es[:, s:s + step, None]  # (i, j, b)
-        arg[s:s + step] = np.argmax(blk, axis=0)
-        u[s:s + step] = np.take_along_axis(blk, arg[None, s:s + step], axis=0)[0]
+    u = np.full((n, b), -np.inf)
+    arg = np.zeros((n, b), dtype=np.int64)
+    finite = np.isfinite(logv)
+    step = max(1, int(chunk * 64))
+    cols = np.arange(n)
+    for c in range(b):  # one vectorised step per column (or per block of its sources)
+        src = np.flatnonzero(finite[:, c])
+        for s in range(0, len(src), step):
+            rows = src[s:s + step]
+            blk = logv[rows, c, None] - Es[rows]  # (sources, n)
+            best = np.argmax(blk, axis=0)
+            val = blk[best, cols]
+            better = val > u[:, c]
+            u[better, c] = val[better]
+            arg[better, c] = rows[best[better]]
     return np.minimum(u, 0.0), arg
 
 
@@ -124,14 +138,41 @@ def cone_violation(Z: NDArray[np.float64], Es: NDArray[np.float64]) -> float:
     return float(diff.max())
 
 
+_ROW_BLOCK = 256  # rows per block of the O(n²) steps below (memory: block·n floats)
+
+
+def _margin(Es: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The exponents the row fix-up keeps its deficit within: a hair inside Es, so rounding cannot cross it."""
+    return Es * (1 - 1e-12) + 1e-15
+
+
+def _deficit_in_cone(a: NDArray[np.float64], Es: NDArray[np.float64], t: float) -> bool:
+    """Is the deficit (t + a)/(1 + t) within the (margined) cone? Checked in log space, block by block."""
+    ld = np.log((t + a) / (1.0 + t))
+    return all(bool(np.all(ld[s:s + _ROW_BLOCK, None] - ld[None, :] <= _margin(Es[s:s + _ROW_BLOCK])))
+               for s in range(0, len(a), _ROW_BLOCK))
+
+
+def _smallest_shift(a: NDArray[np.float64], Es: NDArray[np.float64]) -> float:
+    """The smallest t ≥ 0 with (t + a_i) ≤ e^{E_ij} (t + a_j) for every pair: max (a_i − a_j)/(e^{E_ij} − 1) − a_j."""
+    t = 0.0
+    for s in range(0, len(a), _ROW_BLOCK):
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            need = (a[s:s + _ROW_BLOCK, None] - a[None, :]) / np.expm1(_margin(Es[s:s + _ROW_BLOCK])) - a[None, :]
+        need = np.where(a[s:s + _ROW_BLOCK, None] > a[None, :], need, 0.0)  # only fuller rows below emptier ones
+        t = max(t, float(np.nanmax(need)))
+    return t
+
+
 def make_row_stochastic(Z: NDArray[np.float64], Es: NDArray[np.float64],
                         W: NDArray[np.float64]) -> tuple[NDArray[np.float64], dict[str, float]]:
     """Turn Z (columns exactly in the cone, row sums ≈ 1) into a row-stochastic matrix with columns in the cone.
 
     Dividing each row by its own sum would break the cone by the ratio of two row sums. Instead every entry is
     shrunk by one factor s = 1/(R(1 + t)) (R = largest row sum) and each row's deficit δ_x = 1 − s·r_x is put
-    on the single output y* that costs least; the deficit vector δ is in the cone once t is large enough
-    (found by bisection), so the new column y* (a sum of two cone vectors) stays in the cone.
+    on the single output y* that costs least; the deficit vector δ ∝ t + 1 − r_x/R is in the cone once t is large
+    enough (the smallest such t has a closed form; it is checked, and raised if rounding needs it), so the new
+    column y* (a sum of two cone vectors) stays in the cone.
     Returns Z' and facts (shrink factor, largest deficit, t).
     """
     r = Z.sum(axis=1)
@@ -139,32 +180,22 @@ def make_row_stochastic(Z: NDArray[np.float64], Es: NDArray[np.float64],
         raise SolverError("A row of the mechanism has no mass; the master solution is unusable.")
     R = float(r.max())
     one_minus_a = (R - r) / R  # 1 − r_x/R without cancellation
-
-    def deficit(t: float) -> NDArray[np.float64]:
-        return (t + one_minus_a) / (1.0 + t)
-
-    def ok(t: float) -> bool:
-        ld = np.log(deficit(t))
-        return bool(np.all(ld[:, None] - ld[None, :] <= Es * (1 - 1e-12) + 1e-15))
-
     spread = float(one_minus_a.max())
-    if spread == 0.0:
-        t = 0.0
-    else:
-        lo, hi = 0.0, max(spread, 1e-14)
-        while not ok(hi):
-            hi *= 4.0
-            if hi > 1e6:
+    t = 0.0
+    if spread > 0.0:
+        t = _smallest_shift(one_minus_a, Es)
+        t = t * (1 + 1e-9) + 1e-300
+        for _ in range(60):
+            if t > 1e6:
                 raise SolverError("The row sums cannot be fixed inside the cone (a zero-exponent pair has unequal "
                                   "rows).")
-        for _ in range(40):
-            mid = 0.5 * (lo + hi)
-            lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-        t = hi
+            if _deficit_in_cone(one_minus_a, Es, t):
+                break
+            t = max(t * 2.0, 1e-14)
     s = 1.0 / (R * (1.0 + t))
     # the deficit as checked above, (t + 1 − r/R)/(1 + t), not 1 − s·r: that difference rounds to 0 for the
     # fullest row, and a 0 beside positive deficits breaks the cone by an infinite factor
-    delta = deficit(t)
+    delta = (t + one_minus_a) / (1.0 + t)
     out = Z * s
     if spread > 0.0:
         ystar = int(np.argmin(delta @ W))
@@ -199,22 +230,32 @@ def repair_into_cone(Z: NDArray[np.float64], Es: NDArray[np.float64], W: NDArray
     facts.update(fix)
     return out, facts
 
+# ----------------------------------------------------------------------------------------------------------
+# the solver: setup, the restricted LP, certification (repair and pricing), growth, termination
+# ----------------------------------------------------------------------------------------------------------
 
-# ----------------------------------------------------------------------------------------------------------
-# the solver
-# ----------------------------------------------------------------------------------------------------------
+REACH = 15.0  # the first LP holds entry (x, y) when x is within this exponent of the rows for which y is cheapest
+# above this share of entries within REACH (small ε·d: the small cities) the conic engine goes first: the restricted
+# LP would hold most of the LP's entries and pair rows (Helsinki K = 100 at ε = 5: 100 %, over 300 s; conic 17 s).
+# Rome at ε = 1 (57–63 %) stays below: there the row-and-column engine was as fast or faster (tests' K = 150: 2 s
+# against 18 s)
+DENSE = 0.7
+ENGINES = ("auto", "rows", "conic")
+PAIR_CAPS = (15.0, LOG_COEF_CAP, 25.0)  # pair rows with larger exponents are left out; the next cap when stalled
+
 
 @dataclass
 class StructuredOutcome:
     """Result of :func:`solve_structured`.
 
     Attributes:
-        Z: (n, m) row-stochastic, every column exactly in the cone; None only if no feasible point exists.
-        status: ``optimal`` (certified gap ≤ tol), ``time limit`` or ``iteration limit`` (Z is then a
-            feasible, labelled non-optimal point).
+        Z: (n, m) row-stochastic, every column exactly in the cone; None only when no LP was solved in time.
+        status: ``optimal`` (certified gap ≤ tol); otherwise ``time limit``, ``iteration limit``, ``stalled`` or
+            ``solver error (…)``, and Z is a feasible, exactly private point that is not certified optimal.
         objective: Σ W·Z of the returned Z (W's unit, e.g. metres).
-        bound: certified Lagrangian lower bound on the optimum (same unit).
-        history: per iteration (seconds since start, master objective, best bound, atoms).
+        bound: certified lower bound on the optimum (same unit); None before the first certification.
+        gap: (objective − bound) / objective, the certified relative gap of the returned Z.
+        history: per round (seconds since start, best objective, best bound, LP variables, LP pair rows).
     """
 
     Z: NDArray[np.float64] | None
@@ -225,374 +266,305 @@ class StructuredOutcome:
     size: dict[str, int] = field(default_factory=dict)
     diagnostics: dict[str, Any] = field(default_factory=dict)
     message: str = ""
+    gap: float | None = None
 
 
-def _csc_dense(V: NDArray[np.float64]) -> tuple[NDArray[np.int32], NDArray[np.int32], NDArray[np.float64]]:
-    """Column starts, row indices and values of a dense (n, b) block, dropping exact zeros."""
-    nz = V != 0.0
-    counts = nz.sum(axis=0)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int32)
-    _, cols = np.nonzero(nz.T)  # column-major order
-    return starts, cols.astype(np.int32), V.T[nz.T].astype(np.float64)
+def _setup(W: NDArray[np.float64], E: NDArray[np.float64],
+           closed: bool) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+    """Closed exponents Es (the closure unless ``closed``), costs in a unit where they are ≤ 1, and that unit."""
+    n = W.shape[0]
+    E = np.asarray(E, dtype=np.float64)
+    if E.shape != (n, n):
+        raise ParameterError(f"E must be {n} × {n} to match W's {n} rows; got {E.shape}.")
+    if closed:
+        if np.any(E < 0) or np.any(np.isnan(E)):
+            raise ParameterError("Exponents must be ≥ 0 (a negative exponent forces two rows to zero: infeasible).")
+        Es = E.copy()
+        np.fill_diagonal(Es, 0.0)
+    else:
+        Es = exponent_closure(E)
+    scale = float(np.abs(W).max()) or 1.0
+    return Es, W / scale, scale
 
 
-class _Pricer:
-    """One warm-started HiGHS model per output: min g·v over [0,1]^n with a lazily grown pair set."""
+def _cells(Wn: NDArray[np.float64], Es: NDArray[np.float64],
+           out_rows: NDArray[np.int64] | None) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """For each output y, its *cell* (the rows for which it is cheapest, and its own row): reach[x, y] = min over
+    the cell of E*[i, x] and holder[x, y] the minimising i. At large ε the optimal column is close to
+    e^{−reach[·, y]} (held up by its cell), which is what the first LP and its pair rows are built from."""
+    n, m = Wn.shape
+    own = np.argmin(Wn, axis=0) if out_rows is None else np.asarray(out_rows, dtype=np.int64)
+    cheapest = np.argmin(Wn, axis=1)
+    reach = np.empty((n, m))
+    holder = np.empty((n, m), dtype=np.int64)
+    cols = np.arange(n)
+    for y in range(m):  # one vectorised step per output
+        cell = np.union1d(np.flatnonzero(cheapest == y), [own[y]])
+        best = np.argmin(Es[cell], axis=0)
+        holder[:, y] = cell[best]
+        reach[:, y] = Es[cell[best], cols]
+    return reach, holder
 
-    def __init__(self, Es: NDArray[np.float64], m: int, knn: int,
-                 extra: list[NDArray[np.int64]] | None = None) -> None:
-        n = len(Es)
-        self.n, self.m, self.Es = n, m, Es
-        sym = np.minimum(Es, Es.T).copy()
-        np.fill_diagonal(sym, np.inf)
-        k = min(knn, n - 1)
-        nb = np.argpartition(sym, k - 1, axis=1)[:, :k] if k > 0 else np.zeros((n, 0), dtype=np.int64)
-        pi = np.repeat(np.arange(n), k)
-        pj = nb.ravel()
-        key = np.unique(np.concatenate([pi * n + pj, pj * n + pi]))
-        self.base = key
-        self.pairs: list[set[int]] = [set() for _ in range(m)]
-        self.models: list[highspy.Highs] = []
-        self.n_rows = np.zeros(m, dtype=np.int64)
-        for y in range(m):
-            h = new_highs()
-            h.setOptionValue("primal_feasibility_tolerance", 1e-9)
-            h.setOptionValue("dual_feasibility_tolerance", 1e-9)
-            h.setOptionValue("simplex_strategy", 4)  # only the cost changes between calls: primal simplex
-            h.setOptionValue("presolve", "off")
-            h.addVars(n, np.zeros(n), np.ones(n))
-            self.models.append(h)
-            ky = key if extra is None else np.union1d(key, extra[y])
-            self._add(y, ky)
-            self.pairs[y].update(ky.tolist())
 
-    def _add(self, y: int, key: NDArray[np.int64]) -> None:
-        i, j = key // self.n, key % self.n
-        e = self.Es[i, j]
-        keep = e <= LOG_COEF_CAP
-        i, j, e = i[keep], j[keep], e[keep]
-        r = len(i)
-        if r == 0:
-            return
-        idx = np.column_stack([i, j]).ravel().astype(np.int32)
-        val = np.column_stack([np.ones(r), -np.exp(e)]).ravel()
-        self.models[y].addRows(r, np.full(r, -INF), np.zeros(r), 2 * r, (2 * np.arange(r)).astype(np.int32),
-                               idx, val)
-        self.n_rows[y] += r
+def _first_lp(lp: RestrictedLP, reach: NDArray[np.float64], holder: NDArray[np.int64], knn: int,
+              cap: float) -> None:
+    """Entries within REACH of their output's cell; pair rows from each entry's holder and from its k nearest
+    neighbours, in the direction that holds the entry farther from the cell up (both directions inside a cell)."""
+    Es = lp.Es
+    n, m = reach.shape
+    R = reach <= REACH
+    xs, ys = np.nonzero(R)
+    lp.add_vars(xs, ys)
+    hi = holder[xs, ys]
+    ok = (hi != xs) & (Es[hi, xs] <= cap)
+    lp.add_pairs(hi[ok], xs[ok], ys[ok])
+    k = min(knn, n - 1)
+    if k <= 0:
+        return
+    sym = np.minimum(Es, Es.T)
+    np.fill_diagonal(sym, np.inf)
+    nb = np.argpartition(sym, k - 1, axis=1)[:, :k]
+    a = np.repeat(np.arange(n), k)
+    b = nb.ravel()
+    key = np.unique(np.minimum(a, b) * n + np.maximum(a, b))
+    a, b = key // n, key % n
+    pp, yy = np.nonzero(R[a] & R[b])  # (neighbour pair, output) with both entries in R
+    a, b = a[pp], b[pp]
+    ra, rb = reach[a, yy], reach[b, yy]
+    fwd = (ra <= rb) & (Es[a, b] <= cap)  # a nearer the cell (or level): a holds b up
+    bwd = (rb <= ra) & (Es[b, a] <= cap)
+    lp.add_pairs(np.concatenate([a[fwd], b[bwd]]), np.concatenate([b[fwd], a[bwd]]),
+                 np.concatenate([yy[fwd], yy[bwd]]))
 
-    def add_pairs(self, y: int, i: NDArray[np.int64], j: NDArray[np.int64]) -> int:
-        key = np.unique(i * self.n + j)
-        new = np.array([k for k in key.tolist() if k not in self.pairs[y]], dtype=np.int64)
-        if len(new):
-            self.pairs[y].update(new.tolist())
-            self._add(y, new)
-        return len(new)
 
-    def price(self, y: int, g: NDArray[np.float64], time_limit: float | None) -> tuple[NDArray[np.float64], float, str]:
-        h = self.models[y]
-        h.changeColsCost(self.n, np.arange(self.n, dtype=np.int32), g)
-        if time_limit is not None:
-            # HiGHS's clock is cumulative over the instance's runs: the limit is run time so far + what is left
-            h.setOptionValue("time_limit", float(h.getRunTime() + max(time_limit, 0.01)))
-        h.run()
-        st = h.getModelStatus()
-        if st == highspy.HighsModelStatus.kTimeLimit:
-            return np.zeros(self.n), 0.0, "time limit"
-        if st != highspy.HighsModelStatus.kOptimal:
-            return np.zeros(self.n), 0.0, h.modelStatusToString(st)
-        v = np.clip(np.array(h.getSolution().col_value), 0.0, 1.0)
-        return v, float(h.getInfo().objective_function_value), "optimal"
+class _RowAndColumnGeneration:
+    """Solve the restricted LP, certify (repair for a feasible point, pricing for a bound), grow, repeat."""
+
+    def __init__(self, lp: RestrictedLP, pricer: Pricer, deadline: float | None, tol: float, cap: float,
+                 progress: Progress, t_start: float) -> None:
+        self.lp, self.pricer = lp, pricer
+        self.Wn, self.Es = lp.Wn, lp.Es
+        self.deadline, self.tol, self.progress, self.t_start = deadline, tol, progress, t_start
+        self.caps = [c for c in PAIR_CAPS if c > cap] + [np.inf]
+        self.cap = cap
+        self.best: tuple[NDArray[np.float64], dict[str, float], float] | None = None
+        self.ub = np.inf
+        self.lb = -np.inf
+        self.history: list[tuple[float, float, float, int, int]] = []
+        self.t_lp = self.t_repair = self.t_price = 0.0
+        self.rounds = 0
+        self.added = (0, 0)
+        self.whole_column = False
+
+    @property
+    def gap(self) -> float:
+        return (self.ub - self.lb) / max(abs(self.ub), 1e-300) if np.isfinite(self.ub) else np.inf
+
+    def _left(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.perf_counter()
+
+    def _solve_lp(self, cold_ipm: bool) -> str:
+        t0 = time.perf_counter()
+        st = self.lp.solve(self.deadline, cold_ipm=cold_ipm)
+        self.t_lp += time.perf_counter() - t0
+        return st
+
+    # ---- a feasible, exactly private point from the LP solution ----
+    def _repair(self, Z: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+        t0 = time.perf_counter()
+        with np.errstate(divide="ignore"):
+            u, arg = lipschitz_repair(np.log(Z), self.Es)
+        Zf, fix = make_row_stochastic(floor_columns(np.exp(u)), self.Es, self.Wn)
+        obj = float(np.sum(self.Wn * Zf))
+        if obj < self.ub:
+            self.ub, self.best = obj, (Zf, fix, obj)
+        self.t_repair += time.perf_counter() - t0
+        return u, arg
+
+    # ---- a certified lower bound from the LP's row duals ----
+    def _price(self, mu: NDArray[np.float64]) -> str:
+        t0 = time.perf_counter()
+        G = self.Wn - mu[:, None]
+        total = float(mu.sum())
+        for y in range(G.shape[1]):
+            left = self._left()
+            pr = None if (left is not None and left <= 0) else self.pricer.price(G[:, y], left)
+            if pr is None or pr.status == "time limit":
+                self.t_price += time.perf_counter() - t0
+                return "time limit"
+            total += pr.bound
+        self.lb = max(self.lb, total)
+        self.t_price += time.perf_counter() - t0
+        return "optimal"
+
+    # ---- what the next LP needs: entries and pair rows the repair had to raise, entries priced negative ----
+    def _grow(self, Z: NDArray[np.float64], u: NDArray[np.float64], arg: NDArray[np.int64],
+              mu: NDArray[np.float64]) -> int:
+        theta = 1e-5 * self.tol
+        with np.errstate(over="ignore"):
+            raised = np.exp(u) - Z > theta
+        jj, yy = np.nonzero(raised)
+        ii = arg[jj, yy]
+        ok = self.Es[ii, jj] <= self.cap
+        new_pairs = self.lp.add_pairs(ii[ok], jj[ok], yy[ok])
+        nx, ny = np.nonzero((self.Wn - mu[:, None] < -theta) & (self.lp.var < 0))
+        new_vars = self.lp.add_vars(nx, ny)
+        self.added = (new_vars, new_pairs)
+        return new_vars + new_pairs
+
+    def run(self, max_rounds: int) -> tuple[str, str]:
+        n = self.lp.n
+        for r in range(1, max_rounds + 1):
+            self.rounds = r
+            self.progress(f"LP round {r}", self._fraction())
+            # interior point beats dual simplex from scratch on a large first LP (small ε: rows use many outputs)
+            st = self._solve_lp(cold_ipm=(r == 1 and self.lp.n_vars > 20 * n))
+            if st == "Infeasible" and not self.whole_column:
+                # every row reporting one output is feasible whatever pair rows there are: add that column
+                self.whole_column = True
+                self.lp.add_vars(np.arange(n), np.full(n, int(np.argmin(self.Wn.sum(axis=0)))))
+                st = self._solve_lp(cold_ipm=False)
+            if st == "time limit":
+                return "time limit", f"time limit in LP round {r}"
+            if st != "optimal":
+                return f"solver error ({st})", f"the restricted LP failed in round {r} ({st}) after retries"
+            if (left := self._left()) is not None and left <= 0:
+                return "time limit", f"time limit after LP round {r}"
+            Z = self.lp.solution()
+            u, arg = self._repair(Z)
+            if self._price(self.lp.mu) == "time limit":
+                return "time limit", f"time limit while certifying round {r}"
+            self.history.append((time.perf_counter() - self.t_start, self.ub, self.lb, self.lp.n_vars,
+                                 self.lp.n_pairs))
+            if self.gap <= self.tol:
+                return "optimal", ""
+            if not self._grow(Z, u, arg, self.lp.mu):
+                self.cap = self.caps.pop(0)  # nothing left below this cap: admit longer pairs
+                if not np.isfinite(self.cap) or not self._grow(Z, u, arg, self.lp.mu):
+                    return "stalled", "nothing left to add to the LP"
+        return "iteration limit", f"round limit ({max_rounds}) reached"
+
+    def _fraction(self) -> float | None:
+        if not np.isfinite(self.gap):
+            return None
+        return float(np.clip(np.log(1.0 / max(self.gap, self.tol)) / np.log(1.0 / self.tol), 0.0, 1.0))
 
 
 def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: bool = False,
                      tol: float = 1e-8, time_limit: float | None = None, progress: Progress = no_progress,
-                     knn: int = 8, alpha: float = 0.5, max_iter: int = 5000,
-                     max_atoms_factor: float = 6.0, share: int = 3, lower_box: bool = True,
-                     full_every: int = 4, init_atoms: NDArray[np.float64] | None = None,
-                     init_owner: NDArray[np.int64] | None = None,
-                     init_pairs: list[NDArray[np.int64]] | None = None,
-                     out_rows: NDArray[np.int64] | None = None) -> StructuredOutcome:
+                     knn: int = 8, max_iter: int = 200, out_rows: NDArray[np.int64] | None = None,
+                     cap: float = PAIR_CAPS[0], engine: str = "auto", **ignored: Any) -> StructuredOutcome:
     """Solve min Σ W∘Z over row-stochastic Z whose columns satisfy Z[i,y] ≤ e^{E[i,j]} Z[j,y] for all i, j.
+
+    Row-and-column generation on the LP itself: a restricted LP over the entries that can carry mass and the pair
+    rows that bind is solved, repaired into the cone (an exactly private point: the upper bound) and certified by
+    pricing at its row duals (a lower bound valid for the full LP); entries and pairs the repair had to raise are
+    added, and the loop stops when the certified gap is within ``tol``.
 
     Args:
         W: (n, m) weighted costs, W[x, y] = p_x · c_xy (any unit; objective and bound come back in it).
-        E: (n, n) nonnegative exponents; E[i, j] bounds ln(Z[i, y] / Z[j, y]). For ε-mDP, E = ε·d with d in km
-            and ε in km⁻¹. A general (e.g. pair-specific, asymmetric) E is allowed: its min-plus closure is
-            used, which defines the same feasible set.
+        E: (n, n) nonnegative exponents; E[i, j] bounds ln(Z[i, y] / Z[j, y]); +inf leaves a pair free. For
+            ε-mDP, E = ε·d with d in km and ε in km⁻¹. A general (e.g. pair-specific, asymmetric) E is allowed:
+            its min-plus closure is used, which defines the same feasible set.
         closed: promise that E already satisfies the triangle inequality (true for ε times a metric); skips the
             O(n³) closure.
-        tol: stop when (UB − LB) ≤ tol·|UB| with LB the certified Lagrangian bound.
-        time_limit: seconds; on expiry the status is ``time limit`` and Z is the current feasible (private,
-            not optimal) master point.
+        tol: certified relative gap to reach: status ``optimal`` only when (objective − bound) ≤ tol·objective.
+        time_limit: seconds for the whole solve (every LP gets only what is left); on expiry the status is
+            ``time limit`` and Z is the best feasible (exactly private, not certified) point found.
         progress: ``progress(phase, fraction)``.
-        knn: nearest neighbours per row in the initial pricing pair set.
-        alpha: Wentges smoothing weight toward the best-bound dual (0 disables).
-        max_iter: iteration cap (status ``iteration limit``).
-        max_atoms_factor: purge unused atoms when there are more than this many times n.
-        lower_box: also impose μ ≥ 0 through surplus columns (dropped automatically if still used at the end).
-        full_every: price every output (and update the bound) every this many iterations; in between only
-            the outputs whose last pricing gave a column (1 = always price all).
-        init_atoms, init_owner: extra starting atoms (n, a), each exactly in the cone, and their outputs (a,).
-        init_pairs: per output, extra pricing pairs as keys i·n + j.
-        share: each output receives up to this many of the iteration's new atoms (priced for any output).
-        out_rows: (m,) row index of each output's own location (Y ⊂ X), used to shape the starting columns;
-            default: the row where the output is cheapest.
+        knn: nearest neighbours per row whose pairs enter the first LP.
+        max_iter: round cap (status ``iteration limit``).
+        out_rows: (m,) row index of each output's own location (Y ⊂ X), part of its cell; default: the row where
+            the output is cheapest.
+        cap: LP pair rows start with exponents ≤ cap (coefficients ≤ e^cap); longer pairs are admitted only when
+            nothing else is left to add.
+        engine: ``rows`` (row-and-column generation), ``conic`` (:func:`mdpviz.lp.conic.solve_conic`, faster when
+            the optimal columns are dense) or ``auto``: conic when more than ``DENSE`` of the entries are within
+            reach of their output's cell, with row-and-column generation as the fallback if it fails.
+        ignored: options of the former column-generation engine (alpha, share, lower_box, ...), accepted and unused.
 
     Returns:
-        StructuredOutcome with Z (n, m), status, objective, certified bound, timings, sizes and history.
+        StructuredOutcome with Z (n, m), status, objective, certified bound and gap, timings, sizes and history.
     """
     t_start = time.perf_counter()
     deadline = None if time_limit is None else t_start + float(time_limit)
-    W = np.asarray(W, dtype=np.float64)
-    n, m = W.shape
-    if E.shape != (n, n):
-        raise ParameterError(f"E must be {n} × {n} to match W's {n} rows; got {E.shape}.")
     timings: dict[str, float] = {}
     progress("closure", None)
+    W = np.asarray(W, dtype=np.float64)
+    Es, Wn, scale = _setup(W, E, closed)
+    timings["closure_s"] = time.perf_counter() - t_start
     t0 = time.perf_counter()
-    Es = np.asarray(E, dtype=np.float64) if closed else exponent_closure(E)
-    if closed and np.any(Es < 0):
-        raise ParameterError("Exponents must be ≥ 0.")
-    timings["closure_s"] = time.perf_counter() - t0
-    scale = float(np.abs(W).max()) or 1.0
-    Wn = W / scale  # work in a unit where costs are ≤ 1
-
-    # ---- initial atoms: constant (feasible start), EM(E/2)-shaped columns, and bumps exp(−E*[y, ·]) ----
-    t0 = time.perf_counter()
-    progress("initial columns", None)
-    best_y = int(np.argmin(Wn.sum(axis=0)))
-    sym = 0.5 * (Es + Es.T)
-    ymin_row = np.argmin(Wn, axis=0) if out_rows is None else np.asarray(out_rows, dtype=np.int64)
-    em = np.exp(-0.5 * sym[:, ymin_row])  # (n, m)
-    em /= em.sum(axis=1, keepdims=True)
-    em_cols, _ = lipschitz_repair(np.log(em), Es)  # no-op for a metric exponent
-    em_cols = np.exp(em_cols - em_cols.max(axis=0, keepdims=True))
-    bumps = np.exp(-Es[ymin_row, :].T)  # (n, m): column y = exp(−Es[loc_y, ·]), in the cone
-    atoms = [np.ones((n, 1)), em_cols, bumps]
-    owners = [np.array([best_y]), np.arange(m), np.arange(m)]
-    A0 = np.concatenate(atoms, axis=1)
-    own0 = np.concatenate(owners)
-
-    # ---- master ----
-    master = new_highs()
-    master.setOptionValue("solver", "simplex")
-    master.setOptionValue("simplex_strategy", 4)  # primal simplex: columns are added, the basis stays feasible
-    master.setOptionValue("small_matrix_value", 1e-12)
-    master.setOptionValue("primal_feasibility_tolerance", 1e-10)
-    master.setOptionValue("dual_feasibility_tolerance", 1e-10)
-    master.addRows(n, np.ones(n), np.ones(n), 0, np.zeros(n, dtype=np.int32), np.zeros(0, dtype=np.int32),
-                   np.zeros(0))
-    # dual box 0 ≤ μ ≤ U: +e_x at cost U_x, −e_x at cost 0 (both must be 0 at the end)
-    U = np.min(Wn.T @ np.exp(-Es.T), axis=0) if n * m <= 4e7 else np.full(n, Wn.max())
-    U = np.maximum(U, 1e-12)
-    eye_idx = np.arange(n, dtype=np.int32)
-    master.addCols(n, U, np.zeros(n), np.full(n, INF), n, eye_idx, eye_idx, np.ones(n))
-    # a tiny cost on the surplus columns breaks ties away from rows that sum above 1 (the box becomes μ ≥ −1e-7)
-    master.addCols(n, np.full(n, 1e-7), np.zeros(n), np.full(n, INF), n, eye_idx, eye_idx, -np.ones(n))
-    n_art = 2 * n
-    atom_store = np.empty((n, 0))
-    atom_owner = np.empty(0, dtype=np.int64)
-
-    def add_atoms(V: NDArray[np.float64], own: NDArray[np.int64]) -> None:
-        nonlocal atom_store, atom_owner
-        cost = np.einsum("ij,ij->j", Wn[:, own], V)
-        starts, idx, vals = _csc_dense(V)
-        master.addCols(V.shape[1], cost, np.zeros(V.shape[1]), np.full(V.shape[1], INF), len(vals), starts, idx,
-                       vals)
-        atom_store = np.concatenate([atom_store, V], axis=1)
-        atom_owner = np.concatenate([atom_owner, own])
-
-    add_atoms(A0, own0)
-    if init_atoms is not None and init_owner is not None and init_atoms.shape[1]:
-        add_atoms(np.asarray(init_atoms, dtype=np.float64), np.asarray(init_owner, dtype=np.int64))
+    progress("first LP", None)
+    lp = RestrictedLP(Wn, Es, tolerance=float(np.clip(1e-3 * tol, 1e-10, 1e-7)))
+    reach, holder = _cells(Wn, Es, out_rows)
+    dense = float(np.mean(reach <= REACH))
+    note = ""
+    if engine not in ENGINES:
+        raise ParameterError(f"`engine` = {engine!r} is not one of {', '.join(ENGINES)}.")
+    if engine == "conic" or (engine == "auto" and dense > DENSE):
+        out, note = _solve_dense(W, Es, tol, deadline, progress, out_rows, dense, t_start)
+        if out is not None:
+            return out
+    _first_lp(lp, reach, holder, knn, cap)
     timings["init_s"] = time.perf_counter() - t0
+    run = _RowAndColumnGeneration(lp, Pricer(Es), deadline, tol, cap, progress, t_start)
+    status, message = run.run(max_iter)
+    out = _finish(run, status, message, W, scale, timings, t_start)
+    out.diagnostics["engine"] = "rows"
+    if note:
+        out.message = f"{note}; {out.message}"
+    return out
 
-    t0 = time.perf_counter()
-    pricer = _Pricer(Es, m, knn, init_pairs)
-    timings["pricing_setup_s"] = time.perf_counter() - t0
 
-    box_on = True
-    last_val = np.full(m, -np.inf)
-    partial_ok = True
-    lower_box_on = lower_box
-    if not lower_box:
-        master.changeColsBounds(n, np.arange(n, 2 * n, dtype=np.int32), np.zeros(n), np.zeros(n))
-    mu_best = np.zeros(n)
-    lb_best = -np.inf
-    history: list[tuple[float, float, float, int]] = []
-    t_master = t_price = t_repair = 0.0
-    n_price = 0
-    status = "iteration limit"
-    message = ""
-    ub = np.inf
-    it = 0
-    lam = np.zeros(0)
-    gap0 = None
-    for it in range(1, max_iter + 1):
-        if deadline is not None and time.perf_counter() > deadline:
-            status = "time limit"
-            message = f"time limit after {it - 1} iterations"
-            break
-        t0 = time.perf_counter()
-        if deadline is not None:
-            # HiGHS's clock is cumulative over the instance's runs: the limit is run time so far + what is left
-            master.setOptionValue("time_limit", float(master.getRunTime() + max(deadline - time.perf_counter(), 0.01)))
-        master.run()
-        t_master += time.perf_counter() - t0
-        if master.getModelStatus() not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit):
-            # rare numerical trouble of the warm-started primal simplex: retry from scratch with dual simplex
-            master.setOptionValue("simplex_strategy", 1)
-            master.clearSolver()
-            master.run()
-            master.setOptionValue("simplex_strategy", 4)
-        if master.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            if master.getModelStatus() == highspy.HighsModelStatus.kTimeLimit:
-                status = "time limit"
-                message = f"time limit in the master at iteration {it}"
-                break
-            raise SolverError(f"The restricted master failed: {master.modelStatusToString(master.getModelStatus())}.")
-        sol = master.getSolution()
-        x = np.array(sol.col_value)
-        mu = np.array(sol.row_dual)
-        obj = float(master.getInfo().objective_function_value)
-        art = x[:n_art]
-        lam = x[n_art:]
-        art_used = bool(np.any(art > 1e-11))
-        if not art_used:
-            ub = min(ub, obj)
+def _solve_dense(W: NDArray[np.float64], Es: NDArray[np.float64], tol: float, deadline: float | None,
+                 progress: Progress, out_rows: NDArray[np.int64] | None, dense: float,
+                 t_start: float) -> tuple[StructuredOutcome | None, str]:
+    """The conic engine on a dense instance, with its gap stated; (None, why) when it failed (numerical trouble)."""
+    from .conic import solve_conic
 
-        improved = False
-        # partial pricing: outputs that gave no column last time are priced only on full rounds (every
-        # `full_every` iterations, and whenever a partial round finds nothing); the bound needs a full round
-        full = (it % full_every == 1) or full_every <= 1 or not partial_ok
-        todo = np.arange(m) if full else np.flatnonzero(last_val < -1e-12)
-        if len(todo) == 0:
-            full, todo = True, np.arange(m)
-        for attempt in (0, 1):
-            # attempt 0: smoothed dual; attempt 1 (mis-pricing): the master's own dual
-            a = alpha if (attempt == 0 and np.isfinite(lb_best)) else 0.0
-            mu_s = a * mu_best + (1 - a) * mu
-            G = Wn - mu_s[:, None]
-            t0 = time.perf_counter()
-            V = np.zeros((n, m))
-            vals = np.zeros(m)
-            for y in todo:
-                rem = None if deadline is None else deadline - time.perf_counter()
-                v, val, st = pricer.price(int(y), G[:, y], rem)
-                if st != "optimal":
-                    if st == "time limit" or (rem is not None and rem <= 0.05):
-                        status, message = "time limit", f"time limit while pricing at iteration {it}"
-                        break
-                    raise SolverError(f"A pricing LP failed ({st}).")
-                V[:, y], vals[y] = v, val
-                n_price += 1
-            t_price += time.perf_counter() - t0
-            if status == "time limit":
-                break
-            last_val[todo] = vals[todo]
-            if full:
-                lb = float(mu_s.sum() + np.minimum(vals, 0.0).sum())
-                if lb > lb_best:
-                    lb_best, mu_best = lb, mu_s.copy()
-            # repair pricing vertices into the cone; remember the pairs they broke
-            t0 = time.perf_counter()
-            with np.errstate(divide="ignore"):
-                logv = np.log(V[:, todo])
-            u, arg = lipschitz_repair(logv, Es)
-            Vr = np.zeros((n, m))
-            Vr[:, todo] = np.exp(u)
-            broke = u > np.where(np.isfinite(logv), logv, -np.inf) + 1e-9
-            pairs_added = 0
-            for c in np.flatnonzero(broke.any(axis=0)):
-                js = np.flatnonzero(broke[:, c])
-                pairs_added += pricer.add_pairs(int(todo[c]), arg[js, c], js)
-            t_repair += time.perf_counter() - t0
-            # every repaired vertex is an atom of the shared cone: offer it to every output whose reduced cost
-            # it improves (the best `share` atoms per output), not only to the output that priced it
-            RC = (Wn - mu[:, None]).T @ Vr  # (m outputs, m new atoms)
-            RC[:, np.max(Vr, axis=0) <= 0] = np.inf
-            k_share = min(share, m)
-            best = np.argpartition(RC, k_share - 1, axis=1)[:, :k_share] if k_share < m else \
-                np.tile(np.arange(m), (m, 1))
-            yy = np.repeat(np.arange(m), best.shape[1])
-            kk = best.ravel()
-            good = RC[yy, kk] < -1e-10
-            if np.any(good):
-                add_atoms(Vr[:, kk[good]], yy[good].astype(np.int64))
-                improved = True
-                break
-            if a == 0.0:
-                break
-        if status == "time limit":
-            break
-        gap = (ub - lb_best) / max(abs(ub), 1e-300) if np.isfinite(ub) else np.inf
-        history.append((time.perf_counter() - t_start, obj * scale, lb_best * scale, len(atom_owner)))
-        if np.isfinite(gap):
-            gap0 = gap0 or max(gap, tol * 10)
-            frac = float(np.clip(np.log(gap0 / max(gap, tol)) / np.log(gap0 / tol), 0.0, 1.0))
-            progress("column generation", frac)
-        if not art_used and gap <= tol:
-            status = "optimal"
-            break
-        if not improved and not full:
-            partial_ok = False  # a partial round found nothing: price every output next time
-            continue
-        partial_ok = True
-        if not improved:
-            if art_used:
-                if np.any(art[n:] > 1e-11) and lower_box_on:
-                    # surplus rows (μ ≥ 0) in use at convergence: drop the lower box
-                    master.changeColsBounds(n, np.arange(n, 2 * n, dtype=np.int32), np.zeros(n), np.zeros(n))
-                    lower_box_on = False
-                if np.any(art[:n] > 1e-11):
-                    U = U * 10.0  # the upper box binds: widen it
-                    master.changeColsCost(n, eye_idx, U)
-                    box_on = bool(U.min() < 1e6)
-                continue
-            if pairs_added == 0:
-                status = "optimal" if gap <= 1e-6 else "stalled"
-                message = f"no improving column and exact pricing; certified gap {gap:.2e}"
-                break
-        # purge unused atoms
-        if len(atom_owner) > max_atoms_factor * n:
-            n_old = len(lam)
-            dj = np.einsum("ij,ij->j", Wn[:, atom_owner[:n_old]] - mu[:, None], atom_store[:, :n_old])
-            drop = np.flatnonzero((lam <= 1e-14) & (dj > np.quantile(dj, 0.5)))
-            if len(drop):
-                master.deleteCols(len(drop), (drop + n_art).astype(np.int32))
-                keep = np.ones(len(atom_owner), dtype=bool)
-                keep[drop] = False
-                atom_store, atom_owner = atom_store[:, keep], atom_owner[keep]
+    left = None if deadline is None else max(0.01, deadline - time.perf_counter())
+    try:
+        out = solve_conic(W, Es, closed=True, tol=tol, time_limit=left, progress=progress, out_rows=out_rows)
+    except SolverError as e:
+        return None, f"conic engine failed ({e}), row-and-column generation used"
+    gap = None
+    if out.Z is not None and out.bound is not None and out.objective is not None:
+        gap = (out.objective - out.bound) / max(abs(out.objective), 1e-300)
+    if out.status == "optimal" and (gap is None or gap > tol):
+        out.status = "stalled"  # "optimal" only within the tolerance asked for
+    it = out.diagnostics.get("iterations", 0)
+    words = [f"conic column generation ({dense:.0%} of entries near their output's cell)"]
+    if out.message:
+        words.append(out.message)
+    words.append(f"certified gap {gap:.1e} (tolerance {tol:g}) after {it} iterations" if gap is not None
+                 else "no certified bound yet")
+    out.message, out.gap = "; ".join(words), gap
+    out.diagnostics.update(engine="conic", gap=gap)
+    out.timings["total_s"] = time.perf_counter() - t_start
+    return out, ""
 
-    # ---- assemble an exactly private Z from the master's last solution ----
-    t0 = time.perf_counter()
-    if status != "optimal" or len(lam) != len(atom_owner):
-        # make sure the last master solution is current and uses no artificial mass
-        master.changeColsCost(n, eye_idx, np.full(n, 1e6))
-        master.changeColsBounds(n, np.arange(n, 2 * n, dtype=np.int32), np.zeros(n), np.zeros(n))
-        master.setOptionValue("time_limit", float(master.getRunTime() + 60.0))
-        master.run()
-        x = np.array(master.getSolution().col_value)
-        lam = x[n_art:]
-    lam = np.maximum(lam[: len(atom_owner)], 0.0)
-    Z = np.zeros((n, m))
-    use = np.flatnonzero(lam > 0)
-    np.add.at(Z.T, atom_owner[use], (atom_store[:, use] * lam[use]).T)
-    Z, fix = make_row_stochastic(floor_columns(Z), Es, Wn)
-    timings["assemble_s"] = time.perf_counter() - t0
-    objective = float(np.sum(W * Z))
-    bound = lb_best * scale if np.isfinite(lb_best) else None
-    if status == "optimal" and bound is not None and objective - bound > 10 * tol * abs(objective) + 1e-12:
-        message = (f"certified gap after assembly {(objective - bound) / objective:.2e} (row-sum fix-up); "
-                   "objective still within tolerance of the master")
-    timings.update(master_s=t_master, pricing_s=t_price, repair_s=t_repair,
-                   total_s=time.perf_counter() - t_start)
-    size = {"master_rows": n, "atoms": len(atom_owner), "atoms_used": len(use),
-            "pricing_lps": int(n_price), "pricing_rows_max": int(pricer.n_rows.max()),
-            "pricing_rows_mean": int(pricer.n_rows.mean()), "variables": n * m}
-    diagnostics = {"atoms_final": atom_store[:, use], "atom_owner_final": atom_owner[use],
-                   "pricing_pairs": [np.fromiter(p, dtype=np.int64) for p in pricer.pairs],
-                   "iterations": it, "history": history, "outputs_used": len(np.unique(atom_owner[use])),
-                   "box_dropped": not box_on, **fix}
-    return StructuredOutcome(Z, status, objective, bound, timings, size, diagnostics, message)
 
+def _finish(run: _RowAndColumnGeneration, status: str, message: str, W: NDArray[np.float64], scale: float,
+            timings: dict[str, float], t_start: float) -> StructuredOutcome:
+    """The best feasible point found, with what was certified about it in plain words."""
+    n, m = W.shape
+    Z, fix, _ = run.best if run.best is not None else (None, {}, np.inf)
+    objective = None if Z is None else float(np.sum(W * Z))
+    bound = run.lb * scale if np.isfinite(run.lb) else None
+    gap = None if (objective is None or bound is None) else (objective - bound) / max(abs(objective), 1e-300)
+    if status == "optimal" and (gap is None or gap > run.tol):
+        status = "stalled"
+    words = [message] if message else []
+    words.append(f"certified gap {gap:.1e} (tolerance {run.tol:g}) after {run.rounds} LP rounds" if gap is not None
+                 else "no certified bound yet")
+    failures = run.pricer.failures
+    if failures:
+        words.append(f"{len(failures)} pricing LPs failed ({', '.join(sorted(set(failures)))}) and were bounded by "
+                     "the trivial bound instead")
+    timings.update(lp_s=run.t_lp, repair_s=run.t_repair, pricing_s=run.t_price, total_s=time.perf_counter() - t_start)
+    size = {"rows": n, "lp_variables": run.lp.n_vars, "lp_pair_rows": run.lp.n_pairs,
+            "pricing_lps": run.pricer.lp_calls, "pricing_pairs_max": run.pricer.pairs_max, "variables": n * m}
+    diagnostics = {"iterations": run.rounds, "history": run.history, "pair_cap": run.cap, "gap": gap,
+                   "lp_retries": run.lp.retries, "pricing_retries": run.pricer.retries,
+                   "pricing_failures": len(failures), **fix}
+    return StructuredOutcome(Z, status, objective, bound, timings, size, diagnostics, "; ".join(words), gap)

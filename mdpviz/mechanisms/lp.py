@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..lp.colgen import repair_into_cone, solve_structured
+from ..lp.colgen import ENGINES, repair_into_cone, solve_structured
 from ..lp.mdp_lp import PAIR_SETS, all_pairs, greedy_spanner, implied_free_pairs, solve_mdp_lp
 from ..problem import Problem
 from .base import Mechanism, Param, Progress, Result, epsilon_param
@@ -25,11 +25,18 @@ _SPANNER_T = Param("spanner_t", float, 1.5, "stretch t of the spanner (only with
                    high=5.0, label="spanner stretch t")
 SOLVERS = ("structured", "monolithic")
 _SOLVER = Param("solver", str, "structured",
-                "'structured': exact column generation over the shared mDP cone (certified bound, private by "
-                "construction); 'monolithic': one HiGHS LP over all pairs' rows (slow beyond K ≈ 100)",
+                "'structured': exact row-and-column generation (a small LP over the entries and pair rows that matter, "
+                "repaired into the mDP cone and certified by a lower bound; private by construction), or conic "
+                "column generation where most entries matter (small cities); 'monolithic': one HiGHS LP over all "
+                "pairs' rows (slow beyond K ≈ 100)",
                 choices=SOLVERS, label="LP engine")
-_GAP = Param("gap_tol", float, 1e-8, "structured engine: stop when (objective − certified bound)/objective is "
-             "below this", low=1e-12, high=0.1, log=True, label="relative gap")
+GAP_TOL = 1e-4
+_ENGINE = Param("engine", str, "auto", "structured engine: 'rows' (row-and-column generation), 'conic' (conic column "
+                "generation, faster when most entries carry mass: small cities) or 'auto' (conic on such dense "
+                "instances, rows otherwise and as its fallback)", choices=ENGINES, label="structured engine")
+_GAP = Param("gap_tol", float, GAP_TOL, "structured engine: the certified relative gap (objective − lower bound) / "
+             "objective to reach; status 'optimal' only within it", low=1e-10, high=0.1, log=True,
+             label="relative gap")
 _SCOPE = Param("scope", str, "all-pairs", "constraint set: 'all-pairs' = exact ε-mDP for every pair; 'neighbours' = "
                "only pairs within η, the LP of the PAnDA and Benders papers (the message states the measured "
                "all-pairs violations)", choices=("all-pairs", "neighbours"), label="constraint set")
@@ -65,10 +72,9 @@ def solve_lp_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArr
     eps = params["eps"]
     W = weights[:, None] * c
     if params.get("solver", "structured") == "structured":
-        out = solve_structured(W, eps * d, closed=True, tol=params.get("gap_tol", 1e-8), time_limit=time_limit,
-                               progress=progress, out_rows=out_rows)
-        for k in ("closure_s", "init_s", "pricing_setup_s", "master_s", "pricing_s", "repair_s", "assemble_s"):
-            timings[k] = out.timings[k]
+        out = solve_structured(W, eps * d, closed=True, tol=params.get("gap_tol", GAP_TOL), time_limit=time_limit,
+                               progress=progress, out_rows=out_rows, engine=params.get("engine", "auto"))
+        timings.update({k: v for k, v in out.timings.items() if k != "total_s"})
         diag = dict(out.diagnostics)
         msg = out.message
         Z = out.Z
@@ -102,6 +108,14 @@ def solve_lp_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArr
                "message": out.message, "diagnostics": diag}
 
 
+def collapsed(Z: NDArray[np.float64] | None) -> str:
+    """The degenerate verdict of an LP mechanism whose rows are all the same distribution (it reveals nothing)."""
+    if Z is None or len(Z) < 2 or float(np.ptp(Z, axis=0).max()) > 1e-12:
+        return ""
+    return (f"Collapsed: all {len(Z)} secrets report the same distribution (at this ε the optimal mechanism "
+            "reveals nothing about the location)")
+
+
 def _solve_lp(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:
     from ..lp.neighbours import neighbour_path_km, solve_by_components
     from .lp_bd import all_pairs_verdict, neighbour_claim
@@ -122,6 +136,9 @@ def _solve_lp(problem: Problem, params: dict[str, Any], progress: Progress, time
             note, degenerate, f["diagnostics"]["all_pairs"] = all_pairs_verdict(Z, params["eps"], problem.d,
                                                                                 params["eta"])
             message = "; ".join(m for m in (message, note) if m)
+    if not degenerate and collapsed(Z):
+        degenerate = collapsed(Z)
+        message = "; ".join(m for m in (message, degenerate) if m)
     return Result("lp", params, Z, f["status"], params["eps"], claim=claim, timings=timings, lp_size=f["size"],
                   objective_m=f["objective"], bound_m=f["bound"], message=message, degenerate=degenerate,
                   diagnostics=f["diagnostics"])
@@ -147,6 +164,13 @@ def grid_cells(problem: Problem, g: int) -> tuple[NDArray[np.int64], NDArray[np.
     return cell_of.astype(np.int64), reps
 
 
+def coarse_verdict(n_cells: int, k: int, grid: int) -> str:
+    """The degenerate verdict of LP+CA: its LP, hence its privacy claim, covers only the cells' representatives."""
+    return (f"Claim covers only the {n_cells} cell representatives ({grid}×{grid} grid): each of the {k} secrets "
+            "reports with its cell's row, so a pair of secrets in different cells is ε-mDP only at the "
+            "representatives' distance, not at its own (pairs closer than their representatives can break ε-mDP)")
+
+
 def _solve_lp_ca(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -161,10 +185,12 @@ def _solve_lp_ca(problem: Problem, params: dict[str, Any], progress: Progress, t
     lp_params = {**params, "pairs": "all", "spanner_t": 1.5, "repair": True, "gap_tol": 1e-8}
     Zr, f = solve_lp_rows(problem.d[np.ix_(reps, reps)], weights, c_cell, lp_params, progress, time_limit, timings)
     Z = None if Zr is None else Zr[cell_of]
+    degenerate = "" if Z is None else coarse_verdict(n_cells, problem.k, params["grid"])
+    message = "; ".join(m for m in (f["message"], degenerate) if m)
     return Result("lp-ca", params, Z, f["status"], params["eps"],
                   claim="representatives only: secrets share their cell's row, so pairs of real secrets may violate",
                   timings=timings, lp_size=f["size"], objective_m=f["objective"], bound_m=f["bound"],
-                  message=f["message"],
+                  message=message, degenerate=degenerate,
                   diagnostics={"cells": n_cells, "representatives": reps, "cell_of": cell_of, **f["diagnostics"]})
 
 
@@ -173,10 +199,12 @@ LP = register(Mechanism(
     paper="Bordenabe, Chatzikokolakis, Palamidessi: Optimal geo-indistinguishable mechanisms for location "
           "privacy (CCS 2014)",
     info="Minimises expected cost subject to z[x,y] ≤ e^{ε·d(x,x')} z[x',y] for all pairs: the best ε-mDP "
-         "mechanism over Y. Default engine: exact column generation over the shared mDP cone (certified lower "
-         "bound, private by construction); the monolithic LP has K²·|Y| constraints.",
-    params=(epsilon_param(), _SOLVER, _GAP, _PAIRS, _SPANNER_T, _METHOD, _REPAIR, _SCOPE, _ETA), solve=_solve_lp,
-    max_k=150))
+         "mechanism over Y. Default engine: exact row-and-column generation (certified lower bound, private by "
+         "construction; on Rome at ε = 5 km⁻¹ K = 1,000 takes seconds), conic column generation on the small "
+         "cities, where every entry carries mass and K = 200 takes minutes (as does Rome at ε = 1); the "
+         "monolithic LP has K²·|Y| constraints.",
+    params=(epsilon_param(), _SOLVER, _GAP, _ENGINE, _PAIRS, _SPANNER_T, _METHOD, _REPAIR, _SCOPE, _ETA),
+    solve=_solve_lp, max_k=1000))
 
 LP_CA = register(Mechanism(
     name="lp-ca", label="LP + coarse approximation (LP+CA)", family="lp", exact=False,

@@ -246,6 +246,9 @@ def _solve_anpo_or_fall_back(E: np.ndarray, weights: np.ndarray, c_a: np.ndarray
     t_start = time.perf_counter()
     out = solve_anpo(E, weights, c_a, how=params["anpo_solver"], method=params["method"], time_limit=left,
                      progress=progress, max_rows=params["max_lp_rows"])
+    if out.status == "time limit":  # the time is up: no fallback, and an unfinished point is no mechanism
+        out.Z = None
+        return out, ""
     broken = out.Z is None and out.status == "error"
     broken |= out.Z is not None and (out.status != "optimal" or out.enforced.get("violated_pairs", 0) > 0)
     if not (broken and params["anpo_solver"] == "colgen"):

@@ -55,6 +55,7 @@ def png_bytes(image: NDArray[np.uint8]) -> bytes:
                           axis=1)  # filter type 0 before every row
 
     def chunk(kind: bytes, data: bytes) -> bytes:
+        """One PNG chunk: length, type, data and CRC-32."""
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
 
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, colour_type, 0, 0, 0))

@@ -98,6 +98,7 @@ def sweep_curves(df: pd.DataFrame, param_label: str, current: float | None, log_
 
 
 def histogram(values: NDArray[np.float64], title: str, height: int = 220) -> go.Figure:
+    """A 40-bin histogram of the values (count on the y axis)."""
     fig = go.Figure(go.Histogram(x=np.asarray(values, float), marker_color="#2563eb", nbinsx=40))
     fig.update_layout(title={"text": title, "font": {"size": 13}}, height=height, margin=MARGIN, bargap=0.05,
                       yaxis_title="count")

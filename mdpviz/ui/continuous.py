@@ -27,6 +27,7 @@ CHECK_PAIRS = (1_000, 50_000)
 
 
 def has_rows(result: Result | None) -> bool:
+    """Whether the result has rows for any point of the plane (not only for the secrets)."""
     return result is not None and result.ok and result.rows is not None
 
 
@@ -73,6 +74,7 @@ def plane_values(_prob: Problem, _result: Result, key: str, cells: int = HEAT_CE
 
 
 def heat_source(result: Result) -> str:
+    """How the heat map gets its values: interpolated rows, or the nearest secret's row."""
     return ("interpolated over the plane" if result.rows is not None
             else "nearest secret (piecewise constant)")
 

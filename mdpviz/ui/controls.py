@@ -31,17 +31,22 @@ def city_label(slug: str | None) -> str:
 
 
 def mechanism_label(name: str) -> str:
+    """A registered mechanism's human label, for select boxes."""
     from mdpviz.mechanisms import get_mechanism
 
     mech = get_mechanism(name)
     return mech.label
 
 
-def param_widget(mech: Mechanism, p: Param) -> None:
-    """One widget for ``p``, its value kept under ``state.param_key(mech.name, p.name)``."""
-    key = state.param_key(mech.name, p.name)
+def param_widget(mech: Mechanism, p: Param, key: str | None = None) -> None:
+    """One widget for ``p``, its value kept under ``key`` (default: ``state.param_key(mech.name, p.name)``, the
+    mechanism's own value; a page whose values are shared by several mechanisms passes its own key)."""
     ss = st.session_state
-    state.ensure_params(mech)
+    if key is None:
+        key = state.param_key(mech.name, p.name)
+        state.ensure_params(mech)
+    else:
+        ss.setdefault(key, p.default)
     label, help_ = p.display, p.help
     if p.kind is bool:
         st.checkbox(label, key=key, help=help_)
@@ -170,6 +175,7 @@ def mechanism_picker(key: str = "mech") -> Mechanism:
 
 
 def time_limit_control() -> None:
+    """The time limit per solve (seconds), kept under ``time_limit``."""
     lo, hi = state.TIME_LIMIT_RANGE
     st.number_input("Time limit per solve (s)", step=10.0, key="time_limit",
                     help=f"{lo:g} to {hi:g} s. An LP that runs out of time stops with status 'time limit' and, for "

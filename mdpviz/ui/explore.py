@@ -14,7 +14,7 @@ from mdpviz.metrics import posterior
 from mdpviz.problem import Problem
 from mdpviz.verdict import claims_all_pairs
 
-from . import cache, continuous, maps, state, views
+from . import cache, continuous, diagnostics, maps, state
 
 VIOLATION_LINES = 150  # more lines hide the map
 MAP_WIDTH, MAP_HEIGHT = 600, 470  # the map column at 1280×800
@@ -73,6 +73,9 @@ def clamp_secret(prob: Problem) -> int:
     return i
 
 
+Symbols = list[tuple[str, list[int], str]]  # (legend label, colour, shape) of the map's symbol legend
+
+
 @st.fragment
 def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, key: str | None) -> None:
     """Controls for what to look at (secret, layers, attacker view), the map, its legends and a caption."""
@@ -81,6 +84,28 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
         st.rerun(scope="app")
     clamp_secret(prob)
     has_z = result is not None and result.Z is not None
+    pt, c1, t4 = _view_controls(prob, result, has_z)
+    i = int(ss["secret"])
+    layers = maps.MapLayers(secret=i, show_outputs=bool(ss["show_outputs"]), point=pt)
+    legends: list[str] = []
+    symbols: Symbols = [
+        ("picked point (true location)", maps.POINT, "square") if pt else ("selected secret (true location)",
+                                                                          maps.TRUE, "dot"),
+        ("secrets X", maps.SECRET, "dot")]
+    if ss["show_outputs"]:
+        symbols.append(("outputs Y", maps.OUTPUT_RING, "ring"))
+    caption = f"Secret x{i} selected. Press **Solve** to see its distribution over the outputs."
+    if has_z:
+        assert result is not None and key is not None
+        caption = _solved_layers(prob, result, ev, key, i, pt, layers, symbols, legends, c1, t4)
+    _draw_map(prob, layers, symbols, legends, caption, pt, i)
+
+
+def _view_controls(prob: Problem, result: Result | None, has_z: bool
+                   ) -> tuple[tuple[float, float] | None, Any, Any]:
+    """The selected secret, the colouring and the row of layer toggles above the map; returns the picked point
+    (when the mechanism has rows for any point), the secret's column and the free toggle column."""
+    ss = st.session_state
     c1, c2 = st.columns([1, 3])
     rows_ok = continuous.has_rows(result)
     ss["_point_ok"] = rows_ok
@@ -107,96 +132,135 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
                 help=f"Lines between pairs of secrets whose reports differ by more than e^(ε·d) (the worst "
                      f"{VIOLATION_LINES}): red where the mechanism claims the pair (a broken promise), grey "
                      "where it does not claim it.")
-    i = int(ss["secret"])
-    layers = maps.MapLayers(secret=i, show_outputs=bool(ss["show_outputs"]), point=pt)
-    legends: list[str] = []
-    symbols: list[tuple[str, list[int], str]] = [
-        ("picked point (true location)", maps.POINT, "square") if pt else ("selected secret (true location)",
-                                                                          maps.TRUE, "dot"),
-        ("secrets X", maps.SECRET, "dot")]
-    if ss["show_outputs"]:
-        symbols.append(("outputs Y", maps.OUTPUT_RING, "ring"))
-    caption = f"Secret x{i} selected. Press **Solve** to see its distribution over the outputs."
-    if has_z:
-        assert result is not None and result.Z is not None and key is not None
-        Z = result.Z
-        loss, expected = cache.per_secret(prob, result, key)
-        row, who = Z[i], f"x{i}"
-        if pt is not None:
-            row, who = continuous.point_row(result, *pt), "picked point"
-            p_exp, p_dist, p_off, p_near, p_near_m = continuous.point_summary(prob, row, *pt)
-            layers.expected = p_exp
-        else:
-            layers.expected = (float(expected[i, 0]), float(expected[i, 1]))
-        symbols.append(("expected report", maps.EXPECTED, "dot"))
-        mode = ss["colour_mode"]
-        if ss["show_dist"] and mode != COLOUR_MODES[2]:
-            layers.Z_row = row
-            layers.row_label = who
-            legends.append(maps.legend_html(f"Pr[report y | true location {who}] (probability; size and colour)",
-                                            "prob", "0", f"{row.max():.3g}"))
-        _plane_controls(prob, result, key, row, layers, symbols, legends, t4, c1)
-        if mode == COLOUR_MODES[1]:
-            layers.secret_values, layers.secret_scale = loss, "loss"
-            layers.secret_value_label = "expected loss"
-            legends.append(maps.legend_html("Expected loss of each secret (m)", "loss", format_m(float(loss.min())),
-                                            format_m(float(loss.max()))))
-        elif mode == COLOUR_MODES[2]:
-            default_y = int(np.argmax(Z[i]))
-            if not 0 <= int(ss.get("attack_y", default_y)) < prob.m:
-                ss["attack_y"] = default_y
-            ss.setdefault("attack_y", default_y)
-            c1.selectbox("Observed report y (index)", list(range(prob.m)), key="attack_y",
-                         format_func=lambda k: f"y{k} (= x{prob.y_index[k]})",
-                         help="The attacker sees this report; secrets are coloured by Pr[x | y]. Or click an output.")
-            post = posterior(prob, Z, int(ss["attack_y"]))
-            layers.secret_values, layers.secret_scale = post, "post"
-            layers.secret_value_label = f"Pr[x | y{ss['attack_y']}] ="
-            layers.attack_y = int(ss["attack_y"])
-            symbols.append((f"observed report y{ss['attack_y']}", [124, 58, 237, 255], "ring"))
-            legends.append(maps.legend_html(f"Attacker's posterior Pr[x | y{ss['attack_y']}] (probability)", "post",
-                                            "0", f"{post.max():.3g}"))
-        # anchors of a lattice are drawn with their grid lines (toggle above), not a second time here
-        pts = (views.diagnostic_points(result.diagnostics or {}, prob) if continuous.lattice_of(result) is None
-               else None)
-        users = views.user_reports(result.diagnostics or {}, prob.k)
-        e1, e2 = st.columns(2) if pts is not None or users is not None else (None, None)
-        if pts is not None and e1 is not None:
-            ss.setdefault("show_extra", True)
-            if e1.checkbox(f"show {pts[0]} ({len(pts[1]):,} points)", key="show_extra",
-                           help="Points named in the mechanism's diagnostics, e.g. anchors."):
-                layers.extra_points = pts
-                symbols.append((pts[0], maps.ANCHOR, "ring"))
-        if users is not None and e2 is not None:
-            ss.setdefault("show_users", True)
-            if e2.checkbox(f"show users' sampled reports ({len(users[0]):,} users)", key="show_users",
-                           help="Each simulated user's true location joined to the report it sampled."):
-                layers.user_reports = users
-                symbols.append(("user → sampled report", maps.USER, "line"))
-        n_viol = 0
-        if ss["show_viol"] and ev is not None and ev["violations"]["violated_pairs"] > 0:
-            vi, vj, vf, n_viol = cache.violating_pairs(prob, result, key, limit=VIOLATION_LINES)
-            layers.violations = (vi, vj, vf)
-            claimed = claims_all_pairs(result.claim)
-            layers.violation_kind = maps.CLAIMED if claimed else maps.NOT_CLAIMED
-            what = ("mDP violation: a claimed pair breaks ε-mDP" if claimed else
-                    "pair over ε·d that this mechanism does not claim (not a broken promise)")
-            symbols.append((f"{what} ({min(len(vi), n_viol):,} of {n_viol:,} pairs drawn)",
-                            maps.violation_colour(layers.violation_kind), "line"))
-        d_exp = float(haversine_km(prob.x_lat[i], prob.x_lon[i], *layers.expected)) * 1000
-        caption = (f"**x{i}**: expected loss {format_m(float(loss[i]))}; expected report {format_m(d_exp)} from the "
-                   f"truth; most likely report y{int(np.argmax(Z[i]))} with Pr = {Z[i].max():.3g}.")
-        if pt is not None:
-            caption = (f"**Picked point** {pt[0]:.5f}, {pt[1]:.5f} (any location of the plane; nearest secret "
-                       f"x{p_near} is {format_m(p_near_m)} away): expected straight-line distance to the report "
-                       f"{format_m(p_dist)}; expected report {format_m(p_off)} from the point; most likely report "
-                       f"y{int(np.argmax(row))} with Pr = {row.max():.3g}. Distribution computed by the "
-                       "mechanism's rows for this point, not copied from a node.")
-        if mode == COLOUR_MODES[2]:
-            k = int(ss["attack_y"])  # ``post`` above is already Pr[x | y_k]
-            guess = int(np.argmax(post))
-            caption += (f" An attacker who sees **y{k}** finds x{guess} most likely (Pr = {post[guess]:.3g}); "
-                        f"the selected x{i} has Pr = {post[i]:.3g}.")
+    return pt, c1, t4
+
+
+def _solved_layers(prob: Problem, result: Result, ev: dict[str, Any] | None, key: str, i: int,
+                   pt: tuple[float, float] | None, layers: maps.MapLayers, symbols: Symbols, legends: list[str],
+                   c1: Any, t4: Any) -> str:
+    """Fill ``layers`` (and the legends) with what a solved mechanism adds: the row of the selected secret or
+    picked point, the colouring, the plane and lattice, diagnostic points, violations; returns the caption."""
+    ss = st.session_state
+    Z = result.Z
+    assert Z is not None
+    loss, expected = cache.per_secret(prob, result, key)
+    row, who = Z[i], f"x{i}"
+    point = None
+    if pt is not None:
+        row, who = continuous.point_row(result, *pt), "picked point"
+        point = continuous.point_summary(prob, row, *pt)
+        layers.expected = point[0]
+    else:
+        layers.expected = (float(expected[i, 0]), float(expected[i, 1]))
+    symbols.append(("expected report", maps.EXPECTED, "dot"))
+    mode = ss["colour_mode"]
+    if ss["show_dist"] and mode != COLOUR_MODES[2]:
+        layers.Z_row = row
+        layers.row_label = who
+        legends.append(maps.legend_html(f"Pr[report y | true location {who}] (probability; size and colour)",
+                                        "prob", "0", f"{row.max():.3g}"))
+    _plane_controls(prob, result, key, row, layers, symbols, legends, t4, c1)
+    post = _colour_layers(prob, Z, i, loss, mode, layers, symbols, legends, c1)
+    _diagnostic_layers(prob, result, layers, symbols)
+    _violation_layer(prob, result, ev, key, layers, symbols)
+    return _solved_caption(prob, Z, i, float(loss[i]), layers, row, pt, point, post)
+
+
+def _colour_layers(prob: Problem, Z: np.ndarray, i: int, loss: np.ndarray, mode: str, layers: maps.MapLayers,
+                   symbols: Symbols, legends: list[str], c1: Any) -> np.ndarray | None:
+    """Colour the secrets by expected loss or by the attacker's posterior for a chosen report (its picker goes
+    in ``c1``); returns the posterior in the attacker's view, else None."""
+    ss = st.session_state
+    if mode == COLOUR_MODES[1]:
+        layers.secret_values, layers.secret_scale = loss, "loss"
+        layers.secret_value_label = "expected loss"
+        legends.append(maps.legend_html("Expected loss of each secret (m)", "loss", format_m(float(loss.min())),
+                                        format_m(float(loss.max()))))
+        return None
+    if mode != COLOUR_MODES[2]:
+        return None
+    default_y = int(np.argmax(Z[i]))
+    if not 0 <= int(ss.get("attack_y", default_y)) < prob.m:
+        ss["attack_y"] = default_y
+    ss.setdefault("attack_y", default_y)
+    c1.selectbox("Observed report y (index)", list(range(prob.m)), key="attack_y",
+                 format_func=lambda k: f"y{k} (= x{prob.y_index[k]})",
+                 help="The attacker sees this report; secrets are coloured by Pr[x | y]. Or click an output.")
+    post = posterior(prob, Z, int(ss["attack_y"]))
+    layers.secret_values, layers.secret_scale = post, "post"
+    layers.secret_value_label = f"Pr[x | y{ss['attack_y']}] ="
+    layers.attack_y = int(ss["attack_y"])
+    symbols.append((f"observed report y{ss['attack_y']}", [124, 58, 237, 255], "ring"))
+    legends.append(maps.legend_html(f"Attacker's posterior Pr[x | y{ss['attack_y']}] (probability)", "post",
+                                    "0", f"{post.max():.3g}"))
+    return post
+
+
+def _diagnostic_layers(prob: Problem, result: Result, layers: maps.MapLayers, symbols: Symbols) -> None:
+    """Toggles for points named in the diagnostics (anchors) and for simulated users' sampled reports."""
+    ss = st.session_state
+    # anchors of a lattice are drawn with their grid lines (toggle above), not a second time here
+    pts = (diagnostics.diagnostic_points(result.diagnostics or {}, prob) if continuous.lattice_of(result) is None
+           else None)
+    users = diagnostics.user_reports(result.diagnostics or {}, prob.k)
+    e1, e2 = st.columns(2) if pts is not None or users is not None else (None, None)
+    if pts is not None and e1 is not None:
+        ss.setdefault("show_extra", True)
+        if e1.checkbox(f"show {pts[0]} ({len(pts[1]):,} points)", key="show_extra",
+                       help="Points named in the mechanism's diagnostics, e.g. anchors."):
+            layers.extra_points = pts
+            symbols.append((pts[0], maps.ANCHOR, "ring"))
+    if users is not None and e2 is not None:
+        ss.setdefault("show_users", True)
+        if e2.checkbox(f"show users' sampled reports ({len(users[0]):,} users)", key="show_users",
+                       help="Each simulated user's true location joined to the report it sampled."):
+            layers.user_reports = users
+            symbols.append(("user → sampled report", maps.USER, "line"))
+
+
+def _violation_layer(prob: Problem, result: Result, ev: dict[str, Any] | None, key: str, layers: maps.MapLayers,
+                     symbols: Symbols) -> None:
+    """Lines for the worst violating pairs, coloured by whether the mechanism claims them."""
+    if not (st.session_state["show_viol"] and ev is not None and ev["violations"]["violated_pairs"] > 0):
+        return
+    vi, vj, vf, n_viol = cache.violating_pairs(prob, result, key, limit=VIOLATION_LINES)
+    layers.violations = (vi, vj, vf)
+    claimed = claims_all_pairs(result.claim)
+    layers.violation_kind = maps.CLAIMED if claimed else maps.NOT_CLAIMED
+    what = ("mDP violation: a claimed pair breaks ε-mDP" if claimed else
+            "pair over ε·d that this mechanism does not claim (not a broken promise)")
+    symbols.append((f"{what} ({min(len(vi), n_viol):,} of {n_viol:,} pairs drawn)",
+                    maps.violation_colour(layers.violation_kind), "line"))
+
+
+def _solved_caption(prob: Problem, Z: np.ndarray, i: int, loss_i: float, layers: maps.MapLayers, row: np.ndarray,
+                    pt: tuple[float, float] | None, point: tuple[Any, ...] | None, post: np.ndarray | None) -> str:
+    """The line under the map: the selected secret's (or picked point's) loss and likely report, and what the
+    attacker concludes in the attacker's view."""
+    assert layers.expected is not None
+    i_lat, i_lon = prob.x_lat[i], prob.x_lon[i]
+    d_exp = float(haversine_km(i_lat, i_lon, *layers.expected)) * 1000
+    caption = (f"**x{i}**: expected loss {format_m(loss_i)}; expected report {format_m(d_exp)} from the "
+               f"truth; most likely report y{int(np.argmax(Z[i]))} with Pr = {Z[i].max():.3g}.")
+    if pt is not None and point is not None:
+        _p_exp, p_dist, p_off, p_near, p_near_m = point
+        caption = (f"**Picked point** {pt[0]:.5f}, {pt[1]:.5f} (any location of the plane; nearest secret "
+                   f"x{p_near} is {format_m(p_near_m)} away): expected straight-line distance to the report "
+                   f"{format_m(p_dist)}; expected report {format_m(p_off)} from the point; most likely report "
+                   f"y{int(np.argmax(row))} with Pr = {row.max():.3g}. Distribution computed by the "
+                   "mechanism's rows for this point, not copied from a node.")
+    if post is not None:
+        k = int(st.session_state["attack_y"])  # ``post`` is already Pr[x | y_k]
+        guess = int(np.argmax(post))
+        caption += (f" An attacker who sees **y{k}** finds x{guess} most likely (Pr = {post[guess]:.3g}); "
+                    f"the selected x{i} has Pr = {post[i]:.3g}.")
+    return caption
+
+
+def _draw_map(prob: Problem, layers: maps.MapLayers, symbols: Symbols, legends: list[str], caption: str,
+              pt: tuple[float, float] | None, i: int) -> None:
+    """The map (clickable), its legend beside or below it, the caption and the region picker."""
+    ss = st.session_state
     # the map column is about 600 × 470 px at 1280×800; a tall city (Helsinki centre) gets a narrower, taller
     # map with its legend beside it instead of white bands left and right
     if ss.get("pick_region") and prob.city:
@@ -292,7 +356,7 @@ def _clear_point() -> None:
 
 
 def _plane_controls(prob: Problem, result: Result, key: str, row: np.ndarray, layers: maps.MapLayers,
-                    symbols: list[tuple[str, list[int], str]], legends: list[str], h1: Any, h2: Any) -> None:
+                    symbols: Symbols, legends: list[str], h1: Any, h2: Any) -> None:
     """The clickable grid over the plane, the heat map of z(y | x) for a chosen output, and the anchor lattice
     (toggles in ``h1``, the heat map's output in ``h2`` while the heat map is on)."""
     ss = st.session_state

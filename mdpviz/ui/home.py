@@ -31,15 +31,18 @@ def radius_sentence(eps: float) -> str:
 
 
 def radius_caption(eps: float) -> str:
+    """A caption: within how many metres of the true location ε keeps the report ratio ≤ 2."""
     return f"Ratio ≤ 2 within {radius_km(eps) * 1000:,.0f} m of the true location at ε = {eps:g} km⁻¹."
 
 
 def default_city_label() -> str:
+    """The human label of the default city."""
     slug = default_city()
     return next(c.label for c in list_cities() if c.slug == slug)
 
 
 def button_label() -> str:
+    """The text of Home's button to Explore: default city, K and mechanism."""
     d = state.DEFAULTS
     return f"Open Explore: {default_city_label()}, K = {d['k']}, exponential mechanism"
 

@@ -40,10 +40,12 @@ def tiny_results(eps: float) -> tuple[Problem, Result, Result]:
 
 
 def tiny_labels(prob: Problem) -> list[str]:
+    """Labels of the tiny example's secrets: each one's position along the line, in metres."""
     return [f"{round(k * 1000)} m" for k in TINY_KM[: prob.k]]
 
 
 def tiny_summary(prob: Problem, result: Result) -> str:
+    """Utility loss and violated pairs of a tiny example's result, as one line."""
     assert result.Z is not None
     v = violations(prob, result.Z, result.eps, metric=result.check_metric)
     return (f"utility loss **{utility_loss_m(prob, result.Z):.0f} m** · violated pairs "
@@ -69,6 +71,7 @@ def delta_sweep_query() -> dict[str, str]:
 
 
 def delta_text(delta: float, n_users: int) -> str:
+    """What δ means for N users: the expected number of ordered pairs whose guarantee fails."""
     pairs = n_users * (n_users - 1)
     return (f"With N = {n_users} users there are {pairs:,} ordered user pairs; at δ = {delta:g} the expected number "
             f"whose ε-mDP guarantee fails is **{expected_failing_pairs(n_users, delta):.3g}**. A measured violation "

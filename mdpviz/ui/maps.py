@@ -56,6 +56,7 @@ class CompactDeck(pdk.Deck):
         self.map_style = NO_BASEMAP
 
     def to_json(self) -> str:
+        """The deck as compact JSON (no indentation, sorted keys)."""
         from pydeck.bindings.json_tools import default_serialize
 
         return json.dumps(self, sort_keys=True, default=default_serialize, separators=(",", ":"))

@@ -69,6 +69,7 @@ def presets() -> list[dict[str, Any]]:
 
 
 def by_id(preset_id: str) -> dict[str, Any] | None:
+    """The bundled preset with this id, or None."""
     return next((p for p in presets() if p["id"] == preset_id), None)
 
 

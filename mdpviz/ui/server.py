@@ -28,6 +28,7 @@ def chromium_path() -> str | None:
 
 
 def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])

@@ -47,16 +47,19 @@ URL_KEYS = (*PROBLEM_KEYS, "mech", "secret", "pt", "time_limit", "compare", "swe
 
 
 def default_city_slug() -> str:
+    """The slug of the default city (the library's choice)."""
     from mdpviz.cities import default_city
 
     return default_city()
 
 
 def city_slugs() -> list[str]:
+    """Slugs of every bundled city."""
     return [c.slug for c in list_cities()]
 
 
 def city_nodes(slug: str) -> int:
+    """Number of road nodes of a bundled city."""
     return next(c.nodes for c in list_cities() if c.slug == slug)
 
 

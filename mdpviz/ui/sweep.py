@@ -18,7 +18,7 @@ from mdpviz.explain import sweep_values
 from mdpviz.mechanisms import Mechanism, Param, get_mechanism
 from mdpviz.problem import Problem
 
-from . import cache, state, views
+from . import cache, solving, state
 
 
 def sweepable(mechs: list[Mechanism]) -> dict[str, Param]:
@@ -59,15 +59,19 @@ class Sweep:
 
     @property
     def done(self) -> int:
+        """Number of finished points."""
         return len(self.rows)
 
     def frame(self) -> pd.DataFrame:
+        """The finished rows as a table, one per (mechanism, value)."""
         cols = ["mechanism", "param", "value", "status", "utility_loss_m", "violation_ratio", "violated_pairs",
                 "checked_pairs", "adversary_error_m", "solve_s"]
         return pd.DataFrame(list(self.rows.values()), columns=cols)
 
 
 def plan(problem_key: str, mechs: list[Mechanism], p: Param, low: float, high: float, n: int) -> Sweep:
+    """Plan a sweep of ``p`` over ``n`` values in [low, high] (log-spaced for a log parameter) for each mechanism
+    that has ``p``, from its current values; the others are listed as skipped."""
     values = sweep_values(low, high, n, p.log and low > 0)
     base, points, skipped = {}, [], []
     for m in mechs:
@@ -92,7 +96,7 @@ def run_pending(prob: Problem, sweep: Sweep, time_limit: float) -> None:
         bar.progress(sweep.done / len(sweep.points),
                      text=f"{sweep.done}/{len(sweep.points)} done · solving {mech_name} at {sweep.label} = {value:g}")
         try:
-            result = cache.lookup(prob, mech_name, params) or views.run_solve(prob, mech, params, time_limit,
+            result = cache.lookup(prob, mech_name, params) or solving.run_solve(prob, mech, params, time_limit,
                                                                               label=f"{mech_name} at {value:g}")
         except MdpvizError as e:
             sweep.rows[(mech_name, value)] = _row(sweep, mech_name, value, f"error: {e}", None, None)
@@ -116,4 +120,5 @@ def _row(sweep: Sweep, mech: str, value: float, status: str, ev: dict[str, Any] 
 
 
 def current(sweep: Sweep | None) -> Sweep | None:
+    """``sweep`` when it is a :class:`Sweep`, else None (session state may hold anything)."""
     return sweep if isinstance(sweep, Sweep) else None

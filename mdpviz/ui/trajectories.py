@@ -1,4 +1,5 @@
-"""Streamlit glue for the Trajectories page (C-mDP, seed 002): cached solves, the trajectory map, charts."""
+"""Streamlit glue for the Trajectories page (C-mDP, seed 002): controls from the schemas of the registry's ``cmdp``
+family, cached solves (the comparison itself is ``mdpviz.cmdp.compare``), the trajectory map, charts."""
 
 from __future__ import annotations
 
@@ -11,15 +12,15 @@ import plotly.graph_objects as go
 import pydeck as pdk
 import streamlit as st
 
-from mdpviz.cmdp.compare import compare
-from mdpviz.cmdp.pipeline import context_free_problem, prepare
-from mdpviz.mechanisms import get_mechanism
+from mdpviz.cities import list_cities
+from mdpviz.cmdp import compare
+from mdpviz.mechanisms import Mechanism, Param, get_mechanism, mechanisms
+from mdpviz.mechanisms.base import Preset
 from mdpviz.mechanisms.base import Result
-from mdpviz.mechanisms.cmdp import data_settings
 from mdpviz.problem import Problem, build_problem
 from mdpviz.solve import solve
 
-from . import charts, maps
+from . import charts, controls, maps
 
 POLYLINE = [37, 99, 235, 200]
 CURRENT = [220, 38, 38, 255]
@@ -27,13 +28,40 @@ BLANKET = [234, 88, 12, 255]
 OLDER = [150, 150, 150, 200]
 NEXT = [16, 185, 129, 255]
 TASK = [124, 58, 237, 255]
-VARIANTS = ("cmdp", "cmdp-markov", "cmdp-truemb")
+FAMILY = "cmdp"  # the registry family of the page's mechanisms
+SHOWN = ("eps", "vehicles", "dependence", "memory")  # parameters shown above the "Advanced" expander
+STATIONS = ("seed",)  # parameters shown with the stations (the seed also draws them)
+K_LOW = 8  # fewest stations the page offers
+
+
+def variants() -> list[Mechanism]:
+    """The registered C-mDP variants (family ``cmdp``), in registry order: the page's mechanism choices."""
+    return [m for m in mechanisms() if m.family == FAMILY]
+
+
+def page_params() -> list[Param]:
+    """Every parameter of any variant, once each (the variants share the corpus and LP parameters)."""
+    seen: dict[str, Param] = {}
+    for m in variants():
+        for p in m.params:
+            seen.setdefault(p.name, p)
+    return list(seen.values())
+
+
+def param_key(name: str) -> str:
+    """Session key of a page parameter: one value per name, shared by the variants (so is the corpus)."""
+    return f"traj.{name}"
+
+
+def sweep_preset(mech: Mechanism) -> Preset | None:
+    """The variant's first preset with an ε sweep (the paper's Fig. 10 grid), or None."""
+    return next((pr for pr in mech.presets if pr.eps), None)
 
 
 @st.cache_resource(max_entries=4, show_spinner="Building the stations (secrets = outputs)…")
-def problem(city: str, k: int, seed: int) -> Problem:
-    """Stations = secrets = outputs, travel cost to the problem's task nodes."""
-    return build_problem(city, k, all_outputs=True, seed=seed)
+def problem(city: str, k: int, seed: int, region: str = "whole") -> Problem:
+    """Stations = secrets = outputs, travel cost to the problem's task nodes, drawn from ``region``."""
+    return build_problem(city, k, all_outputs=True, seed=seed, region=None if region == "whole" else region)
 
 
 def params_for(mech: str, values: dict[str, Any]) -> dict[str, Any]:
@@ -43,17 +71,82 @@ def params_for(mech: str, values: dict[str, Any]) -> dict[str, Any]:
 
 
 @st.cache_resource(max_entries=16, show_spinner="Generating trajectories, discovering blankets, solving the C-mDP LP…")
-def solve_variant(city: str, k: int, seed: int, mech: str, values_json: str) -> Result:
+def solve_variant(city: str, k: int, seed: int, region: str, mech: str, values_json: str) -> Result:
     """One C-mDP variant (library disk cache underneath)."""
-    return solve(problem(city, k, seed), mech, params_for(mech, json.loads(values_json)))
+    return solve(problem(city, k, seed, region), mech, params_for(mech, json.loads(values_json)))
 
 
-@st.cache_resource(max_entries=16, show_spinner="Solving the context-free LP on the same corpus…")
-def lp_baseline(city: str, k: int, seed: int, values_json: str) -> Result:
-    """The context-free LP (spec §3.4 no-motion cost) on the corpus of these settings."""
-    pb = problem(city, k, seed)
-    data = prepare(pb, data_settings(params_for("cmdp", json.loads(values_json))))
-    return solve(context_free_problem(data, "no-motion"), "lp", {"eps": json.loads(values_json)["eps"]})
+@st.cache_resource(max_entries=16, show_spinner="Solving the best context-invariant LP on the same corpus…")
+def lp_baseline(city: str, k: int, seed: int, region: str, values_json: str) -> tuple[Result, float | None]:
+    """The reference of the library's comparison (``mdpviz.cmdp.compare.best_context_free``): the context-free
+    LP on the context-averaged cost of this corpus, and its loss under the true model (m)."""
+    return compare.best_context_free(problem(city, k, seed, region), params_for("cmdp", json.loads(values_json)))
+
+
+def param_controls(mech: Mechanism) -> None:
+    """The variant's parameters from its schema (call inside the form): ε and the corpus's main settings, then
+    the others in an "Advanced" expander; values are kept per name, shared by the variants."""
+    ss = st.session_state
+    for p in page_params():
+        ss.setdefault(param_key(p.name), p.default)
+    own = [p for p in mech.params if p.name not in STATIONS]
+    shown = [p for p in own if p.name in SHOWN]
+    advanced = [p for p in own if p.name not in SHOWN]
+    st.markdown(f"**{mech.label}: parameters**")
+    for p in shown:
+        controls.param_widget(mech, p, key=param_key(p.name))
+    if advanced:
+        with st.expander(f"Advanced parameters ({len(advanced)})"):
+            for p in advanced:
+                controls.param_widget(mech, p, key=param_key(p.name))
+
+
+def station_controls(mech: Mechanism) -> None:
+    """City, region and number of stations (up to the variant's ``max_k``), and the seed (inside the form)."""
+    ss = st.session_state
+    cities = [c.slug for c in list_cities()]
+    if ss.get("traj_city") not in cities:
+        ss["traj_city"] = cities[0]
+    st.markdown("**Stations**")
+    st.selectbox("City", cities, key="traj_city", format_func=controls.city_label)
+    options = controls.region_options(ss["traj_city"], str(ss.get("traj_region") or "whole"))
+    if ss.get("traj_region") not in options:
+        ss["traj_region"] = "whole"
+    st.selectbox("Where the stations come from", list(options), key="traj_region", format_func=options.get,
+                 help="The whole city, or a disc around its centre: C-mDP's neighbour threshold η is a few km, so "
+                      "stations close together give it pairs to constrain.")
+    hi = int(mech.max_k or 2)
+    lo = min(K_LOW, hi)
+    preset = sweep_preset(mech)
+    default = int(preset.problem_dict().get("k", hi)) if preset is not None else hi
+    ss["traj_k"] = int(min(max(int(ss.get("traj_k", default)), lo), hi))
+    st.slider("Stations K (count)", lo, hi, key="traj_k",
+              help=f"Stations = secrets = outputs: {lo} to {hi} (the variant's limit).")
+    for p in mech.params:
+        if p.name in STATIONS:
+            st.number_input(p.display, int(p.low or 0), int(p.high or 0), step=1, key=param_key(p.name),
+                            help=f"{p.help}; also draws the stations. Range {p.range_text()}.")
+
+
+def apply_preset(preset: Preset) -> None:
+    """Button callback: put a preset's parameters and stations (city, K, region) into the page's controls."""
+    ss = st.session_state
+    for name, value in preset.params:
+        ss[param_key(name)] = value
+    where = preset.problem_dict()
+    if "city" in where:
+        ss["traj_city"] = where["city"]
+    if "k" in where:
+        ss["traj_k"] = int(where["k"])
+    ss["traj_region"] = str(where.get("region", "whole"))
+
+
+def preset_button(mech: Mechanism) -> None:
+    """A button that applies the variant's paper preset (stations and parameters), when it has one."""
+    preset = sweep_preset(mech)
+    if preset is not None:
+        st.button(preset.label, on_click=apply_preset, args=(preset,), help=preset.help, width="stretch",
+                  icon=":material/science:", key="traj_preset")
 
 
 METHODS = 6  # the paper's Fig. 10 ...
@@ -61,7 +154,7 @@ REFERENCES = 1  # ... and the LP on the context-averaged cost (``mdpviz.cmdp.com
 
 
 @st.cache_resource(show_spinner=False)
-def _curve_store() -> dict[tuple[str, int, int, str, tuple[float, ...]], pd.DataFrame]:
+def _curve_store() -> dict[tuple[Any, ...], pd.DataFrame]:
     """Finished curves, shared by sessions (the solves underneath are in the library's disk cache too)."""
     return {}
 
@@ -74,26 +167,27 @@ def curves_estimate_s(result: Result, lp: Result, n_eps: int) -> float:
     return n_eps * (3 * t_c + (METHODS + REFERENCES - 3) * t_lp)
 
 
-def cached_curves(city: str, k: int, seed: int, values_json: str, eps_values: tuple[float, ...]
+def cached_curves(city: str, k: int, seed: int, region: str, values_json: str, eps_values: tuple[float, ...]
                   ) -> pd.DataFrame | None:
-    return _curve_store().get((city, k, seed, values_json, eps_values))
+    """The curves of these settings when already computed in this server, else None."""
+    return _curve_store().get((city, k, seed, region, values_json, eps_values))
 
 
-def curves(city: str, k: int, seed: int, values_json: str, eps_values: tuple[float, ...]) -> pd.DataFrame:
+def curves(city: str, k: int, seed: int, region: str, values_json: str, eps_values: tuple[float, ...]
+           ) -> pd.DataFrame:
     """Loss and runtime against ε for the six methods and the reference (``mdpviz.cmdp.compare``), with a
     progress bar per ε while it runs."""
-    key = (city, k, seed, values_json, eps_values)
+    key = (city, k, seed, region, values_json, eps_values)
     store = _curve_store()
     if key not in store:
-        pb = problem(city, k, seed)
-        params = params_for("cmdp", json.loads(values_json))
-        data = prepare(pb, data_settings(params))
         bar = st.progress(0.0, text="starting")
 
         def progress(phase: str, fraction: float | None) -> None:
+            """Move the progress bar to the finished fraction of the ε values."""
             bar.progress(min(max(float(fraction or 0.0), 0.0), 1.0), text=f"solving at {phase}")
 
-        rows = compare(data, params, eps_values, use_cache=True, progress=progress)
+        rows = compare.compare_problem(problem(city, k, seed, region), params_for("cmdp", json.loads(values_json)),
+                                       eps_values, progress=progress)
         bar.empty()
         store[key] = pd.DataFrame([{k: v for k, v in r.items() if k != "blankets"} for r in rows])
     return store[key]
@@ -136,6 +230,7 @@ def trajectory_deck(prob: Problem, roads: pdk.Layer | None, ex: dict[str, Any], 
 
 
 def legend() -> str:
+    """The trajectory map's symbol legend (HTML)."""
     return maps.symbol_legend_html([("trajectory", POLYLINE, "line"), ("current x(t)", CURRENT, "dot"),
                                     ("blanket lag", BLANKET, "dot"), ("older context", OLDER, "dot"),
                                     ("true next", NEXT, "dot"), ("task", TASK, "dot")])

@@ -1,0 +1,261 @@
+"""A result's free-form diagnostics made readable: sorted into a table, histograms and measured checks, points
+worth drawing, users' sampled reports, the anchors-and-budget panel, and mechanism-specific panels."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from mdpviz.mechanisms import Result
+from mdpviz.problem import Problem
+from mdpviz.verdict import is_check, measured_checks
+
+from . import cache, charts
+
+
+def _as_array(value: Any) -> np.ndarray | None:
+    """``value`` as a numpy array, or None for ragged or odd values (diagnostics are free-form)."""
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def is_binned(value: Any) -> bool:
+    """A pre-binned histogram: a dict with ``counts`` and ``edges`` (one more edge than counts)."""
+    return isinstance(value, dict) and "counts" in value and "edges" in value
+
+
+def _walk(prefix: str, value: Any, found: dict[str, Any], test: Any) -> None:
+    if test(value):
+        found[prefix] = value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _walk(f"{prefix}.{k}" if prefix else str(k), v, found, test)
+
+
+def binned_histograms(diag: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every pre-binned histogram in the diagnostics, by dotted name."""
+    found: dict[str, Any] = {}
+    _walk("", diag, found, is_binned)
+    return {k: v for k, v in found.items() if len(v["counts"]) and len(v["edges"]) == len(v["counts"]) + 1}
+
+
+def check_rows(diag: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every measured check (violated / checked) in the diagnostics as table rows with numerator/denominator."""
+    return [{"check": name, "violated": f"{bad:,}", "checked": f"{total:,}",
+             "ratio": f"{bad / total:.3g}" if total else "–", "exponent": str(v.get("exponent", ""))}
+            for name, bad, total, v in measured_checks(diag)]
+
+
+def _flatten(prefix: str, value: Any, scalars: dict[str, Any], arrays: dict[str, np.ndarray],
+             other: dict[str, str]) -> None:
+    if is_binned(value) or is_check(value):  # drawn as bar charts / listed in the checks table
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}" if prefix else str(k), v, scalars, arrays, other)
+        return
+    if isinstance(value, (bool, np.bool_, str)) or value is None:
+        scalars[prefix] = value if not isinstance(value, np.bool_) else bool(value)
+        return
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        scalars[prefix] = value.item() if isinstance(value, np.generic) else value
+        return
+    arr = _as_array(value)
+    if arr is None:
+        other[prefix] = type(value).__name__
+        return
+    if arr.ndim == 1 and arr.dtype.kind in "fiu" and len(arr):
+        if arr.dtype.kind == "f":
+            arrays[prefix] = arr.astype(float)
+        else:
+            scalars[prefix] = f"{len(arr):,} integers (e.g. indices)"
+    elif arr.ndim == 0 and arr.dtype.kind in "fiub":
+        scalars[prefix] = arr.item()
+    else:
+        other[prefix] = f"array of shape {arr.shape}"
+
+
+def split_diagnostics(diag: dict[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, str]]:
+    """Sort a result's diagnostics into scalars (a table), float 1-D arrays (histograms) and the rest."""
+    scalars: dict[str, Any] = {}
+    arrays: dict[str, np.ndarray] = {}
+    other: dict[str, str] = {}
+    for k, v in diag.items():
+        _flatten(str(k), v, scalars, arrays, other)
+    return scalars, arrays, other
+
+
+def table_arrays(diag: dict[str, Any]) -> dict[str, np.ndarray]:
+    """2-D numeric diagnostics with 2 to 6 columns (per-iteration histories), except coordinate lists."""
+    found: dict[str, np.ndarray] = {}
+    for k, v in diag.items():
+        if isinstance(v, (str, bytes, dict)) or "latlon" in str(k).lower():
+            continue
+        try:
+            arr = np.asarray(v, dtype=float)
+        except (TypeError, ValueError):
+            continue
+        if arr.ndim == 2 and 2 <= arr.shape[1] <= 6 and arr.shape[0] >= 2:
+            found[str(k)] = arr
+    return found
+
+
+def diagnostic_points(diag: dict[str, Any], prob: Problem) -> tuple[str, np.ndarray, np.ndarray] | None:
+    """Points worth drawing from the diagnostics: an (n, 2) ``*latlon*`` array, or anchor indices into X."""
+    for k, v in diag.items():
+        name = str(k).lower()
+        arr = _as_array(v)
+        if arr is None:
+            continue
+        if "latlon" in name and arr.ndim == 2 and arr.shape[1] == 2 and arr.dtype.kind in "fi":
+            return str(k), arr[:, 0].astype(float), arr[:, 1].astype(float)
+        if "anchor" in name and arr.ndim == 1 and arr.dtype.kind in "iu" and len(arr) and arr.max() < prob.k:
+            return str(k), prob.x_lat[arr], prob.x_lon[arr]
+    return None
+
+
+def user_reports(diag: dict[str, Any], k: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Users' true secrets and sampled reports (both indices into X) from ``diag['users']``, where given."""
+    users = diag.get("users")
+    if not isinstance(users, dict) or "secret" not in users or "report_x" not in users:
+        return None
+    try:
+        src, dst = np.asarray(users["secret"], dtype=np.int64), np.asarray(users["report_x"], dtype=np.int64)
+    except (TypeError, ValueError):
+        return None
+    if src.shape != dst.shape or src.ndim != 1:
+        return None
+    ok = (dst >= 0) & (src >= 0) & (src < k) & (dst < k)
+    return src[ok], dst[ok]
+
+
+DRAWN_ELSEWHERE = ("budget_curve",)  # diagnostics with their own chart (mdpviz.ui.continuous)
+
+
+def diagnostics_panel(result: Result, k: int | None = None) -> None:
+    """Generic view of ``result.diagnostics`` plus a specific PAnDA panel when its keys are present."""
+    diag = {n: v for n, v in (result.diagnostics or {}).items() if n not in DRAWN_ELSEWHERE}
+    if not diag:
+        st.caption("This mechanism reports no diagnostics.")
+        return
+    panda_panel(diag, result.eps, k)
+    checks = check_rows(diag)
+    if checks:
+        st.markdown("**Measured checks reported by the mechanism** (violated / checked)")
+        st.dataframe(pd.DataFrame(checks), hide_index=True, width="stretch")
+    binned = binned_histograms(diag)
+    if binned:
+        cols = st.columns(2)
+        for n, (name, h) in enumerate(binned.items()):
+            with cols[n % 2]:
+                st.plotly_chart(charts.binned_histogram(h, name), key=f"binned-{name}",
+                                config={"displayModeBar": False})
+    scalars, arrays, other = split_diagnostics(diag)
+    if scalars or other:
+        rows = [{"diagnostic": name, "value": _cell(v)} for name, v in {**scalars, **other}.items()]
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    for name, arr in table_arrays(diag).items():
+        st.plotly_chart(charts.columns_chart(arr, f"{name} (per row: {arr.shape[1]} columns)"), key=f"cols-{name}",
+                        config={"displayModeBar": False})
+    cols = st.columns(2)
+    for n, (name, arr) in enumerate(arrays.items()):
+        finite = arr[np.isfinite(arr)]
+        with cols[n % 2]:
+            st.plotly_chart(charts.histogram(finite, f"{name} ({len(arr):,} values)"), key=f"hist-{name}",
+                            config={"displayModeBar": False})
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)
+
+
+def _find(diag: dict[str, Any], *needles: str) -> tuple[str, Any] | None:
+    for k, v in diag.items():
+        if any(n in str(k).lower() for n in needles):
+            return str(k), v
+    return None
+
+
+def anchor_count(diag: dict[str, Any]) -> tuple[str, int] | None:
+    """(name, count) of the anchors in the diagnostics: an index array or a plain count named like ``anchor``."""
+    found = _find(diag, "anchor")
+    if found is None:
+        return None
+    k, v = found
+    arr = np.asarray(v)
+    if arr.ndim == 1 and arr.dtype.kind in "iu":
+        return k, len(arr)
+    if arr.ndim == 0 and arr.dtype.kind in "iu":
+        return k, int(arr)
+    if arr.ndim == 2:
+        return k, len(arr)
+    return None
+
+
+def budget_parts(diag: dict[str, Any]) -> tuple[list[tuple[str, float]], str]:
+    """The parts of a budget split and their unit: a dict named like ``budget``/``split`` of numbers, or its
+    ``percent`` (% of ε) or ``km_inv`` (km⁻¹) sub-dict."""
+    split = _find(diag, "budget_split", "split")
+    if split is None or not isinstance(split[1], dict):
+        return [], ""
+    body, unit = split[1], ""
+    for sub_key, sub_unit in (("percent", "% of ε"), ("km_inv", "km⁻¹")):
+        if isinstance(body.get(sub_key), dict):
+            body, unit = body[sub_key], sub_unit
+            break
+    parts = [(str(n), float(x)) for n, x in body.items() if isinstance(x, (int, float, np.integer, np.floating))
+             and not isinstance(x, bool)]
+    if not unit and parts:
+        total = sum(x for _, x in parts)
+        unit = "% of ε" if 95 <= total <= 105 else ("fraction of ε" if 0.95 <= total <= 1.05 else "km⁻¹")
+    return parts, unit
+
+
+def panda_panel(diag: dict[str, Any], eps: float, k: int | None = None) -> None:
+    """Anchor-based mechanisms (PAnDA, AIPO): anchor count and share of K, and the budget split when given."""
+    anchors = anchor_count(diag)
+    parts, unit = budget_parts(diag)
+    if anchors is None and not parts:
+        return
+    st.markdown("**Anchors and privacy budget**")
+    if anchors is not None:
+        name, n = anchors
+        share = f" ({n / k:.1%} of K = {k:,})" if k else ""
+        lat = diag.get("lattice")
+        if isinstance(lat, dict) and {"nx", "ny", "step_km"} <= lat.keys():  # a regular lattice (AIPO)
+            st.caption(f"{name}: **{n:,}** anchors on a {lat['nx']} × {lat['ny']} lattice with cells of "
+                       f"{float(lat['step_km']) * 1000:,.0f} m{share}. The LP is solved over anchors only.")
+        else:
+            st.caption(f"{name}: **{n:,}** anchors{share}. The LP is solved over anchors only; PAnDA reports "
+                       "≈ 15 % of K in the paper.")
+    sizes = [(label, diag.get(key)) for key, label in (("expected_anchor_set_size", "expected anchor set size E|A_n|"),
+                                                        ("mean_anchor_set_size", "mean sampled |A_n|"))
+             if isinstance(diag.get(key), (int, float))]
+    if sizes:
+        st.caption(" · ".join(f"{label}: {value:.3g}" for label, value in sizes))
+    if parts:
+        st.plotly_chart(charts.stacked_split(parts, f"Budget split at ε = {eps:g} km⁻¹", unit),
+                        key="panda-split", config={"displayModeBar": False})
+
+
+# mechanism-specific panels that other modules of mdpviz/ui provide: mechanism name -> (module, function);
+# each function takes (problem, road segments, result) and lays out its own panel
+SPECIFIC_PANELS: dict[str, tuple[str, str]] = {"dista-lp": ("mdpviz.ui.dista", "render")}
+
+
+def specific_panel(prob: Problem, result: Result) -> None:
+    """The mechanism's own panel, when one is registered in ``SPECIFIC_PANELS``."""
+    entry = SPECIFIC_PANELS.get(result.mechanism)
+    if entry is None or not result.ok:
+        return
+    import importlib
+
+    render = getattr(importlib.import_module(entry[0]), entry[1])
+    render(prob, cache.road_layer(prob), result)

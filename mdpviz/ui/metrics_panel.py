@@ -1,0 +1,96 @@
+"""The headline numbers of one result beside the map: the verdict box, utility loss, violations against the
+claim, adversary error, solve time per phase and the LP's size in words."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from mdpviz.explain import format_s
+from mdpviz.mechanisms import Result
+from mdpviz.problem import Problem
+from mdpviz.verdict import Verdict, verdict
+
+
+def phase_text(timings: dict[str, float]) -> str:
+    """Seconds per phase as one short line (``total_s`` left out): ``anchors 0.3 ms · LP solve 1.2 s``."""
+    return " · ".join(f"{k.removesuffix('_s').replace('_', ' ')} {format_s(v)}" for k, v in timings.items()
+                      if k != "total_s" and isinstance(v, (int, float)))
+
+
+# words for the LP-size keys the solvers report; other keys are turned into words by lp_size_label
+LP_SIZE_LABELS = {"wem_entries": "weighted-EM entries", "pricing_lps": "pricing LPs",
+                  "pricing_rows_max": "rows per pricing LP (max)", "pricing_rows_mean": "rows per pricing LP (mean)",
+                  "master_rows": "master LP rows", "atoms_used": "atoms used", "nonzeros": "nonzeros",
+                  "sub_variables_max": "subproblem variables (max)",
+                  "sub_constraints_max": "subproblem constraints (max)"}
+
+
+def lp_size_label(key: str) -> str:
+    """A readable name of an LP-size key: ``pricing_rows_mean`` → ``rows per pricing LP (mean)``.
+
+    >>> lp_size_label("master_variables"), lp_size_label("cuts_max")
+    ('master variables', 'cuts (max)')
+    """
+    if key in LP_SIZE_LABELS:
+        return LP_SIZE_LABELS[key]
+    words = key.split("_")
+    if words[-1] in ("max", "mean", "min", "total") and len(words) > 1:
+        return f"{' '.join(words[:-1])} ({words[-1]})"
+    return " ".join(words)
+
+
+def lp_size_text(lp_size: dict[str, int]) -> str:
+    """The LP's sizes as one line of counts with readable names."""
+    return " · ".join(f"{v:,} {lp_size_label(k)}" for k, v in lp_size.items())
+
+
+VERDICT_BOX = {"ok": (st.success, ":material/verified_user:"), "info": (st.info, ":material/info:"),
+               "warning": (st.warning, ":material/warning:"), "error": (st.error, ":material/gpp_bad:")}
+
+
+def verdict_box(result: Result, ev: dict[str, Any] | None, label: str) -> Verdict:
+    """The plain-words verdict (``mdpviz.verdict``) in a box coloured by its level, then the mechanism's message."""
+    v = verdict(result, ev, label=label)
+    box, icon = VERDICT_BOX[v.level]
+    box(v.headline, icon=icon)
+    if result.message:
+        st.caption(f"**What happened:** {result.message}")
+    if not result.ok:
+        st.caption("Try a smaller K or |Y|, a faster mechanism, or a longer time limit.")
+    return v
+
+
+def metrics_panel(prob: Problem, result: Result, ev: dict[str, Any], v: Verdict | None = None) -> None:
+    """The headline numbers of one result, with units, and the violations stated against the claim."""
+    viol = ev["violations"]
+    if v is not None and v.meaning:
+        st.caption(v.meaning)
+    st.metric("Utility loss (m)", f"{ev['utility_loss_m']:.1f}",
+              help="Expected cost Σ_x p_x Σ_y c(x, y)·Z[x, y] in metres: lower is better for the user.")
+    st.metric("mDP violation ratio (pairs)", f"{viol['ratio']:.3g}",
+              help=f"Ordered pairs (x, x') with some y where Z[x,y] > e^(ε·d)·Z[x',y] (relative tolerance "
+                   f"{viol['tolerance']:g}), over all pairs of X. Worst pair uses {viol['worst_factor']:.3g}× the "
+                   "allowed ε·d.")
+    st.caption(f"{viol['violated_pairs']:,} violated / {viol['checked_pairs']:,} ordered pairs checked at "
+               f"ε = {result.eps:.3g} km⁻¹ in the {viol.get('metric', prob.metric)} metric")
+    if v is not None and v.claim_line:
+        st.caption(f"**Against the claim:** {v.claim_line}")
+    st.metric("Adversary error (m)", f"{ev['adversary_error_m']:.1f}",
+              help="Expected distance between the true location and the Bayes-optimal attacker's guess, metres: "
+                   "higher is more private.")
+    total = result.timings.get("total_s", sum(result.timings.values()))
+    st.metric("Solve time", format_s(total), help="Wall-clock seconds of the solve (from the cache: as measured "
+                                                     "when it was first solved).")
+    phases = phase_text(result.timings)
+    if phases:
+        st.caption(f"Per phase: {phases}")
+    if result.lp_size:
+        st.caption("LP: " + lp_size_text(result.lp_size))
+    st.caption(f"Status: **{result.status}**")
+    if len(result.claim) <= 60:
+        st.caption(f"Privacy claim: {result.claim}")
+    else:
+        with st.expander("Privacy claim"):
+            st.caption(result.claim)

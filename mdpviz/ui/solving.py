@@ -1,0 +1,109 @@
+"""Solving from a page: the error guard, the solve in a worker thread with its progress box, and the
+solve-or-look-up step every page uses."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import streamlit as st
+
+from mdpviz.errors import MdpvizError
+from mdpviz.explain import format_s, solve_warning
+from mdpviz.mechanisms import Mechanism, Result
+from mdpviz.problem import Problem
+from mdpviz.solve import solve
+
+from . import cache
+
+
+@contextmanager
+def guard() -> Iterator[None]:
+    """Show a library error as a message a person can act on, then stop the page (never a traceback)."""
+    try:
+        yield
+    except MdpvizError as e:
+        st.error(str(e), icon=":material/error:")
+        st.stop()
+
+
+def solve_hint(prob_k: int, prob_m: int, mech: Mechanism) -> str | None:
+    """The slow-solve warning of ``mdpviz.explain`` (the mechanism's ``max_k``, the LP's size), and a note when
+    the all-pairs check itself will take a while (K above ``state.SLOW_CHECK_K``)."""
+    from . import state
+
+    hint = solve_warning(prob_k, prob_m, max_k=mech.max_k, family=mech.family, exact=mech.exact,
+                         time_limit_s=float(st.session_state.get("time_limit", 60.0)))
+    if prob_k > state.SLOW_CHECK_K:
+        pairs = prob_k * (prob_k - 1)
+        check = (f"Checking ε-mDP on all {pairs:,} ordered pairs × {prob_m:,} outputs after the solve takes "
+                 "a while (tens of seconds and more).")
+        hint = f"{hint} {check}" if hint else check
+    return hint
+
+
+def run_solve(prob: Problem, mech: Mechanism, params: dict[str, Any], time_limit: float,
+              label: str | None = None) -> Result:
+    """Solve in a worker thread while this script shows the phase and elapsed time; returns the Result.
+
+    The worker only records the latest phase: it never calls Streamlit (no script context there). A quick
+    solve (under 0.3 s) shows no status box at all. The box ends green only for a usable mechanism.
+    """
+    box: dict[str, Any] = {"phase": "starting", "fraction": None}
+    out: dict[str, Any] = {}
+    name = label or mech.label
+
+    def progress(phase: str, fraction: float | None) -> None:
+        """Record the latest phase and fraction (called in the worker thread)."""
+        box["phase"], box["fraction"] = phase, fraction
+
+    def work() -> None:
+        """Run the solve, keeping its result or its exception for the script thread."""
+        try:
+            out["result"] = solve(prob, mech.name, params, progress=progress, time_limit=time_limit)
+        except BaseException as e:  # noqa: BLE001 - handed to the script thread, which shows or re-raises it
+            out["error"] = e
+
+    worker = threading.Thread(target=work, name=f"mdpviz-solve-{mech.name}", daemon=True)
+    t0 = time.perf_counter()
+    worker.start()
+    worker.join(0.3)
+    if worker.is_alive():
+        with st.status(f"Solving {name}…", expanded=True) as status:
+            bar = st.progress(0.0, text="starting")
+            while worker.is_alive():
+                worker.join(0.2)
+                el = time.perf_counter() - t0
+                frac = box["fraction"]
+                shown = float(frac) if frac is not None else min(0.99, el / max(time_limit, 1e-9))
+                bar.progress(min(max(shown, 0.0), 1.0),
+                             text=f"{box['phase']} · {el:.1f} s elapsed (limit {time_limit:g} s)")
+            took = format_s(time.perf_counter() - t0)
+            result = out.get("result")
+            if "error" in out:
+                status.update(label=f"{name} failed after {took}", state="error", expanded=False)
+            elif result is not None and not result.ok:
+                status.update(label=f"{name}: {result.status} after {took}, no mechanism", state="error",
+                              expanded=False)
+            else:
+                status.update(label=f"{name}: {result.status if result else 'done'} in {took}", state="complete",
+                              expanded=False)
+    if "error" in out:
+        raise out["error"]
+    result = out["result"]
+    cache.remember(prob, result)
+    return result
+
+
+def solve_or_lookup(prob: Problem, mech: Mechanism, params: dict[str, Any], solve_now: bool,
+                    time_limit: float) -> tuple[Result | None, str | None]:
+    """Solve (when asked) or look up a result; a library error becomes its message instead of stopping the page."""
+    try:
+        if solve_now:
+            return run_solve(prob, mech, params, time_limit), None
+        return cache.lookup(prob, mech.name, params), None
+    except MdpvizError as e:
+        return None, str(e)
