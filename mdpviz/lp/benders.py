@@ -357,7 +357,7 @@ class _Sub:
         idx = np.arange(self.n_pair_rows, dtype=np.int32)
         lo = np.full(self.n_pair_rows, -INF)
         if self.n_pair_rows:
-            self.lp.changeRowsBounds(self.n_pair_rows, idx, lo, rhs)
+            self.lp.changeRowsBounds(self.n_pair_rows, idx, lo, rhs)  # type: ignore[attr-defined]  # not in the stubs
         st = _run(self.lp, deadline)
         if st == _H.kOptimal:
             const, g, value = self._duals(self.lp, phase1=False)
@@ -366,7 +366,7 @@ class _Sub:
         if st not in (_H.kInfeasible, _H.kUnboundedOrInfeasible):  # costs ≥ 0 and z bounded: never unbounded
             return self.lp.modelStatusToString(st), 0.0, None, 0.0, None
         if self.n_pair_rows:
-            self.ph1.changeRowsBounds(self.n_pair_rows, idx, lo, rhs)
+            self.ph1.changeRowsBounds(self.n_pair_rows, idx, lo, rhs)  # type: ignore[attr-defined]  # not in the stubs
         st = _run(self.ph1, deadline)
         if st != _H.kOptimal:  # the elastic twin is always feasible and bounded: anything else is a failure
             return "phase 1: " + self.ph1.modelStatusToString(st), 0.0, None, 0.0, None
@@ -377,7 +377,7 @@ class _Sub:
         # each row loosened by its phase-1 slack; that LP relaxes the subproblem, so its cut is valid, and its rows
         # hold within those slacks (the mechanism repairs them exactly and re-checks the gap)
         sigma = np.maximum(np.array(self.ph1.getSolution().col_value)[self.nx * self.m:], 0.0) / self.big
-        self.lp.changeRowsBounds(self.n_pair_rows, idx, lo, rhs + sigma)
+        self.lp.changeRowsBounds(self.n_pair_rows, idx, lo, rhs + sigma)  # type: ignore[attr-defined]  # not in the stubs
         if _run(self.lp, deadline) != _H.kOptimal:
             return "feas", const, g, value, None
         const, g, value = self._duals(self.lp, phase1=False, h_vec=self.h + sigma)
@@ -598,7 +598,10 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
                                     "feasibility_cuts": n_feas, "row_sum_cuts": n_row, "master_s": dt_mp,
                                     "max_sub_s": 0.0})
                     continue
-        zY = z_out if lam >= 1.0 else lam * z_out + (1.0 - lam) * zc
+        if lam >= 1.0 or zc is None:
+            zY = z_out
+        else:
+            zY = lam * z_out + (1.0 - lam) * zc
         wbar = w_out
         ub = float(W[b_rows].ravel() @ zY)
         violated_out = row_cut  # a row-sum cut already cuts the master's point
