@@ -59,12 +59,20 @@ def load(folder: Path) -> dict[str, Any] | None:
     return _load(str(folder), (folder / "meta.json").stat().st_mtime)
 
 
+def _points_text(meta: dict[str, Any]) -> str:
+    """How much of the grid the run covered, e.g. "60 of 176 points (54 computed, 6 saved) in 1,205 s"."""
+    done = int(meta.get("computed", 0)) + int(meta.get("reused", 0))
+    total = int(meta.get("points", done))
+    parts = f"{meta.get('computed', 0)} computed, {meta.get('reused', 0)} from saved points"
+    return f"{done} of {total} points ({parts}) in {float(meta.get('wall_s', 0.0)):,.0f} s"
+
+
 def header(report: dict[str, Any], origin: str) -> None:
     """The report's provenance line and its verdict counts."""
     meta = report["meta"]
     st.caption(f"{origin}: {meta['date']} · {meta['machine']} · load {meta['load_start']} → {meta['load_end']} · "
-               f"{meta['size']} form, {meta['mode']} mode, {meta['backend']} · {meta['points']} points in "
-               f"{meta['wall_s']:.0f} s · `{meta['command']}`")
+               f"{meta['size']} form, {meta['mode']} mode, {meta['backend']} · {_points_text(meta)} · "
+               f"`{meta['command']}`")
     frame = report["comparison"]
     counts = frame["verdict"].value_counts()
     cols = st.columns(4)
