@@ -12,6 +12,10 @@ combination of *atoms*, vectors exactly in the cone C = {v ≥ 0 : v_i ≤ e^{E_
 * **Stabilisation**: Wentges smoothing toward the best-bound dual and a dual box (artificial columns).
 * **Exact output**: Z = Σ λ a is in the cone column by column; ``make_row_stochastic`` fixes the rows inside it.
 
+In the code: :func:`solve_conic` checks and scales the input, ``_initial_atoms`` gives the starting atoms,
+``_Master`` holds the master LP and its atoms, ``_Pricer`` the per-output pricing LPs, and ``_ColumnGeneration``
+runs the loop (price, repair, share atoms, bound, purge) and assembles the exact Z.
+
 Its pricing LPs carry coefficients up to 1e9 and can end in numerical trouble when ε·d is large (HiGHS "Unknown");
 it then raises :class:`~mdpviz.errors.SolverError` and ``solve_structured`` falls back to the row-and-column
 engine. This is the project's earlier default engine, kept for the dense regime.
