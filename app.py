@@ -17,6 +17,7 @@ PAGES = [
     st.Page("app_pages/tradeoff.py", title="Trade-off", icon=":material/show_chart:", url_path="tradeoff"),
     st.Page("app_pages/trajectories.py", title="Trajectories", icon=":material/route:", url_path="trajectories"),
     st.Page("app_pages/learn.py", title="Learn", icon=":material/school:", url_path="learn"),
+    st.Page("app_pages/reproduce.py", title="Reproduce", icon=":material/fact_check:", url_path="reproduce"),
 ]
 
 page = st.navigation(PAGES)

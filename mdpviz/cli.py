@@ -234,6 +234,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="print progress to stderr")
     p.set_defaults(func=cmd_solve)
 
+    p = sub.add_parser("reproduce", help="rerun the seed papers' tables and write reports beside the papers' numbers")
+    p.add_argument("names", nargs="*", metavar="NAME",
+                   help="experiments to run (`--list` names them; `all` = every one)")
+    p.add_argument("--list", action="store_true", help="list the experiments and exit")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--quick", dest="size", action="store_const", const="quick",
+                      help="fewer seeds and smaller K (each experiment in about 2 minutes on 2 cores)")
+    size.add_argument("--tiny", dest="size", action="store_const", const="tiny", help="a few seconds (CI)")
+    size.add_argument("--size", dest="size", choices=("tiny", "quick", "full"), help="default full: the paper's grid")
+    p.add_argument("--mode", default="paper", choices=("paper", "authors"),
+                   help="PAnDA, DISTA-LP: as the paper writes it (default) or as the authors' code ran it")
+    p.add_argument("--workers", type=int, default=0, help="start a Dask LocalCluster with N worker processes")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on an existing Dask cluster")
+    p.add_argument("--out", default=None, help="folder of the reports (default ./mdpviz-reproduce)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the solve cache")
+    p.add_argument("--fresh", action="store_true", help="recompute every point (default: resume from the points file)")
+    p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                   help="stop starting points this long after the command started (experiments sharing a grid, "
+                        "e.g. the three PAnDA ones, then report the same points); each report lists the points not "
+                        "run, and a rerun resumes them")
+    p.set_defaults(func=cmd_reproduce, size="full")
+
     p = sub.add_parser("bench", help="benchmarks that print timings (lp, panda, ...)")
     p.add_argument("suite", help="which benchmark: " + ", ".join(BENCHMARKS))
     p.add_argument("rest", nargs=argparse.REMAINDER, help="options of that benchmark (see `bench SUITE --help`)")
@@ -258,6 +280,45 @@ def cmd_bench(a: argparse.Namespace) -> int:
     except ModuleNotFoundError as e:
         raise MdpvizError(f"Benchmark `{a.suite}` is not built yet ({e}).") from e
     return int(module.main(a.rest))
+
+
+def cmd_reproduce(a: argparse.Namespace) -> int:
+    from .reproduce import DEFAULT_OUT, experiments, get_experiment, reproduce
+
+    if a.list or not a.names:
+        for e in experiments():
+            print(f"{e.name:<20} {e.title}" + (f"  [modes: {', '.join(e.modes)}]" if len(e.modes) > 1 else ""))
+        return 0
+    names = [e.name for e in experiments()] if a.names == ["all"] else a.names
+    for name in names:
+        get_experiment(name)  # unknown names fail before anything runs
+    if a.budget is not None and a.budget <= 0:
+        raise MdpvizError(f"`--budget` = {a.budget:g} s is invalid: give a positive number of seconds.")
+    t_start = time.perf_counter()
+    for name in names:
+        t0 = time.perf_counter()
+
+        def progress(rec: dict[str, Any], done: int, total: int, t0: float = t0) -> None:
+            pt, rows = rec["point"], rec.get("rows") or [{}]
+            what = rec.get("error") or rows[0].get("status", "")
+            print(f"  [{done}/{total}] {pt['mechanism'] or pt['task'].rsplit(':', 1)[-1]} "
+                  f"{pt['tags'].get('label', '')} K={pt['problem'].get('k')} seed {pt['seed']}: {str(what)[:90]} "
+                  f"({rec.get('wall_s', 0):.1f} s; {time.perf_counter() - t0:.0f} s elapsed)", flush=True)
+
+        command = f"python -m mdpviz reproduce {name} --size {a.size} --mode {a.mode}" + (
+            f" --workers {a.workers}" if a.workers else "") + (f" --scheduler {a.scheduler}" if a.scheduler else "") + (
+            f" --budget {a.budget:g}" if a.budget else "")
+        stop = None if a.budget is None else (lambda: time.perf_counter() - t_start > a.budget)
+        print(f"{name}: {a.size} form, {a.mode} mode", flush=True)
+        path, cmp = reproduce(name, size=a.size, mode=a.mode, out_dir=a.out or DEFAULT_OUT, workers=a.workers,
+                              scheduler=a.scheduler, use_cache=not a.no_cache, fresh=a.fresh, command=command,
+                              progress=progress, stop=stop)
+        counts: dict[str, int] = {}
+        for row in cmp.rows:
+            counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
+        print(f"wrote {path} ({len(cmp.rows)} rows: " + ", ".join(f"{k} {v}" for k, v in counts.items()) +
+              f"; {time.perf_counter() - t0:.0f} s)")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -158,3 +158,31 @@ def test_presets_are_valid_parameters() -> None:
         for preset in mech.presets:
             mech.validate(preset.param_dict())
             assert preset.help
+
+
+def test_row_sum_cuts_are_valid_and_keep_the_optimum(rome) -> None:
+    pb, ref = rome
+    pi, pj = neighbour_pairs(pb.d, ETA)
+    expo = EPS * pb.d[pi, pj]
+    Z_ref, out = solve_mdp_lp(pb.p, pb.c, pi, pj, expo, method="simplex")
+    labels = benders.partition("kmeans-dv", 25, pb.d, pb.xy_km, pi, pj)
+    cross = labels[pi] != labels[pj]
+    is_b = np.zeros(pb.k, dtype=bool)
+    is_b[pi[cross]] = is_b[pj[cross]] = True
+    bidx = np.full(pb.k, -1, dtype=np.int64)
+    bidx[is_b] = np.arange(is_b.sum())
+    rows = benders.RowSumCuts(pb.k, pi, pj, expo, labels, is_b, bidx)
+    # at a point that is not feasible (each boundary record on its own output), cuts are found, and the LP's
+    # optimum satisfies every one
+    nb, m = int(is_b.sum()), pb.c.shape[1]
+    zY = np.full((nb, m), 1e-9)
+    zY[np.arange(nb), np.arange(nb) % m] = 1.0
+    lo, cols, vals = rows.separate(zY)
+    assert len(cols) > 0
+    flat = Z_ref[is_b].ravel()
+    lhs = np.array([v @ flat[c] for c, v in zip(cols, vals)])
+    assert np.all(lhs >= np.array(lo) - 1e-6)
+    # with them, lp-bd still ends at the monolithic optimum of the same LP
+    res = solve(pb, "lp-bd", {"eps": EPS, "row_cuts": True}, use_cache=False)
+    assert res.status == "optimal" and not res.degenerate.startswith("No mechanism"), res.message
+    assert abs(res.objective_m - ref) <= 0.01 + 1e-9 * ref and res.bound_m <= ref * (1 + 1e-9)

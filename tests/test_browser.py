@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 
+from mdpviz.reproduce.report import SHIPPED_DIR
 from mdpviz.ui.server import CHROMIUM_ARGS, canvas_drawn_fraction, chromium_path, streamlit_server
 
 pytestmark = pytest.mark.browser
@@ -114,6 +115,14 @@ def test_pages_draw_explain_and_stay_on_their_origin(tmp_path: Path) -> None:
             page.goto(f"{url}/learn", timeout=30_000)
             page.wait_for_selector("text=Learn: mDP in four steps", timeout=30_000)
             _idle(page)
+            # the Reproduce page shows a report (the shipped full run where there is one) with its chart
+            page.goto(f"{url}/reproduce", timeout=30_000)
+            page.wait_for_selector("h4:has-text('PAnDA Table 2')", timeout=30_000)
+            _idle(page)
+            assert page.locator("[data-testid='stException']").count() == 0
+            if (SHIPPED_DIR / "panda-table2" / "meta.json").exists():
+                assert "shipped full run" in page.locator("body").inner_text()
+                page.wait_for_selector(".js-plotly-plot .scatterlayer .trace", timeout=30_000)
         finally:
             browser.close()
     foreign = sorted({u for u in requested if urlsplit(u).scheme in ("http", "https", "ws", "wss")

@@ -2,8 +2,9 @@
 
 For each K: the neighbour graph (pairs d ≤ η, components), the four partitions of the paper (subset and master
 component sizes, the analogues of its Tables 1–2; boundary records; master rows with cuts = needed against all),
-the monolithic HiGHS optimum of the same LP (dual simplex), and lp-bd runs (default in-out stabilisation λ = 0.5,
-and plain Benders λ = 1 as the paper). Wall and CPU seconds are both recorded: the machine is shared.
+the monolithic HiGHS optimum of the same LP (dual simplex), and lp-bd runs (``--configs``: by default plain Benders
+with k-m-DV as the paper, ours with in-out λ = 0.5 and row-sum cuts, and the spectral partition). Wall and CPU
+seconds are both recorded: the machine is shared.
 """
 
 from __future__ import annotations
@@ -50,13 +51,37 @@ def _partition_rows(problem: Any, eta: float, eps: float, subsets: int, seed: in
     return out
 
 
+def _lp_bd_row(problem: Any, eps: float, eta: float, part: str, lam: float, row_cuts: bool, time_limit: float,
+               ref: float | None) -> dict[str, Any]:
+    """One lp-bd run (partitioner, λ, row-sum cuts) against the monolithic objective ``ref``: a table row."""
+    from ..solve import solve
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    res = solve(problem, "lp-bd", {"eps": eps, "eta": eta, "stabilise": lam, "partitioner": part,
+                                   "row_cuts": row_cuts}, time_limit=time_limit, use_cache=False)
+    dg = res.diagnostics
+    point = res.objective_m if res.objective_m is not None else dg.get("feasible_objective_m")
+    hist = dg.get("history") or [{}]
+    return {"K": problem.k, "solver": f"lp-bd {part} λ = {lam:g}" + (" + row-sum cuts" if row_cuts else ""),
+            "status": res.status, "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
+            "objective_m": point, "bound_m": res.bound_m,
+            "gap_m": (point - res.bound_m) if (point is not None and res.bound_m is not None) else None,
+            "vs_monolithic_m": (point - ref) if (point is not None and ref is not None) else None,
+            "master_objective_m": hist[-1].get("master_objective"),
+            "iterations": dg.get("iterations"), "boundary": dg.get("boundary_count"),
+            "master_pairs": dg.get("master_pairs"), "optimality_cuts": dg.get("optimality_cuts"),
+            "feasibility_cuts": dg.get("feasibility_cuts"), "row_sum_cuts": dg.get("row_sum_cuts"),
+            "master_s": res.timings.get("master_s"), "subproblems_s": res.timings.get("subproblems_s"),
+            "message": res.message[:160]}
+
+
 def run(city: str, ks: Sequence[int], eps: float, eta: float, outputs: int, cost: str, seed: int,
-        lambdas: Sequence[float], time_limit: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Solve lp-bd and a monolithic HiGHS solve of the same neighbour LP for each K and λ: (runs, partitions)."""
+        configs: Sequence[tuple[str, float, bool]], time_limit: float
+        ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Solve lp-bd (each config) and a monolithic HiGHS solve of the same neighbour LP for each K: (runs, partitions)."""
     from ..lp.mdp_lp import solve_mdp_lp
     from ..lp.neighbours import neighbour_pairs
     from ..problem import build_problem
-    from ..solve import solve
 
     solves, parts = [], []
     for k in ks:
@@ -72,23 +97,30 @@ def run(city: str, ks: Sequence[int], eps: float, eta: float, outputs: int, cost
                        "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
                        "objective_m": ref, "pairs": len(pi), "rows": mono.size.get("constraints")})
         print(solves[-1], flush=True)
-        for lam in lambdas:
-            t0, c0 = time.perf_counter(), time.process_time()
-            res = solve(problem, "lp-bd", {"eps": eps, "eta": eta, "stabilise": lam}, time_limit=time_limit,
-                        use_cache=False)
-            dg = res.diagnostics
-            point = res.objective_m if res.objective_m is not None else dg.get("feasible_objective_m")
-            solves.append({"K": k, "solver": f"lp-bd λ = {lam:g}", "status": res.status,
-                           "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
-                           "objective_m": point, "bound_m": res.bound_m,
-                           "vs_monolithic_m": (point - ref) if (point is not None and ref is not None) else None,
-                           "iterations": dg.get("iterations"), "boundary": dg.get("boundary_count"),
-                           "master_pairs": dg.get("master_pairs"), "optimality_cuts": dg.get("optimality_cuts"),
-                           "feasibility_cuts": dg.get("feasibility_cuts"),
-                           "master_s": res.timings.get("master_s"), "subproblems_s": res.timings.get("subproblems_s"),
-                           "message": res.message[:160]})
+        for part, lam, rc in configs:
+            solves.append(_lp_bd_row(problem, eps, eta, part, lam, rc, time_limit, ref))
             print(solves[-1], flush=True)
     return solves, parts
+
+
+CONFIGS = ("kmeans-dv:1:off", "kmeans-dv:0.5:on", "spectral:1:off")
+
+
+def _config(text: str) -> tuple[str, float, bool]:
+    """Parse ``partitioner:λ:on|off`` (an argparse type)."""
+    from ..lp.benders import PARTITIONERS
+
+    parts = text.split(":")
+    if len(parts) != 3 or parts[0] not in PARTITIONERS or parts[2] not in ("on", "off"):
+        raise argparse.ArgumentTypeError(f"--configs {text!r}: write partitioner:λ:on|off with a partitioner in "
+                                         f"{', '.join(PARTITIONERS)}")
+    try:
+        lam = float(parts[1])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--configs {text!r}: λ must be a number in (0, 1]") from None
+    if not 0 < lam <= 1:
+        raise argparse.ArgumentTypeError(f"--configs {text!r}: λ = {lam:g} is outside (0, 1]")
+    return parts[0], lam, parts[2] == "on"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -103,14 +135,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--outputs", type=int, default=100, help="|Y| (default 100, as the authors' code)")
     ap.add_argument("--cost", default="distance", choices=["distance", "travel"])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--lambdas", type=float, nargs="+", default=[1.0, 0.5], help="stabilisation λ values to run")
+    ap.add_argument("--configs", nargs="+", default=[_config(c) for c in CONFIGS], type=_config,
+                    help="lp-bd runs as partitioner:λ:row-cuts (on/off); default: the paper's plain Benders with "
+                         "k-m-DV, ours (in-out λ = 0.5 and row-sum cuts, same LP), and spectral (BSC)")
     ap.add_argument("--time-limit", type=float, default=900.0, help="seconds per solve")
     ap.add_argument("--name", default="benders", help="output file stem under docs/benchmarks")
     ap.add_argument("--no-write", action="store_true", help="print only")
     a = ap.parse_args(list(argv) if argv is not None else None)
     load0 = _load()
     print(f"machine: {machine()}; load {load0}")
-    solves, parts = run(a.city, a.k, a.eps, a.eta, a.outputs, a.cost, a.seed, a.lambdas, a.time_limit)
+    solves, parts = run(a.city, a.k, a.eps, a.eta, a.outputs, a.cost, a.seed, a.configs, a.time_limit)
     if not a.no_write:
         command = "python -m mdpviz bench benders " + " ".join(argv if argv is not None else [])
         notes = (f"Command: `{command.strip()}`. City {a.city} (whole city), |Y| = {a.outputs}, ε = {a.eps} km⁻¹, "

@@ -76,7 +76,8 @@ def _solve_lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, t
     left = None if time_limit is None else max(0.01, time_limit - sum(timings.values()))
     out = solve_benders(W, pi, pj, expo, labels, gap_m=params["gap_m"], max_iter=params["max_iter"],
                         cuts=params["cuts"], slack=params["slack"], time_limit=left, progress=progress,
-                        floor=params["floor"], stabilise=params["stabilise"], core=em_matrix(problem, eps))
+                        floor=params["floor"], stabilise=params["stabilise"], core=em_matrix(problem, eps),
+                        row_cuts=params["row_cuts"])
     timings.update(out.timings)
     diag: dict[str, Any] = dict(out.diagnostics)
     diag.update(pairs=len(pi), scope=params["scope"], eta_km=eta if params["scope"] == "neighbours" else None)
@@ -170,5 +171,9 @@ LP_BD = register(Mechanism(
             Param("stabilise", float, 1.0, "in-out stabilisation λ: subproblems are solved at λ·(master point) + "
                   "(1 − λ)·(a feasible core point, first the exponential mechanism); 1 = plain Benders as in the "
                   "paper. Changes the path, never the optimum", low=0.05, high=1.0, label="stabilisation λ"),
+            Param("row_cuts", bool, False, "row-sum cuts (ours, not the paper's): before the subproblems, cut the "
+                  "master point with Σ_y z_x = 1 of each internal record bounded through its paths to boundary "
+                  "records; removes the feasibility cuts; changes the path, never the LP or its optimum",
+                  label="row-sum cuts"),
             Param("seed", int, 0, "seed of the partitioner's k-means", low=0, high=2**31 - 1, label="seed")),
     solve=_solve_lp_bd, max_k=1000, presets=PRESETS))

@@ -204,12 +204,21 @@ def safety_margins(d: NDArray[np.float64], cost: NDArray[np.float64], p: NDArray
 
     progress("safety margins: true pairs", 0.0)
     g = S.shape[1]
-    qq = S[ia][:, :, None].repeat(g, axis=2).reshape(len(ia), -1)  # (P, Γ²)
-    rr = S[ib][:, None, :].repeat(g, axis=1).reshape(len(ia), -1)
-    lo, hi = (np.minimum(qq, rr), np.maximum(qq, rr)) if symmetric else (qq, rr)
     k = len(d)
-    keys = lo.astype(np.int64) * k + hi
-    uniq, inv = np.unique(keys, return_inverse=True)
+    step_p = max(1, 2_000_000 // (g * g))  # anchor pairs per block: (P, Γ²) keys for every pair at once took 21 GB
+
+    def true_pair_keys(sl: slice) -> NDArray[np.int64]:
+        qq = np.repeat(S[ia[sl]], g, axis=1).astype(np.int64)  # (block, Γ²): q of each true pair (q, r)
+        rr = np.tile(S[ib[sl]], (1, g)).astype(np.int64)
+        lo, hi = (np.minimum(qq, rr), np.maximum(qq, rr)) if symmetric else (qq, rr)
+        return lo * k + hi
+
+    blocks = [slice(s0, s0 + step_p) for s0 in range(0, len(ia), step_p)]
+    seen = np.zeros(k * k, dtype=bool)  # which true pairs (q, r) some anchor pair needs
+    for sl in blocks:
+        seen[true_pair_keys(sl)] = True
+    uniq = np.flatnonzero(seen)
+    del seen
     uq, ur = uniq // k, uniq % k
     real = uq != ur  # q = r: the same secret, no constraint
     xi_u = np.full(len(uniq), -np.inf)
@@ -221,9 +230,12 @@ def safety_margins(d: NDArray[np.float64], cost: NDArray[np.float64], p: NDArray
         sl = idx[s0:s0 + step]
         xi_u[sl], fb_u[sl] = pair_margins(F, nbr, count, v, p0, uq[sl], ur[sl], target_delta)
         progress("safety margins: true pairs", min(1.0, (s0 + step) / len(idx)))
-    inv = inv.reshape(len(ia), -1)
-    val = np.maximum(xi_u[inv].max(axis=1), 0.0)
-    fb = fb_u[inv].any(axis=1)
+    val = np.empty(len(ia))
+    fb = np.empty(len(ia), dtype=bool)
+    for sl in blocks:
+        inv = np.searchsorted(uniq, true_pair_keys(sl))
+        val[sl] = np.maximum(xi_u[inv].max(axis=1), 0.0)
+        fb[sl] = fb_u[inv].any(axis=1)
     if ps_rule == "eq30":  # Eq. 30 infeasible: the worst case over the balls, for every true pair
         worst = _worst_case(F, nbr, mask, S[ia], S[ib])
         bad = bad30[ia, ib]

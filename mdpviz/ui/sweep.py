@@ -1,8 +1,8 @@
 """Parameter sweeps for the Trade-off page, resumable and stoppable.
 
 A sweep is a plan of (mechanism, value) points kept in session state with its finished rows. Each script run
-solves the points still missing, storing every finished row at once, so a Stop click (or any rerun) loses
-nothing; a stopped sweep can be resumed.
+solves the points still missing through the one sweep runner (``mdpviz.sweep.run_sweep``, in process), storing
+every finished row at once, so a Stop click (or any rerun) loses nothing; a stopped sweep can be resumed.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from mdpviz.errors import MdpvizError
 from mdpviz.explain import sweep_values
 from mdpviz.mechanisms import Mechanism, Param, get_mechanism
 from mdpviz.problem import Problem
+from mdpviz.sweep import Point, local_problem, problem_of, result_row, run_sweep
 
 from . import cache, solving, state
 
@@ -83,40 +83,68 @@ def plan(problem_key: str, mechs: list[Mechanism], p: Param, low: float, high: f
     return Sweep(problem_key, p.name, p.display, p.log, points, base, skipped=skipped)
 
 
+def points_of(prob: Problem, sweep: Sweep, time_limit: float) -> list[Point]:
+    """The sweep's points for the one sweep runner (``mdpviz.sweep``), its problem handed over in process."""
+    settings = local_problem(prob)
+    out = []
+    for mech_name, value in sweep.points:
+        mech = get_mechanism(mech_name)
+        params = {**sweep.base[mech_name], sweep.param: mech.param(sweep.param).kind(value)}
+        out.append(Point(settings, mech_name, params, time_limit=time_limit, task=PAGE_TASK,
+                         tags={"value": value}))
+    return out
+
+
+def page_point(point: Point, *, use_cache: bool = True) -> dict[str, Any]:
+    """The runner's task on this page: this session's or the disk cache's result, else a solve with its live
+    status box; then the runner's measurements of it."""
+    prob = problem_of(point)
+    mech = get_mechanism(point.mechanism)
+    params = dict(point.params)
+    value = point.tags["value"]
+    result = (cache.lookup(prob, mech.name, params) if use_cache else None) or solving.run_solve(
+        prob, mech, params, float(point.time_limit or 0.0), label=f"{mech.name} at {value:g}")
+    return result_row(prob, result)
+
+
+PAGE_TASK = f"{__name__}:page_point"
+
+
 def run_pending(prob: Problem, sweep: Sweep, time_limit: float) -> None:
-    """Solve the points not done yet, with a progress bar; each row is stored as soon as it is finished."""
-    todo = [pt for pt in sweep.points if pt not in sweep.rows]
+    """Solve the points not done yet through the sweep runner, with a progress bar; each row is stored as soon as
+    it is finished (a Stop click reruns the page: the rows stored so far are kept)."""
+    todo = [pt for pt in points_of(prob, sweep, time_limit) if (pt.mechanism, pt.tags["value"]) not in sweep.rows]
     if not todo:
         sweep.running = False
         return
-    bar = st.progress(sweep.done / len(sweep.points), text="starting the sweep")
-    for mech_name, value in todo:
-        mech = get_mechanism(mech_name)
-        params = {**sweep.base[mech_name], sweep.param: mech.param(sweep.param).kind(value)}
-        bar.progress(sweep.done / len(sweep.points),
-                     text=f"{sweep.done}/{len(sweep.points)} done · solving {mech_name} at {sweep.label} = {value:g}")
-        try:
-            result = cache.lookup(prob, mech_name, params) or solving.run_solve(prob, mech, params, time_limit,
-                                                                              label=f"{mech_name} at {value:g}")
-        except MdpvizError as e:
-            sweep.rows[(mech_name, value)] = _row(sweep, mech_name, value, f"error: {e}", None, None)
-            continue
-        ev = cache.evaluation(prob, result, cache.result_key(prob, result)) if result.ok else None
-        sweep.rows[(mech_name, value)] = _row(sweep, mech_name, value, result.status, ev,
-                                              result.timings.get("total_s", sum(result.timings.values())))
-    bar.progress(1.0, text=f"{sweep.done}/{len(sweep.points)} points done")
+    total = len(sweep.points)
+    bar = st.progress(sweep.done / total, text=f"{sweep.done}/{total} done · solving {todo[0].mechanism} at "
+                                                f"{sweep.label} = {todo[0].tags['value']:g}")
+    upcoming = iter(todo[1:])
+
+    def store(record: dict[str, Any], _done: int, _total: int) -> None:
+        pt = record["point"]
+        mech_name, value = pt["mechanism"], pt["tags"]["value"]
+        sweep.rows[(mech_name, value)] = _row(sweep, mech_name, value, record)
+        nxt = next(upcoming, None)
+        text = f"{sweep.done}/{total} done" + (
+            f" · solving {nxt.mechanism} at {sweep.label} = {nxt.tags['value']:g}" if nxt is not None else "")
+        bar.progress(sweep.done / total, text=text)
+
+    run_sweep(todo, on_record=store)
+    bar.progress(1.0, text=f"{sweep.done}/{total} points done")
     sweep.running = False
 
 
-def _row(sweep: Sweep, mech: str, value: float, status: str, ev: dict[str, Any] | None,
-         solve_s: float | None) -> dict[str, Any]:
+def _row(sweep: Sweep, mech: str, value: float, record: dict[str, Any]) -> dict[str, Any]:
+    """The page's row of one runner record (an error record keeps its message as the status)."""
     nan = float("nan")
-    v = ev["violations"] if ev else {}
+    row = record["rows"][0] if record.get("rows") else {}
+    status = f"error: {record['error']}" if record.get("error") else row.get("status", "error")
     return {"mechanism": mech, "param": sweep.param, "value": value, "status": status,
-            "utility_loss_m": ev["utility_loss_m"] if ev else nan, "violation_ratio": v.get("ratio", nan),
-            "violated_pairs": v.get("violated_pairs", nan), "checked_pairs": v.get("checked_pairs", nan),
-            "adversary_error_m": ev["adversary_error_m"] if ev else nan,
-            "solve_s": nan if solve_s is None else solve_s}
+            "utility_loss_m": row.get("loss_m", nan), "violation_ratio": row.get("violation_ratio", nan),
+            "violated_pairs": row.get("violated_pairs", nan), "checked_pairs": row.get("checked_pairs", nan),
+            "adversary_error_m": row.get("adversary_error_m", nan), "solve_s": row.get("time_s", nan)}
 
 
 def current(sweep: Sweep | None) -> Sweep | None:

@@ -1,0 +1,117 @@
+"""The Reproduce page's views: a shipped or freshly run report, the paper's numbers beside ours, and a live rerun.
+
+Shipped reports are the committed full runs in ``docs/reproduce/`` (read once per file change, so they show at
+once); a live rerun of the quick form goes to the cache folder and resumes from its points file if interrupted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from mdpviz.paths import cache_dir
+from mdpviz.reproduce import Experiment, experiments, paper_info, reproduce
+from mdpviz.reproduce.report import SHIPPED_DIR, chart_figure, folder_name, load_report, shown_rows
+
+
+def live_dir() -> Path:
+    """Where the page's own reruns go (the per-user cache folder)."""
+    return cache_dir() / "reproduce"
+
+
+def by_paper() -> dict[str, list[Experiment]]:
+    out: dict[str, list[Experiment]] = {}
+    for e in experiments():
+        out.setdefault(e.paper, []).append(e)
+    return out
+
+
+def paper_label(paper: str) -> str:
+    title = paper_info(paper)["title"]
+    return title.split(":", 1)[-1].strip() if ":" in title else title
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _load(folder: str, stamp: float) -> dict[str, Any] | None:
+    return load_report(Path(folder))
+
+
+def available(exp: Experiment, mode: str, size: str = "quick") -> dict[str, Path]:
+    """The reports there are for this experiment and mode: shipped (full, else quick) and the page's own rerun."""
+    out = {}
+    for origin, folder in (("shipped full run", SHIPPED_DIR / folder_name(exp.name, "full", mode)),
+                           ("shipped quick run", SHIPPED_DIR / folder_name(exp.name, "quick", mode)),
+                           (f"your {size} rerun", live_dir() / folder_name(exp.name, size, mode))):
+        if (folder / "meta.json").exists():
+            out[origin] = folder
+    if "shipped full run" in out:
+        out.pop("shipped quick run", None)
+    return out
+
+
+def load(folder: Path) -> dict[str, Any] | None:
+    """A report folder, read once per change of its files."""
+    return _load(str(folder), (folder / "meta.json").stat().st_mtime)
+
+
+def header(report: dict[str, Any], origin: str) -> None:
+    meta = report["meta"]
+    st.caption(f"{origin}: {meta['date']} · {meta['machine']} · load {meta['load_start']} → {meta['load_end']} · "
+               f"{meta['size']} form, {meta['mode']} mode, {meta['backend']} · {meta['points']} points in "
+               f"{meta['wall_s']:.0f} s · `{meta['command']}`")
+    frame = report["comparison"]
+    counts = frame["verdict"].value_counts()
+    cols = st.columns(4)
+    cols[0].metric("rows", len(frame))
+    cols[1].metric("agree with the paper", int(counts.get("agrees", 0) + counts.get("bound holds", 0)))
+    cols[2].metric("differ", int(counts.get("differs", 0) + counts.get("bound fails", 0)))
+    cols[3].metric("ours only / paper only", int(sum(v for k, v in counts.items() if k.startswith(("paper", "no")))))
+
+
+def tables(report: dict[str, Any]) -> None:
+    """One tab per paper table: the paper's number beside ours, with the ratio, verdict and reason."""
+    frame: pd.DataFrame = report["comparison"]
+    names = list(dict.fromkeys(frame["table"]))
+    for tab, name in zip(st.tabs(names), names, strict=True):
+        with tab:
+            st.dataframe(shown_rows(frame[frame["table"] == name]), hide_index=True, width="stretch")
+
+
+def chart(exp: Experiment, report: dict[str, Any]) -> None:
+    rows = report["comparison"].to_dict("records")
+    fig = chart_figure(rows, exp.chart, exp.title)
+    st.plotly_chart(fig, config={"displayModeBar": False}, key=f"repro_chart_{exp.name}")
+    st.caption("Lines: ours (± 1.96·std over seeds). Open markers on dotted lines: the paper's numbers, which "
+               f"ran on {paper_info(exp.paper)['hardware']}.")
+
+
+def reasons(report: dict[str, Any]) -> None:
+    frame: pd.DataFrame = report["comparison"]
+    differ = frame[frame["verdict"].isin(["differs", "bound fails"]) & frame["reason"].notna()]
+    with st.expander(f"Why they differ ({len(differ)} rows)", expanded=False):
+        for reason, part in differ.groupby("reason", sort=False):
+            where = ", ".join(f"{m} {s}" for m, s in part[["method", "setting"]].drop_duplicates().head(6).values)
+            st.markdown(f"- **{reason}** — {where}{' …' if len(part) > 6 else ''}")
+    with st.expander("Settings and scope of this run", expanded=False):
+        md = report["markdown"]
+        start = md.find("## Settings and scope")
+        end = md.find("\nVerdicts:")
+        st.markdown(md[start:end] if start >= 0 else "(not recorded)")
+
+
+def rerun(exp: Experiment, mode: str, size: str) -> None:
+    """Run the quick form now, with a progress bar; finished points survive an interruption."""
+    bar = st.progress(0.0, text=f"{exp.name}: starting the {size} form")
+
+    def progress(rec: dict[str, Any], done: int, total: int) -> None:
+        pt = rec["point"]
+        what = rec.get("error") or (rec.get("rows") or [{}])[0].get("status", "")
+        bar.progress(done / max(total, 1), text=f"{done}/{total} points · {pt['mechanism'] or pt['tags'].get('label')} "
+                     f"K = {pt['problem'].get('k')} seed {pt['seed']}: {str(what)[:60]}")
+
+    reproduce(exp.name, size=size, mode=mode, out_dir=live_dir(), progress=progress,
+              command=f"Reproduce page: {exp.name} --size {size} --mode {mode}")
+    bar.progress(1.0, text="done")

@@ -1,0 +1,133 @@
+"""`reproduce`: one experiment per seed paper, each runs in its tiny form and writes a report that puts our numbers
+beside the paper's, read from the one data file of the paper's values."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from mdpviz.cli import main
+from mdpviz.reproduce import experiments, get_experiment, reproduce
+from mdpviz.reproduce.base import VALUES_FILE, comparison_row, fit_params, paper_value, verdict
+from mdpviz.reproduce.report import load_report
+
+VALUES = json.loads(VALUES_FILE.read_text(encoding="utf-8"))
+BY_ID = {v["id"]: v for v in VALUES["values"]}
+
+
+@pytest.fixture(scope="module")
+def out_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder for the module: experiments sharing a grid (PAnDA's three) solve it once."""
+    return tmp_path_factory.mktemp("reproduce")
+
+
+def test_every_seed_paper_has_an_experiment(capsys: pytest.CaptureFixture[str]) -> None:
+    assert {e.paper for e in experiments()} == set(VALUES["papers"]) == {"panda", "benders", "aipo", "cmdp", "dista"}
+    assert main(["reproduce", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert all(e.name in listed for e in experiments())
+
+
+def test_the_paper_values_file_says_where_each_number_comes_from() -> None:
+    for v in VALUES["values"]:
+        assert v["source"] and v["spec"] and v["hardware"] and v["paper"] in VALUES["papers"]
+        assert v["value"] is not None or v["status"], v  # a number, or the paper's word for the empty cell
+        if v["relation"] == "range":
+            assert len(v["range"]) == 2
+    table4 = paper_value("panda", source="Table 4", city="rome", K=500, method="PAnDA-e")
+    assert table4 is not None and table4["value"] == 238.77 and table4["pm"] == 39.76  # spec 000 §7.3
+    assert paper_value("benders", source="Table 3", dataset="road", method="BD k-m-DV")["value"] == 290.7
+
+
+@pytest.mark.parametrize("name", [e.name for e in experiments()])
+def test_each_experiment_runs_tiny_and_cites_the_papers_numbers(name: str, out_dir: Path) -> None:
+    exp = get_experiment(name)
+    path, cmp = reproduce(name, size="tiny", out_dir=out_dir)
+    report = load_report(path.parent)
+    assert report is not None and (path.parent / "chart.html").stat().st_size > 1000
+    assert (out_dir / "plotly.min.js").exists()  # the chart's script is local: it opens offline
+    frame = report["comparison"]
+    assert len(frame) == len(cmp.rows) > 0
+    cited = frame[frame["paper_id"].notna() & (frame["paper_id"] != "")]
+    assert len(cited) > 0, f"{name} compares against no paper number"
+    for row in cited.itertuples(index=False):
+        paper = BY_ID[row.paper_id]  # every cited number is in the data file, as the report prints it
+        assert paper["paper"] == exp.paper and str(row.paper) == paper["text"]
+        assert paper["text"] in report["markdown"]
+    measured = frame[frame["ours"].notna()]
+    assert len(measured) > 0, f"{name} measured nothing"
+    # a row that differs from the paper says why
+    differs = frame[frame["verdict"] == "differs"]
+    assert differs["reason"].fillna("").str.len().gt(0).all()
+    meta = report["meta"]
+    assert meta["machine"] and meta["load_start"] and meta["points"] > 0 and meta["errors"] == 0
+    assert f"[{path.parent.name}]({path.parent.name}/report.md)" in (out_dir / "README.md").read_text()
+
+
+def test_a_rerun_reuses_the_points_file(out_dir: Path) -> None:
+    path, _ = reproduce("aipo-tables", size="tiny", out_dir=out_dir)
+    meta = load_report(path.parent)["meta"]
+    assert meta["computed"] == 0 and meta["reused"] == meta["points"]
+
+
+def test_settings_a_mechanism_lacks_are_dropped_and_said() -> None:
+    kept, notes = fit_params("em", {"eps": 2.0, "scale": "nonsense", "pairs": "neighbours"})
+    assert kept == {"eps": 2.0}
+    assert any("scale" in n for n in notes) and any("no parameter `pairs`" in n for n in notes)
+
+
+def test_verdicts_follow_the_papers_band_and_bounds() -> None:
+    paper = {"value": 100.0, "pm": 10.0, "relation": "="}
+    assert verdict(105.0, paper)[0] == "agrees" and verdict(200.0, paper)[0] == "differs"
+    assert verdict(1e-9, {"value": 1e-7, "relation": "<"})[0] == "bound holds"
+    assert verdict(0.2, {"value": 1e-7, "relation": "<"})[0] == "bound fails"
+    row = comparison_row(table="T", city="rome", setting="K = 1", x=1, method="m", metric="loss", unit="m",
+                         ours=200.0, paper={**paper, "text": "100±10", "source": "Table 4", "spec": "s", "id": "x"},
+                         reason="why")
+    assert row["verdict"] == "differs" and row["reason"] == "why" and math.isclose(row["ratio"], 2.0)
+
+
+def test_cli_runs_an_experiment_and_prints_where_the_report_is(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["reproduce", "dista-tables", "--tiny", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "wrote" in out and (tmp_path / "dista-tables-tiny" / "report.md").exists()
+    assert main(["reproduce", "no-such-table", "--tiny"]) == 2
+    frame = pd.read_csv(tmp_path / "dista-tables-tiny" / "comparison.csv")
+    assert {"ours", "paper", "ratio", "reason"} <= set(frame.columns)
+    assert main(["reproduce", "aipo-tables", "--tiny", "--budget", "-1"]) == 2
+
+
+def test_a_run_stopped_by_its_budget_lists_what_it_left_out(tmp_path: Path) -> None:
+    assert main(["reproduce", "aipo-tables", "--tiny", "--budget", "1e-9", "--out", str(tmp_path)]) == 0
+    report = load_report(tmp_path / "aipo-tables-tiny")
+    meta = report["meta"]
+    assert meta["stopped"] and meta["computed"] == 0 < meta["points"] and meta["not_run"]
+    assert "## Not run" in report["markdown"] and meta["not_run"][0] in report["markdown"]
+    assert f"{meta['points']} of {meta['points']} points not run" in (tmp_path / "README.md").read_text()
+    assert main(["reproduce", "aipo-tables", "--tiny", "--out", str(tmp_path)]) == 0  # resumes the rest
+    meta = load_report(tmp_path / "aipo-tables-tiny")["meta"]
+    assert meta["computed"] == meta["points"] and not meta["not_run"] and "## Not run" not in (
+        tmp_path / "aipo-tables-tiny" / "report.md").read_text()
+    assert "did not cover their whole grid" not in (tmp_path / "README.md").read_text()
+
+
+def test_reproduce_page_shows_a_report_and_reruns_live() -> None:
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=120)
+    at.switch_page("app_pages/reproduce.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.selectbox(key="repro_paper").set_value("dista").run()
+    assert "DISTA-LP" in at.markdown[0].value or any("DISTA-LP" in m.value for m in at.markdown)
+    at.session_state["repro_size"] = "tiny"  # the button reruns the quick form; tiny keeps the test short
+    at.button(key="repro_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("your tiny rerun" in c.value for c in at.caption)
+    assert len(at.dataframe) >= 1 and len(at.tabs) >= 3  # Table IV, budgets, time, bytes
+    assert any(m.label == "rows" for m in at.metric)
