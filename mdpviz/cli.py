@@ -283,6 +283,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(a: argparse.Namespace) -> int:
+    """`reproduce`: list the papers' experiments, or rerun the named ones and write their reports."""
     from .reproduce import DEFAULT_OUT, experiments, get_experiment, reproduce
 
     if a.list or not a.names:

@@ -64,10 +64,12 @@ class Point:
     tags: Mapping[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
+        """The point as plain JSON-ready values."""
         return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in asdict(self).items()}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Point:
+        """A point from ``as_dict``'s output (unknown keys ignored)."""
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
 
     @functools.cached_property

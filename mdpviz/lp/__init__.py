@@ -1,1 +1,12 @@
-"""Building and solving linear programs with HiGHS (highspy)."""
+"""Linear programs with HiGHS (highspy), one layer per module.
+
+- ``highs``: any sparse LP through HiGHS (``solve_lp``), with time limits, progress and honest statuses.
+- ``mdp_lp``: the optimal-mDP LP as sparse matrices and its pair sets; ``solve_mdp_lp`` hands it to HiGHS in one
+  piece (the monolithic engine).
+- ``colgen``: the same LP solved by structure (``solve_structured``: ``restricted`` rows and columns, ``pricing``
+  its certificate, ``conic`` column generation for dense instances), and the exact cone repair every engine uses.
+- ``neighbours``: the neighbour LP of the Benders and PAnDA papers (pairs within η), by connected components.
+- ``benders``: the Benders decomposition of that LP (seed 004).
+
+The mechanisms choose among them (``mechanisms.lp``, ``mechanisms.lp_bd``); nothing here knows a mechanism.
+"""

@@ -40,7 +40,7 @@ def solve_by_components(d_path: NDArray[np.float64], weights: NDArray[np.float64
     """Solve the LP with metric ``d_path`` (inf = unconstrained) one connected component at a time.
 
     ``solve_rows(d, weights, c, time_limit)`` solves one component and returns (Z or None, facts) with the keys
-    status, objective, bound, size, message, diagnostics (as ``mechanisms.lp.solve_lp_rows``). A component of one
+    status, objective, bound, size, message, diagnostics (as ``mechanisms.lp._optimal_rows``). A component of one
     row has no constraint: it takes its cheapest output. Facts are summed (objective, bound, sizes); the status is
     ``optimal`` only when every component is.
     """

@@ -58,10 +58,12 @@ class RestrictedLP:
 
     @property
     def n_vars(self) -> int:
+        """Number of entries (variables) in the restricted LP."""
         return len(self.xs)
 
     @property
     def n_pairs(self) -> int:
+        """Number of mDP pair rows in the restricted LP."""
         return len(self.pair_codes)
 
     def add_vars(self, xs: NDArray[np.int64], ys: NDArray[np.int64]) -> int:

@@ -252,7 +252,7 @@ def _words(cfg: DistaConfig, out: DistaRun) -> tuple[str, str]:
     parts = [f"{n} users; budget ε_dx {b.eps_t['dx']:.3g} + ε_dy {b.eps_t['dy']:.3g} + ε_cy {b.eps_t['cy']:.3g} "
              f"+ ε_pt {b.eps_pt:.3g} = {b.eps_spent:.3g} km⁻¹ (ε = {b.eps:.3g}); δ = {b.delta_total:.3g} against "
              f"the paper's {PAPER_DELTA:g}.",
-             f"Claim: {vt['violated']}/{vt['checked']} neighbourhood constraints violated under the true metric.",
+             f"Claim: {vt['violated']:,}/{vt['checked']:,} neighbourhood constraints violated under the true metric.",
              f"End to end: {e2e['breached']} of {e2e['pairs']} ordered pairs of users' true records breach ε "
              f"({e2e['pairs_with_different_candidates']} pairs have different candidate sets, hence reports one "
              "record never gives: infinite loss)."]
@@ -263,7 +263,7 @@ def _words(cfg: DistaConfig, out: DistaRun) -> tuple[str, str]:
                         f"iterations with a gap of {gap:.3g} km of cost; the release is feasible and private as "
                         "claimed, but another run with more iterations or time may cost less.")
     if vt["violated"]:
-        verdicts.append(f"Claim not met: {vt['violated']} of {vt['checked']} neighbourhood constraints break under "
+        verdicts.append(f"Claim not met: {vt['violated']:,} of {vt['checked']:,} neighbourhood constraints break under "
                         f"the true metric, because the reconstructed distances overestimate some true ones (repair "
                         f"γ = {out.gamma:.3g} km is below their overestimate); use `gamma_mode` = 'audit'.")
     if b.overspent:

@@ -59,11 +59,13 @@ def _pair_set(d: NDArray[np.float64], eps: float, how: str, t: float) -> tuple[N
     return pi, pj, (eps / t) * d[pi, pj]
 
 
-def solve_lp_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArray[np.float64],
+def _optimal_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArray[np.float64],
                   params: dict[str, Any], progress: Progress, time_limit: float | None,
                   timings: dict[str, float], out_rows: NDArray[np.int64] | None = None,
                   ) -> tuple[NDArray[np.float64] | None, dict[str, Any]]:
-    """Solve the mDP LP over rows with metric d (km) and costs c (metres); returns Z (or None) and solver facts.
+    """The optimal rows of the mDP LP with metric d (km) and costs c (metres), by the engine ``params`` names:
+    ``lp.colgen.solve_structured`` or ``lp.mdp_lp.solve_mdp_lp`` (then repaired into the cone). Returns Z (or None)
+    and solver facts.
 
     ``params`` carries eps and the engine choice (``solver``: structured / monolithic, with their options).
     The facts hold status, objective (m, of the returned Z), bound (m, certified, structured only), LP sizes,
@@ -124,10 +126,10 @@ def _solve_lp(problem: Problem, params: dict[str, Any], progress: Progress, time
     near = params["scope"] == "neighbours"
     if near:  # E = ε·d on pairs d ≤ η, +inf elsewhere: its closure is ε × the path metric through neighbours
         Z, f = solve_by_components(neighbour_path_km(problem.d, params["eta"]), problem.p, problem.c,
-                                   lambda d, w, c, left: solve_lp_rows(d, w, c, params, progress, left, timings),
+                                   lambda d, w, c, left: _optimal_rows(d, w, c, params, progress, left, timings),
                                    time_limit)
     else:
-        Z, f = solve_lp_rows(problem.d, problem.p, problem.c, params, progress, time_limit, timings,
+        Z, f = _optimal_rows(problem.d, problem.p, problem.c, params, progress, time_limit, timings,
                              out_rows=problem.y_index)
     claim, message, degenerate = "all pairs", f["message"], ""
     if near:
@@ -183,7 +185,7 @@ def _solve_lp_ca(problem: Problem, params: dict[str, Any], progress: Progress, t
     c_cell = (member @ problem.c) / np.where(weights > 0, weights, 1.0)[:, None]
     timings["grid_s"] = time.perf_counter() - t0
     lp_params = {**params, "pairs": "all", "spanner_t": 1.5, "repair": True, "gap_tol": 1e-8}
-    Zr, f = solve_lp_rows(problem.d[np.ix_(reps, reps)], weights, c_cell, lp_params, progress, time_limit, timings)
+    Zr, f = _optimal_rows(problem.d[np.ix_(reps, reps)], weights, c_cell, lp_params, progress, time_limit, timings)
     Z = None if Zr is None else Zr[cell_of]
     degenerate = "" if Z is None else coarse_verdict(n_cells, problem.k, params["grid"])
     message = "; ".join(m for m in (f["message"], degenerate) if m)

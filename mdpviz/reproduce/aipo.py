@@ -61,6 +61,7 @@ def _preset() -> tuple[str, dict[str, Any], dict[str, Any]]:
 
 
 def points(size: str, mode: str) -> list[Point]:
+    """The AIPO experiment's grid for ``size`` (quick, full...) and ``mode``."""
     s = _settings(size)
     _, preset_params, preset_problem = _preset()
     problem = {"city": "rome", "k": s["k"], "n_outputs": s["outputs"], "cost": "distance", "metric": "haversine",
@@ -141,6 +142,7 @@ def _reason(label: str, runs: Sequence[Mapping[str, Any]], metric: str, standing
 
 
 def compare(records: list[dict[str, Any]], size: str, mode: str) -> Comparison:
+    """Our AIPO numbers beside the paper's, one row per setting and method, with the reason where they differ."""
     rows = [r for r in rows_of(records) if r.get("tag.label")]
     out: list[dict[str, Any]] = []
     by = cm.group(rows, "param.eps", "tag.label")

@@ -111,6 +111,7 @@ class Experiment:
     grid_name: str = ""
 
     def check(self, size: str, mode: str) -> None:
+        """Refuse an unknown size or mode with a message naming the known ones."""
         if size not in SIZES:
             raise MdpvizError(f"Size `{size}` is not one of {', '.join(SIZES)}.")
         if mode not in self.modes:

@@ -97,6 +97,7 @@ def _wanted(mechanism: str, extra: dict[str, Any]) -> dict[str, Any]:
 
 
 def points(size: str, mode: str) -> list[Point]:
+    """The Benders experiment's grid (Tables 1–3) for ``size`` and ``mode``."""
     s = _settings(size)
     problem = {"city": "rome", "k": s["n"], "n_outputs": s["outputs"], "cost": "travel", "n_tasks": 1,
                "metric": "haversine", "region": central_box("rome")}
@@ -146,6 +147,7 @@ def _reason_time(runs: Sequence[Mapping[str, Any]], label: str) -> str:
 
 
 def compare(records: list[dict[str, Any]], size: str, mode: str) -> Comparison:
+    """Our Benders numbers beside the paper's Tables 1–3, with the reason where they differ."""
     rows = [r for r in rows_of(records) if r.get("tag.label")]
     out: list[dict[str, Any]] = []
     n = _settings(size)["n"]

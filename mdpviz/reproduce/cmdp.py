@@ -85,6 +85,7 @@ def _setting(size: str) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def points(size: str, mode: str) -> list[Point]:
+    """The C-mDP experiment's grid (loss against ε) for ``size`` and ``mode``."""
     s = _settings(size)
     problem, params = _setting(size)
     return [Point(problem, "", {**params, "eps": eps}, seed, task="mdpviz.reproduce.cmdp:measure",
@@ -113,6 +114,7 @@ def _change(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> t
 
 
 def compare(records: list[dict[str, Any]], size: str, mode: str) -> Comparison:
+    """Our C-mDP losses beside the paper's, with the reason where they differ."""
     rows = [r for r in rows_of(records) if r.get("label")]
     out: list[dict[str, Any]] = []
     for (eps,), at in cm.group(rows, "param.eps").items():

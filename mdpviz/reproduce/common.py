@@ -83,6 +83,7 @@ def pct(a: float, b: float) -> float:
 
 
 def fmt(v: Any, digits: int = 4) -> str:
+    """A value as report text: floats to ``digits`` significant digits (thousands separated), None/NaN empty."""
     if v is None:
         return ""
     if isinstance(v, float):

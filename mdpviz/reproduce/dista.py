@@ -106,6 +106,7 @@ def _dista_params(eps: float, mode: str, users: int) -> tuple[dict[str, Any], li
 
 
 def points(size: str, mode: str) -> list[Point]:
+    """The DISTA-LP experiment's grid for ``size`` and ``mode``."""
     s = _settings(size)
     out = []
     for city in s["cities"]:
@@ -175,6 +176,7 @@ def _reason(label: str, runs: Sequence[Mapping[str, Any]], metric: str,
 
 
 def compare(records: list[dict[str, Any]], size: str, mode: str) -> Comparison:
+    """Our DISTA-LP numbers beside the paper's tables, with the reason where they differ."""
     rows = [r for r in rows_of(records) if r.get("label")]
     out: list[dict[str, Any]] = []
     for (city, n, eps), at in cm.group(rows, "problem.city", "problem.k", "param.eps").items():

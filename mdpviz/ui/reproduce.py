@@ -23,6 +23,7 @@ def live_dir() -> Path:
 
 
 def by_paper() -> dict[str, list[Experiment]]:
+    """The experiments grouped by paper, in registry order."""
     out: dict[str, list[Experiment]] = {}
     for e in experiments():
         out.setdefault(e.paper, []).append(e)
@@ -30,6 +31,7 @@ def by_paper() -> dict[str, list[Experiment]]:
 
 
 def paper_label(paper: str) -> str:
+    """A paper's short title (after its authors' prefix)."""
     title = paper_info(paper)["title"]
     return title.split(":", 1)[-1].strip() if ":" in title else title
 
@@ -57,11 +59,20 @@ def load(folder: Path) -> dict[str, Any] | None:
     return _load(str(folder), (folder / "meta.json").stat().st_mtime)
 
 
+def _points_text(meta: dict[str, Any]) -> str:
+    """How much of the grid the run covered, e.g. "60 of 176 points (54 computed, 6 saved) in 1,205 s"."""
+    done = int(meta.get("computed", 0)) + int(meta.get("reused", 0))
+    total = int(meta.get("points", done))
+    parts = f"{meta.get('computed', 0)} computed, {meta.get('reused', 0)} from saved points"
+    return f"{done} of {total} points ({parts}) in {float(meta.get('wall_s', 0.0)):,.0f} s"
+
+
 def header(report: dict[str, Any], origin: str) -> None:
+    """The report's provenance line and its verdict counts."""
     meta = report["meta"]
     st.caption(f"{origin}: {meta['date']} · {meta['machine']} · load {meta['load_start']} → {meta['load_end']} · "
-               f"{meta['size']} form, {meta['mode']} mode, {meta['backend']} · {meta['points']} points in "
-               f"{meta['wall_s']:.0f} s · `{meta['command']}`")
+               f"{meta['size']} form, {meta['mode']} mode, {meta['backend']} · {_points_text(meta)} · "
+               f"`{meta['command']}`")
     frame = report["comparison"]
     counts = frame["verdict"].value_counts()
     cols = st.columns(4)
@@ -81,6 +92,7 @@ def tables(report: dict[str, Any]) -> None:
 
 
 def chart(exp: Experiment, report: dict[str, Any]) -> None:
+    """The experiment's chart: our curves with the paper's points overlaid."""
     rows = report["comparison"].to_dict("records")
     fig = chart_figure(rows, exp.chart, exp.title)
     st.plotly_chart(fig, config={"displayModeBar": False}, key=f"repro_chart_{exp.name}")
@@ -89,6 +101,7 @@ def chart(exp: Experiment, report: dict[str, Any]) -> None:
 
 
 def reasons(report: dict[str, Any]) -> None:
+    """Why rows differ from the paper, grouped by reason, and the run's settings."""
     frame: pd.DataFrame = report["comparison"]
     differ = frame[frame["verdict"].isin(["differs", "bound fails"]) & frame["reason"].notna()]
     with st.expander(f"Why they differ ({len(differ)} rows)", expanded=False):
