@@ -40,6 +40,9 @@ cuts the master's own point, the next round separates at that point. Cuts stay v
 ``error`` (a HiGHS status that is neither optimal nor infeasible, e.g. "Unknown", even after a cold restart).
 Only the first two hand back ``Z``; the others keep the best feasible point found in ``feasible_Z``.
 The code-only δ slack of the authors' MATLAB code is off by default (``slack`` > 0 changes the LP; labelled).
+
+**Code layout.** :func:`solve_benders` builds a :class:`_BendersRun` (master by :func:`_build_master`, subproblems by
+:func:`_build_subs`) and calls its ``iterate`` once per iteration until a stop; ``outcome`` assembles the result.
 """
 
 from __future__ import annotations
@@ -456,6 +459,337 @@ def _add_cuts(mp: highspy.Highs, safe: _SafeBound, lo: list[float], cols: list[N
     return True
 
 
+def _boundary(n: int, pi: NDArray[np.int64], pj: NDArray[np.int64], labels: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """Which rows are boundary records: an end of a constrained pair whose other end lies in another subset."""
+    cross = labels[pi] != labels[pj]
+    is_b = np.zeros(n, dtype=bool)
+    is_b[pi[cross]] = True
+    is_b[pj[cross]] = True
+    return is_b
+
+
+def _build_master(W: NDArray[np.float64], labels: NDArray[np.int64], is_b: NDArray[np.bool_],
+                  ci: NDArray[np.int64], cj: NDArray[np.int64], ce: NDArray[np.float64], slack: float,
+                  floor: float) -> tuple[highspy.Highs, _SafeBound, dict[str, int]]:
+    """The master LP (z_Y, nb × m, then one w per subset), its safe bound and its size.
+
+    w_l ≥ Σ_{x ∈ X_l} min_y W[x, y] is a valid starting bound, and w_l ≤ Σ_{x ∈ X_l} max_y W[x, y] since no
+    subproblem costs more (a box the safe bound needs).
+    """
+    m = W.shape[1]
+    b_rows = np.flatnonzero(is_b)
+    nb = len(b_rows)
+    parts = np.unique(labels)
+    n_parts = len(parts)
+    nvm = nb * m + n_parts
+    A_pairs = _pair_rows(ci, cj, np.exp(np.minimum(ce, LOG_CAP)), m, ci, cj, nvm)
+    S = sp.csr_matrix((np.ones(nb * m), (np.repeat(np.arange(nb), m), np.arange(nb * m))), shape=(nb, nvm))
+    A = sp.vstack([A_pairs, S]).tocsc()
+    w_floor = np.array([W[(labels == lab) & ~is_b].min(axis=1).sum() if ((labels == lab) & ~is_b).any() else 0.0
+                        for lab in parts])
+    w_ceil = np.array([W[(labels == lab) & ~is_b].max(axis=1).sum() if ((labels == lab) & ~is_b).any() else 0.0
+                       for lab in parts])
+    mp = new_highs()
+    mp.setOptionValue("solver", "simplex")
+    # the safe bound charges every reduced-cost error times the column box; with cut coefficients up to 1e13 the
+    # default tolerance (1e-7) left it 7–65 m below the master's optimum on Rome (K = 500), so it never rose
+    mp.setOptionValue("dual_feasibility_tolerance", 1e-10)
+    mp_cost = np.concatenate([W[b_rows].ravel(), np.ones(n_parts)])
+    row_lo = np.concatenate([np.full(A_pairs.shape[0], -INF), np.ones(nb)])
+    row_up = np.concatenate([np.full(A_pairs.shape[0], float(slack)), np.ones(nb)])
+    col_lo = np.concatenate([np.full(nb * m, float(floor)), w_floor])
+    col_up = np.concatenate([np.ones(nb * m), w_ceil])
+    pass_model(mp, mp_cost, A, row_lo, row_up, col_lo, col_up)
+    safe = _SafeBound(mp_cost, A, np.where(row_lo <= -INF, -np.inf, row_lo), row_up, col_lo, col_up)
+    return mp, safe, {"variables": nvm, "constraints": int(A.shape[0]), "nonzeros": int(A.nnz)}
+
+
+def _build_subs(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.int64], coef: NDArray[np.float64],
+                labels: NDArray[np.int64], is_b: NDArray[np.bool_], bidx: NDArray[np.int64], slack: float
+                ) -> tuple[list[_Sub | None], list[NDArray[np.int64]]]:
+    """One subproblem per subset (None when it has no internal record) and each subset's internal rows."""
+    n = len(W)
+    nb = int(is_b.sum())
+    subs: list[_Sub | None] = []
+    sub_rows: list[NDArray[np.int64]] = []
+    local = np.full(n, -1, dtype=np.int64)
+    for lab in np.unique(labels):  # one loop per subset (M ≤ a few dozen), vectorised inside
+        members = np.flatnonzero(labels == lab)
+        rows_x = members[~is_b[members]]
+        sub_rows.append(rows_x)
+        if len(rows_x) == 0:
+            subs.append(None)
+            continue
+        local[rows_x] = np.arange(len(rows_x))
+        inside = (labels[pi] == lab) & (labels[pj] == lab) & (~is_b[pi] | ~is_b[pj])
+        subs.append(_Sub(rows_x, local, bidx, is_b, pi[inside], pj[inside], coef[inside], W, nb, slack))
+    return subs, sub_rows
+
+
+@dataclass
+class _MasterPoint:
+    """The master's solution at one iteration: z_Y (flat, clipped at 0), the estimates w, objective and safe bound."""
+
+    z_out: NDArray[np.float64]
+    w_out: NDArray[np.float64]
+    objective: float
+    safe_bound: float
+    seconds: float
+
+
+@dataclass
+class _Round:
+    """What the subproblems gave at one separation point z_Y: the point's upper bound (when feasible), the cuts,
+    whether a cut also cuts the master's own point, the subproblems' solutions, or the failure that ends the run."""
+
+    ub: float
+    violated_out: bool
+    feasible: bool = True
+    failed: str = ""
+    cut_lo: list[float] = field(default_factory=list)
+    cut_cols: list[NDArray[np.int64]] = field(default_factory=list)
+    cut_vals: list[NDArray[np.float64]] = field(default_factory=list)
+    zX: list[NDArray[np.float64] | None] = field(default_factory=list)
+    max_sub_s: float = 0.0
+
+
+_Stop = tuple[str, str]  # (status, message) of a run that ends
+
+
+class _BendersRun:
+    """The state of one :func:`solve_benders` call: the master and subproblems, the bounds, the incumbent, the
+    stabilisation core and the counters; :meth:`iterate` is one Benders iteration, :meth:`outcome` the result."""
+
+    def __init__(self, W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.int64],
+                 expo: NDArray[np.float64], labels: NDArray[np.int64], *, gap_m: float, cuts: str, slack: float,
+                 deadline: float | None, progress: Progress, core: NDArray[np.float64] | None, stabilise: float,
+                 floor: float, row_cuts: bool) -> None:
+        self.W, self.labels, self.gap_m, self.cuts, self.slack = W, labels, gap_m, cuts, slack
+        self.deadline, self.progress, self.stabilise, self.floor = deadline, progress, stabilise, floor
+        self.timings: dict[str, float] = {}
+        n, m = W.shape
+        self.n, self.m = n, m
+        t0 = time.perf_counter()
+        self.is_b = _boundary(n, pi, pj, labels)
+        self.b_rows = np.flatnonzero(self.is_b)
+        self.nb = nb = len(self.b_rows)
+        bidx = np.full(n, -1, dtype=np.int64)
+        bidx[self.b_rows] = np.arange(nb)
+        self.parts = np.unique(labels)
+        coef = np.exp(np.minimum(expo, LOG_CAP))
+        progress("Benders: initial cuts", None)
+        self.ci, self.cj, ce, self.cut_counts = master_pairs(n, pi, pj, expo, labels, self.is_b, cuts)
+        sub_pairs = int((~self.is_b[pi] | ~self.is_b[pj]).sum())
+        check_lp_rows((len(self.ci) + sub_pairs) * m, f"Benders with cuts = {cuts!r} ({len(self.ci):,} master "
+                      f"pairs, {sub_pairs:,} subproblem pairs, × {m} outputs)")
+        self.rowsum = RowSumCuts(n, pi, pj, expo, labels, self.is_b, bidx) if row_cuts else None
+        self.timings["cuts_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        self.mp, self.safe, self.mp_size = _build_master(W, labels, self.is_b, self.ci, self.cj, ce, slack, floor)
+        self.timings["master_build_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        self.subs, self.sub_rows = _build_subs(W, pi, pj, coef, labels, self.is_b, bidx, slack)
+        self.timings["sub_build_s"] = time.perf_counter() - t0
+        self.zc = None if core is None else np.asarray(core, dtype=np.float64)[self.b_rows].ravel()
+        # the floor z_Y ≥ τ can raise the optimum by at most τ·Σ W (mix any optimum with the uniform matrix), so the
+        # MP optimum minus that is a lower bound on the LP without the floor
+        self.floor_cost = float(floor) * float(W.sum())
+        # stop when the gap of the paper's LP (the floor's effect added) is within ξ, unless the floor or a slack
+        # makes that impossible: then stop on the gap of the LP solved (status "gap reached", labelled)
+        self.target = gap_m - self.floor_cost if (slack == 0 and self.floor_cost < 0.5 * gap_m) else gap_m
+        self.at_out = False
+        self.history: list[dict[str, float]] = []
+        self.lb = -np.inf
+        self.ub_best = np.inf
+        self.Z_best: NDArray[np.float64] | None = None
+        self.t_mp = self.t_sub = 0.0
+        self.n_opt = self.n_feas = self.n_dropped = self.n_row = 0
+
+    def iterate(self, it: int) -> _Stop | None:
+        """One iteration: solve the master, cut it with row-sum cuts, solve the subproblems at the (stabilised)
+        separation point, update the bounds and the incumbent, test for a stop and add the cuts."""
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            return "time limit", f"time limit after {it - 1} iterations"
+        pt = self._solve_master(it)
+        if isinstance(pt, tuple):
+            return pt
+        lam = 1.0 if (self.zc is None or self.at_out) else self.stabilise
+        row_cut = False
+        if self.rowsum is not None:
+            added = self._row_sum_cuts(it, self.rowsum, pt.z_out)
+            if isinstance(added, tuple):
+                return added
+            row_cut = added
+            if row_cut and lam >= 1.0:  # the subproblems would be solved at this very point: re-solve the master
+                self._record(it, pt, np.nan, 0.0)
+                return None
+        if lam >= 1.0 or self.zc is None:
+            zY = pt.z_out
+        else:
+            zY = lam * pt.z_out + (1.0 - lam) * self.zc
+        rnd = self._separate(it, zY, pt, lam, row_cut)
+        if rnd.failed:
+            return ("time limit", rnd.failed) if "Time limit" in rnd.failed else ("error", rnd.failed)
+        if rnd.feasible and lam < 1.0:
+            self.zc = zY  # a feasible separation point becomes the new core (in-out stabilisation)
+        self.at_out = lam < 1.0 and not rnd.violated_out  # nothing cuts the MP's own point: separate there next
+        if rnd.feasible and rnd.ub < self.ub_best:
+            self._keep_incumbent(rnd.ub, zY, rnd.zX)
+        self._record(it, pt, rnd.ub if rnd.feasible else np.nan, rnd.max_sub_s)
+        stop = self._stopping_test(it, lam, rnd.violated_out)
+        if stop is not None:
+            return stop
+        return self._add_round_cuts(it, lam, rnd)
+
+    def _solve_master(self, it: int) -> _MasterPoint | _Stop:
+        """Solve the master and raise the lower bound by its safe bound; a stop when HiGHS does not end optimal."""
+        t0 = time.perf_counter()
+        st = _run(self.mp, self.deadline)
+        dt_mp = time.perf_counter() - t0
+        self.t_mp += dt_mp
+        if st == _H.kTimeLimit:
+            return "time limit", f"time limit in the master LP at iteration {it}"
+        if st != _H.kOptimal:
+            # the MP relaxes a feasible LP, so anything but optimal is a solver failure, never a verdict on the LP
+            return "error", f"the master LP ended with HiGHS status '{self.mp.modelStatusToString(st)}' at iteration {it}"
+        x = np.array(self.mp.getSolution().col_value)
+        mp_obj = float(self.mp.getInfo().objective_function_value)
+        raw_lb = self.safe.bound(np.array(self.mp.getSolution().row_dual))
+        self.lb = max(self.lb, raw_lb)  # a lower bound on the LP solved
+        nbm = self.nb * self.m
+        return _MasterPoint(np.maximum(x[:nbm], 0.0), x[nbm:], mp_obj, raw_lb, dt_mp)
+
+    def _row_sum_cuts(self, it: int, rowsum: RowSumCuts, z_out: NDArray[np.float64]) -> bool | _Stop:
+        """Add the row-sum cuts the master point violates; whether there were any (a stop if HiGHS refuses them)."""
+        r_lo, r_cols, r_vals, _ = _clean_cuts(*rowsum.separate(z_out.reshape(self.nb, self.m)))
+        if not r_cols:
+            return False
+        if not _add_cuts(self.mp, self.safe, r_lo, r_cols, r_vals):
+            return "error", f"HiGHS refused the row-sum cuts of iteration {it}"
+        self.n_row += len(r_cols)
+        return True
+
+    def _separate(self, it: int, zY: NDArray[np.float64], pt: _MasterPoint, lam: float, row_cut: bool) -> _Round:
+        """Solve every subproblem at zY: an optimality cut where it is feasible (kept when it cuts the master's
+        estimate, or always under stabilisation), a feasibility cut where it is not."""
+        nbm = self.nb * self.m
+        rnd = _Round(float(self.W[self.b_rows].ravel() @ zY), row_cut)  # a row-sum cut already cuts the MP's point
+        t0 = time.perf_counter()
+        for part, sub in enumerate(self.subs):
+            if sub is None:
+                rnd.zX.append(None)
+                continue
+            ts = time.perf_counter()
+            kind, const, g, value, z = sub.solve(zY, self.deadline)
+            rnd.max_sub_s = max(rnd.max_sub_s, time.perf_counter() - ts)
+            rnd.zX.append(z)
+            if g is None:
+                rnd.failed = f"subproblem {part} ended with HiGHS status '{kind}' at iteration {it}"
+                break
+            gz = np.flatnonzero(g)
+            at_o = const + float(g @ pt.z_out)
+            if kind == "opt":
+                rnd.ub += value
+                rnd.violated_out |= bool(pt.w_out[part] < at_o - 1e-9 * max(1.0, abs(at_o)))
+                if lam < 1.0 or pt.w_out[part] < value - 1e-9 * max(1.0, abs(value)):
+                    rnd.cut_cols.append(np.concatenate([gz, [nbm + part]]))  # w_l − g·z_Y ≥ const
+                    rnd.cut_vals.append(np.concatenate([-g[gz], [1.0]]))
+                    rnd.cut_lo.append(const)
+                    self.n_opt += 1
+            else:
+                rnd.feasible = False
+                rnd.violated_out |= at_o > 1e-9
+                rnd.cut_cols.append(gz)  # const + g·z_Y ≤ 0  ⇔  −g·z_Y ≥ const
+                rnd.cut_vals.append(-g[gz])
+                rnd.cut_lo.append(const)
+                self.n_feas += 1
+        self.t_sub += time.perf_counter() - t0
+        return rnd
+
+    def _keep_incumbent(self, ub: float, zY: NDArray[np.float64], zX: list[NDArray[np.float64] | None]) -> None:
+        """A feasible point better than the best so far: the new upper bound and its full matrix."""
+        self.ub_best = ub
+        self.Z_best = np.zeros((self.n, self.m))
+        self.Z_best[self.b_rows] = zY.reshape(self.nb, self.m)
+        for rows_x, z in zip(self.sub_rows, zX):
+            if z is not None:
+                self.Z_best[rows_x] = z
+
+    def _record(self, it: int, pt: _MasterPoint, upper: float, max_sub_s: float) -> None:
+        """One row of the iteration history."""
+        self.history.append({"iteration": it, "lower": self.lb, "safe_bound": pt.safe_bound,
+                             "master_objective": pt.objective, "upper": upper, "best_upper": self.ub_best,
+                             "optimality_cuts": self.n_opt, "feasibility_cuts": self.n_feas,
+                             "row_sum_cuts": self.n_row, "master_s": pt.seconds, "max_sub_s": max_sub_s})
+
+    def _stopping_test(self, it: int, lam: float, violated_out: bool) -> _Stop | None:
+        """``optimal`` / ``gap reached`` when the certified gap is within the target; ``stalled`` when plain Benders
+        finds no cut violated at the master's point while the gap is open."""
+        if np.isfinite(self.ub_best):
+            g_now = self.ub_best - self.lb
+            self.progress("Benders", float(np.clip(1 - np.log10(max(g_now, self.target) / self.target) / 6, 0, 1)))
+            if g_now <= self.target:
+                return self._certified(it, g_now)
+        else:
+            self.progress(f"Benders iteration {it}: no feasible point yet", None)
+        if lam >= 1.0 and not violated_out:
+            return "stalled", (f"no cut is violated at iteration {it} but the gap is open (UB − LB = "
+                               f"{self.ub_best - self.lb:.3g}): solver tolerances")
+        return None
+
+    def _certified(self, it: int, g_now: float) -> _Stop:
+        """Status and message of a closed gap: optimal for the paper's LP when its certified gap (the floor's effect
+        included) is within ξ too, else ``gap reached`` for the LP solved."""
+        g_paper = g_now + self.floor_cost
+        paper = (self.slack == 0 and g_paper <= self.gap_m
+                 and g_paper <= OPTIMAL_REL * max(abs(self.ub_best), 1e-300))
+        if paper:
+            return "optimal", (f"certified after {it} iterations: UB − LB = {g_paper:.3g} for the LP without floor "
+                               f"or slack (ξ = {self.gap_m:g})")
+        return "gap reached", (f"UB − LB = {g_now:.3g} ≤ ξ = {self.gap_m:g} after {it} iterations for the LP solved, "
+                               f"which is not the paper's: master floor τ = {self.floor:g} (can raise the optimum by "
+                               f"up to {self.floor_cost:.3g}), slack δ = {self.slack:g}")
+
+    def _add_round_cuts(self, it: int, lam: float, rnd: _Round) -> _Stop | None:
+        """Add the round's cuts to the master (those with coefficients beyond ``CUT_CAP`` left out)."""
+        cut_lo, cut_cols, cut_vals, dropped = _clean_cuts(rnd.cut_lo, rnd.cut_cols, rnd.cut_vals)
+        self.n_dropped += dropped
+        if not cut_cols:
+            if lam >= 1.0:
+                return "stalled", (f"every cut of iteration {it} had coefficients beyond {CUT_CAP:.0e} and was left "
+                                   "out (a floor on the master's entries keeps them finite)")
+            self.at_out = True  # nothing to add from the separation point: separate at the master's own point next
+            return None
+        if not _add_cuts(self.mp, self.safe, cut_lo, cut_cols, cut_vals):
+            return "error", f"HiGHS refused the cuts of iteration {it}"
+        return None
+
+    def outcome(self, status: str, message: str, iterations: int, t_start: float) -> BendersOutcome:
+        """The run's :class:`BendersOutcome`: timings, sizes and diagnostics; Z only when the gap closed."""
+        labels, parts, subs = self.labels, self.parts, self.subs
+        self.timings.update(master_s=self.t_mp, subproblems_s=self.t_sub, total_s=time.perf_counter() - t_start)
+        size = {"master_" + k: v for k, v in self.mp_size.items()}
+        size.update({"sub_variables_max": max((s.size["variables"] for s in subs if s), default=0),
+                     "sub_constraints_max": max((s.size["constraints"] for s in subs if s), default=0),
+                     "variables": self.nb * self.m + len(parts) + sum(s.size["variables"] for s in subs if s)})
+        comps = components(self.nb, self.ci, self.cj)
+        diagnostics = {"iterations": iterations, "history": self.history, "subsets": len(parts),
+                       "subset_sizes": [int((labels == lab).sum()) for lab in parts],
+                       "internal_sizes": [len(r) for r in self.sub_rows], "boundary_count": int(self.nb),
+                       "boundary_per_subset": [int((self.is_b & (labels == lab)).sum()) for lab in parts],
+                       "master_pairs": int(len(self.ci)), **self.cut_counts, "cut_rule": self.cuts,
+                       "master_component_sizes": comps,
+                       "optimality_cuts": self.n_opt, "feasibility_cuts": self.n_feas, "row_sum_cuts": self.n_row,
+                       "gap_m": self.gap_m, "cuts_dropped": self.n_dropped, "stabilise": self.stabilise,
+                       "floor": self.floor, "floor_cost_m": self.floor_cost}
+        done = status in ("optimal", "gap reached")
+        ub = None if not np.isfinite(self.ub_best) else self.ub_best
+        # reported lower bound: valid for the paper's LP (the floored LP's optimum exceeds it by at most floor_cost)
+        lb = None if not np.isfinite(self.lb) else self.lb - self.floor_cost
+        return BendersOutcome(self.Z_best if done else None, status, ub, lb, self.Z_best, self.timings, size,
+                              diagnostics, message)
+
+
 def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.int64],
                   expo: NDArray[np.float64], labels: NDArray[np.int64], *, gap_m: float = 0.01,
                   max_iter: int = 1000, cuts: str = "needed", slack: float = 0.0, time_limit: float | None = None,
@@ -481,232 +815,13 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
     """
     t_start = time.perf_counter()
     deadline = None if time_limit is None else t_start + time_limit
-    n, m = W.shape
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    cross = labels[pi] != labels[pj]
-    is_b = np.zeros(n, dtype=bool)
-    is_b[pi[cross]] = True
-    is_b[pj[cross]] = True
-    b_rows = np.flatnonzero(is_b)
-    nb = len(b_rows)
-    bidx = np.full(n, -1, dtype=np.int64)
-    bidx[b_rows] = np.arange(nb)
-    parts = np.unique(labels)
-    n_parts = len(parts)
-    coef = np.exp(np.minimum(expo, LOG_CAP))
-    progress("Benders: initial cuts", None)
-    ci, cj, ce, cut_counts = master_pairs(n, pi, pj, expo, labels, is_b, cuts)
-    sub_pairs = int((~is_b[pi] | ~is_b[pj]).sum())
-    check_lp_rows((len(ci) + sub_pairs) * m, f"Benders with cuts = {cuts!r} ({len(ci):,} master pairs, "
-                  f"{sub_pairs:,} subproblem pairs, × {m} outputs)")
-    rowsum = RowSumCuts(n, pi, pj, expo, labels, is_b, bidx) if row_cuts else None
-    timings["cuts_s"] = time.perf_counter() - t0
-
-    # ---- master: z_Y (nb × m) then w (n_parts); w_l ≥ Σ_{x ∈ X_l} min_y W[x, y] is a valid starting bound ----
-    t0 = time.perf_counter()
-    nvm = nb * m + n_parts
-    A_pairs = _pair_rows(ci, cj, np.exp(np.minimum(ce, LOG_CAP)), m, ci, cj, nvm)
-    S = sp.csr_matrix((np.ones(nb * m), (np.repeat(np.arange(nb), m), np.arange(nb * m))), shape=(nb, nvm))
-    A = sp.vstack([A_pairs, S]).tocsc()
-    w_floor = np.array([W[(labels == lab) & ~is_b].min(axis=1).sum() if ((labels == lab) & ~is_b).any() else 0.0
-                        for lab in parts])
-    # and w_l ≤ Σ_{x ∈ X_l} max_y W[x, y]: no subproblem costs more (a box the safe bound needs)
-    w_ceil = np.array([W[(labels == lab) & ~is_b].max(axis=1).sum() if ((labels == lab) & ~is_b).any() else 0.0
-                       for lab in parts])
-    mp = new_highs()
-    mp.setOptionValue("solver", "simplex")
-    # the safe bound charges every reduced-cost error times the column box; with cut coefficients up to 1e13 the
-    # default tolerance (1e-7) left it 7–65 m below the master's optimum on Rome (K = 500), so it never rose
-    mp.setOptionValue("dual_feasibility_tolerance", 1e-10)
-    mp_cost = np.concatenate([W[b_rows].ravel(), np.ones(n_parts)])
-    row_lo = np.concatenate([np.full(A_pairs.shape[0], -INF), np.ones(nb)])
-    row_up = np.concatenate([np.full(A_pairs.shape[0], float(slack)), np.ones(nb)])
-    col_lo = np.concatenate([np.full(nb * m, float(floor)), w_floor])
-    col_up = np.concatenate([np.ones(nb * m), w_ceil])
-    pass_model(mp, mp_cost, A, row_lo, row_up, col_lo, col_up)
-    safe = _SafeBound(mp_cost, A, np.where(row_lo <= -INF, -np.inf, row_lo), row_up, col_lo, col_up)
-    mp_size = {"variables": nvm, "constraints": int(A.shape[0]), "nonzeros": int(A.nnz)}
-    timings["master_build_s"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    subs: list[_Sub | None] = []
-    sub_rows: list[NDArray[np.int64]] = []
-    local = np.full(n, -1, dtype=np.int64)
-    for lab in parts:  # one loop per subset (M ≤ a few dozen), vectorised inside
-        members = np.flatnonzero(labels == lab)
-        rows_x = members[~is_b[members]]
-        sub_rows.append(rows_x)
-        if len(rows_x) == 0:
-            subs.append(None)
-            continue
-        local[rows_x] = np.arange(len(rows_x))
-        inside = (labels[pi] == lab) & (labels[pj] == lab) & (~is_b[pi] | ~is_b[pj])
-        subs.append(_Sub(rows_x, local, bidx, is_b, pi[inside], pj[inside], coef[inside], W, nb, slack))
-    timings["sub_build_s"] = time.perf_counter() - t0
-
-    zc = None if core is None else np.asarray(core, dtype=np.float64)[b_rows].ravel()
-    # the floor z_Y ≥ τ can raise the optimum by at most τ·Σ W (mix any optimum with the uniform matrix), so the
-    # MP optimum minus that is a lower bound on the LP without the floor
-    floor_cost = float(floor) * float(W.sum())
-    # stop when the gap of the paper's LP (the floor's effect added) is within ξ, unless the floor or a slack
-    # makes that impossible: then stop on the gap of the LP solved (status "gap reached", labelled)
-    target = gap_m - floor_cost if (slack == 0 and floor_cost < 0.5 * gap_m) else gap_m
-    at_out = False
-    history: list[dict[str, float]] = []
-    lb = -np.inf
-    ub_best = np.inf
-    Z_best: NDArray[np.float64] | None = None
+    run = _BendersRun(W, pi, pj, expo, labels, gap_m=gap_m, cuts=cuts, slack=slack, deadline=deadline,
+                      progress=progress, core=core, stabilise=stabilise, floor=floor, row_cuts=row_cuts)
     status, message = "iteration limit", f"no certified gap ≤ ξ = {gap_m:g} after {max_iter} iterations"
-    t_mp = t_sub = 0.0
-    n_opt = n_feas = n_dropped = n_row = 0
     it = 0
     for it in range(1, max_iter + 1):
-        if deadline is not None and time.perf_counter() > deadline:
-            status, message = "time limit", f"time limit after {it - 1} iterations"
+        stop = run.iterate(it)
+        if stop is not None:
+            status, message = stop
             break
-        t0 = time.perf_counter()
-        st = _run(mp, deadline)
-        dt_mp = time.perf_counter() - t0
-        t_mp += dt_mp
-        if st == _H.kTimeLimit:
-            status, message = "time limit", f"time limit in the master LP at iteration {it}"
-            break
-        if st != _H.kOptimal:
-            # the MP relaxes a feasible LP, so anything but optimal is a solver failure, never a verdict on the LP
-            status = "error"
-            message = f"the master LP ended with HiGHS status '{mp.modelStatusToString(st)}' at iteration {it}"
-            break
-        x = np.array(mp.getSolution().col_value)
-        mp_obj = float(mp.getInfo().objective_function_value)
-        raw_lb = safe.bound(np.array(mp.getSolution().row_dual))
-        lb = max(lb, raw_lb)  # a lower bound on the LP solved
-        z_out, w_out = np.maximum(x[: nb * m], 0.0), x[nb * m:]
-        lam = 1.0 if (zc is None or at_out) else stabilise
-        row_cut = False
-        if rowsum is not None:
-            r_lo, r_cols, r_vals, _ = _clean_cuts(*rowsum.separate(z_out.reshape(nb, m)))
-            if r_cols:
-                if not _add_cuts(mp, safe, r_lo, r_cols, r_vals):
-                    status, message = "error", f"HiGHS refused the row-sum cuts of iteration {it}"
-                    break
-                n_row += len(r_cols)
-                row_cut = True
-                if lam >= 1.0:  # the subproblems would be solved at this very point: re-solve the master first
-                    history.append({"iteration": it, "lower": lb, "safe_bound": raw_lb, "master_objective": mp_obj,
-                                    "upper": np.nan, "best_upper": ub_best, "optimality_cuts": n_opt,
-                                    "feasibility_cuts": n_feas, "row_sum_cuts": n_row, "master_s": dt_mp,
-                                    "max_sub_s": 0.0})
-                    continue
-        if lam >= 1.0 or zc is None:
-            zY = z_out
-        else:
-            zY = lam * z_out + (1.0 - lam) * zc
-        wbar = w_out
-        ub = float(W[b_rows].ravel() @ zY)
-        violated_out = row_cut  # a row-sum cut already cuts the master's point
-        feasible = True
-        failed = ""
-        cut_lo, cut_cols, cut_vals = [], [], []
-        t0 = time.perf_counter()
-        dt_max = 0.0
-        zX: list[NDArray[np.float64] | None] = []
-        for part, sub in enumerate(subs):
-            if sub is None:
-                zX.append(None)
-                continue
-            ts = time.perf_counter()
-            kind, const, g, value, z = sub.solve(zY, deadline)
-            dt_max = max(dt_max, time.perf_counter() - ts)
-            zX.append(z)
-            if g is None:
-                failed = f"subproblem {part} ended with HiGHS status '{kind}' at iteration {it}"
-                break
-            gz = np.flatnonzero(g)
-            at_o = const + float(g @ z_out)
-            if kind == "opt":
-                ub += value
-                violated_out |= w_out[part] < at_o - 1e-9 * max(1.0, abs(at_o))
-                if lam < 1.0 or wbar[part] < value - 1e-9 * max(1.0, abs(value)):
-                    cut_cols.append(np.concatenate([gz, [nb * m + part]]))  # w_l − g·z_Y ≥ const
-                    cut_vals.append(np.concatenate([-g[gz], [1.0]]))
-                    cut_lo.append(const)
-                    n_opt += 1
-            else:
-                feasible = False
-                violated_out |= at_o > 1e-9
-                cut_cols.append(gz)  # const + g·z_Y ≤ 0  ⇔  −g·z_Y ≥ const
-                cut_vals.append(-g[gz])
-                cut_lo.append(const)
-                n_feas += 1
-        t_sub += time.perf_counter() - t0
-        if failed:
-            status, message = ("time limit", failed) if "Time limit" in failed else ("error", failed)
-            break
-        if feasible and lam < 1.0:
-            zc = zY  # a feasible separation point becomes the new core (in-out stabilisation)
-        at_out = lam < 1.0 and not violated_out  # nothing cuts the MP's own point: separate there next
-        if feasible and ub < ub_best:
-            ub_best = ub
-            Z_best = np.zeros((n, m))
-            Z_best[b_rows] = zY.reshape(nb, m)
-            for rows_x, z in zip(sub_rows, zX):
-                if z is not None:
-                    Z_best[rows_x] = z
-        history.append({"iteration": it, "lower": lb, "safe_bound": raw_lb, "master_objective": mp_obj,
-                        "upper": ub if feasible else np.nan,
-                        "best_upper": ub_best, "optimality_cuts": n_opt, "feasibility_cuts": n_feas,
-                        "row_sum_cuts": n_row, "master_s": dt_mp, "max_sub_s": dt_max})
-        if np.isfinite(ub_best):
-            g_now = ub_best - lb
-            progress("Benders", float(np.clip(1 - np.log10(max(g_now, target) / target) / 6, 0, 1)))
-            if g_now <= target:
-                # optimal for the paper's LP: its certified gap (the floor's effect included) is within ξ too
-                g_paper = g_now + floor_cost
-                paper = slack == 0 and g_paper <= gap_m and g_paper <= OPTIMAL_REL * max(abs(ub_best), 1e-300)
-                status = "optimal" if paper else "gap reached"
-                message = (f"certified after {it} iterations: UB − LB = {g_paper:.3g} for the LP without floor or "
-                           f"slack (ξ = {gap_m:g})" if paper else
-                           f"UB − LB = {g_now:.3g} ≤ ξ = {gap_m:g} after {it} iterations for the LP solved, which "
-                           f"is not the paper's: master floor τ = {floor:g} (can raise the optimum by up to "
-                           f"{floor_cost:.3g}), slack δ = {slack:g}")
-                break
-        else:
-            progress(f"Benders iteration {it}: no feasible point yet", None)
-        if lam >= 1.0 and not violated_out:
-            status = "stalled"
-            message = (f"no cut is violated at iteration {it} but the gap is open (UB − LB = {ub_best - lb:.3g}): "
-                       "solver tolerances")
-            break
-        cut_lo, cut_cols, cut_vals, dropped = _clean_cuts(cut_lo, cut_cols, cut_vals)
-        n_dropped += dropped
-        if not cut_cols:
-            if lam >= 1.0:
-                status, message = "stalled", (f"every cut of iteration {it} had coefficients beyond {CUT_CAP:.0e} "
-                                              "and was left out (a floor on the master's entries keeps them finite)")
-                break
-            at_out = True  # nothing to add from the separation point: separate at the master's own point next
-            continue
-        if not _add_cuts(mp, safe, cut_lo, cut_cols, cut_vals):
-            status, message = "error", f"HiGHS refused the cuts of iteration {it}"
-            break
-    timings.update(master_s=t_mp, subproblems_s=t_sub, total_s=time.perf_counter() - t_start)
-    size = {"master_" + k: v for k, v in mp_size.items()}
-    size.update({"sub_variables_max": max((s.size["variables"] for s in subs if s), default=0),
-                 "sub_constraints_max": max((s.size["constraints"] for s in subs if s), default=0),
-                 "variables": nb * m + n_parts + sum(s.size["variables"] for s in subs if s)})
-    comps = components(nb, ci, cj)
-    diagnostics = {"iterations": it, "history": history, "subsets": n_parts,
-                   "subset_sizes": [int((labels == lab).sum()) for lab in parts],
-                   "internal_sizes": [len(r) for r in sub_rows], "boundary_count": int(nb),
-                   "boundary_per_subset": [int((is_b & (labels == lab)).sum()) for lab in parts],
-                   "master_pairs": int(len(ci)), **cut_counts, "cut_rule": cuts,
-                   "master_component_sizes": comps,
-                   "optimality_cuts": n_opt, "feasibility_cuts": n_feas, "row_sum_cuts": n_row, "gap_m": gap_m,
-                   "cuts_dropped": n_dropped, "stabilise": stabilise,
-                   "floor": floor, "floor_cost_m": floor_cost}
-    done = status in ("optimal", "gap reached")
-    # reported lower bound: valid for the paper's LP (the floored LP's optimum exceeds it by at most floor_cost)
-    return BendersOutcome(Z_best if done else None, status, None if not np.isfinite(ub_best) else ub_best,
-                          None if not np.isfinite(lb) else lb - floor_cost, Z_best, timings, size, diagnostics,
-                          message)
+    return run.outcome(status, message, it, t_start)
