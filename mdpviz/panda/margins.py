@@ -136,6 +136,34 @@ class MarginReport:
     ps: dict[str, Any] = field(default_factory=dict)
 
 
+def _pair_probabilities(d: NDArray[np.float64], p: NDArray[np.float64], anchors: NDArray[np.int64], sel: Selection,
+                        S: NDArray[np.int64], s_mask: NDArray[np.bool_], ps_rule: str,
+                        delta: float) -> tuple[NDArray[np.float64], dict[str, Any]]:
+    """Eq. 93: π_x = Pr[the user who selected x sits in S_x] and P_S(x, x') = π_x π_x' over anchor pairs, with a
+    summary (min, median, pairs above 1 − δ, the rule)."""
+    n_a = len(anchors)
+    wp = sel.weights(d[:, anchors]) * p[:, None]  # (K, |A|): p_u w_{u,x}
+    pi = np.where(s_mask, np.take_along_axis(wp.T, S, axis=1), 0.0).sum(axis=1) / wp.sum(axis=0)
+    ps = pi[:, None] * pi[None, :]
+    off = ~np.eye(n_a, dtype=bool)
+    info = {"min": float(ps[off].min()) if n_a > 1 else 1.0, "median": float(np.median(ps[off])) if n_a > 1 else 1.0,
+            "pairs_above_1_minus_delta": int(((ps > 1.0 - delta) & off).sum()), "rule": ps_rule}
+    return ps, info
+
+
+def _eq30_target(ps: NDArray[np.float64], need: NDArray[np.bool_], delta: float,
+                 ps_rule: str) -> tuple[NDArray[np.bool_], float]:
+    """With ``eq30``: the anchor pairs where Eq. 30 is infeasible (P_S ≤ 1 − δ) and the δ the margins must then meet;
+    with ``one`` (P_S = 1): no such pair, and δ itself."""
+    if ps_rule != "eq30":
+        return np.zeros_like(need), delta
+    feasible30 = ps > 1.0 - delta
+    with np.errstate(divide="ignore"):
+        dlt = np.where(feasible30, 1.0 - (1.0 - delta) / np.where(ps > 0, ps, 1.0), 0.0)
+    target = float(dlt[need & feasible30].min()) if (need & feasible30).any() else delta
+    return need & ~feasible30, target
+
+
 def safety_margins(d: NDArray[np.float64], cost: NDArray[np.float64], p: NDArray[np.float64],
                    anchors: NDArray[np.int64], sel: Selection, eps: float, delta: float, big_gamma: int,
                    ps_rule: str = "one", progress: Progress = no_progress,
@@ -170,25 +198,12 @@ def safety_margins(d: NDArray[np.float64], cost: NDArray[np.float64], p: NDArray
     else:
         S, s_mask = half_gamma_neighbourhoods(d, anchors, sel.gamma_km)  # padded with the anchor itself
 
-    # Eq. 93: π_x = Pr[the user who selected x sits in S_x], P_S(x, x') = π_x π_x'
-    wp = sel.weights(d[:, anchors]) * p[:, None]  # (K, |A|): p_u w_{u,x}
-    pi = np.where(s_mask, np.take_along_axis(wp.T, S, axis=1), 0.0).sum(axis=1) / wp.sum(axis=0)
-    ps = pi[:, None] * pi[None, :]
+    ps, ps_info = _pair_probabilities(d, p, anchors, sel, S, s_mask, ps_rule, delta)
     off = ~np.eye(n_a, dtype=bool)
-    feasible30 = ps > 1.0 - delta
-    ps_info = {"min": float(ps[off].min()) if n_a > 1 else 1.0, "median": float(np.median(ps[off])) if n_a > 1 else 1.0,
-               "pairs_above_1_minus_delta": int((feasible30 & off).sum()), "rule": ps_rule}
 
     room = eps * d[np.ix_(anchors, anchors)] - cost[np.ix_(anchors, anchors)]
     need = off & (room > 0)
-    if ps_rule == "eq30":
-        bad30 = need & ~feasible30
-        with np.errstate(divide="ignore"):
-            dlt = np.where(feasible30, 1.0 - (1.0 - delta) / np.where(ps > 0, ps, 1.0), 0.0)
-        target_delta = float(dlt[need & feasible30].min()) if (need & feasible30).any() else delta
-    else:
-        bad30 = np.zeros_like(need)
-        target_delta = delta
+    bad30, target_delta = _eq30_target(ps, need, delta, ps_rule)
 
     xi_hat = np.full((n_a, n_a), np.nan)
     np.fill_diagonal(xi_hat, 0.0)
