@@ -16,8 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .panda import _load
-from .report import DOCS, machine, table, write
+from .report import DOCS, load, machine, table, write
 
 PAPER_TABLE3 = ("The paper's Table 3 (IJCAI 2024, road data, N = 500, k-m-DV): 290.7 ± 33.5 s for Benders, on a "
                 "desktop with a 13th Gen Intel Core i7 (16 cores), MATLAB linprog; quoted, not reproduced. Its Fig. 4: "
@@ -142,14 +141,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--name", default="benders", help="output file stem under docs/benchmarks")
     ap.add_argument("--no-write", action="store_true", help="print only")
     a = ap.parse_args(list(argv) if argv is not None else None)
-    load0 = _load()
-    print(f"machine: {machine()}; load {load0}")
+    load0 = load()
+    print(f"machine: {machine()}; {load0}")
     solves, parts = run(a.city, a.k, a.eps, a.eta, a.outputs, a.cost, a.seed, a.configs, a.time_limit)
     if not a.no_write:
         command = "python -m mdpviz bench benders " + " ".join(argv if argv is not None else [])
         notes = (f"Command: `{command.strip()}`. City {a.city} (whole city), |Y| = {a.outputs}, ε = {a.eps} km⁻¹, "
                  f"η = {a.eta} km, 25 subsets, cost {a.cost}, seed {a.seed}, time limit {a.time_limit:g} s per solve. "
-                 f"Load average (1 min) {load0} at the start, {_load()} at the end: CPU seconds are the fairer "
+                 f"At the start: {load0}; at the end: {load()}: CPU seconds are the fairer "
                  "measure.\n\n" + PAPER_TABLE3 + "\n\n## Partitions (the analogues of the paper's Tables 1–2)\n\n"
                  + table(parts) + "\n\nboundary = records with a neighbour in another subset; master_comp = "
                  "connected components of the master's own pair graph; master_pairs_needed / _all = master pair "

@@ -12,21 +12,13 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .report import DOCS, machine, write
+from .report import DOCS, load, machine, write
 
 BASELINES = ("em", "em-br", "lp-em", "lp")
-
-
-def _load() -> str:
-    try:
-        return Path("/proc/loadavg").read_text().split()[0]
-    except OSError:
-        return "?"
 
 
 def _user_measures(problem: Any, Z: np.ndarray, users: np.ndarray, eps: float) -> dict[str, Any]:
@@ -140,15 +132,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--name", default="panda", help="output file stem under docs/benchmarks")
     ap.add_argument("--no-write", action="store_true", help="print only")
     a = ap.parse_args(list(argv) if argv is not None else None)
-    load0 = _load()
-    print(f"machine: {machine()}; load {load0}")
+    load0 = load()
+    print(f"machine: {machine()}; {load0}")
     rows = run(a.city, a.k, a.variants, a.modes, a.baselines, a.users, a.outputs, a.cost, a.seed, a.eps,
                a.lp_max_k, a.check_max_k, a.time_limit)
     if not a.no_write:
         command = "python -m mdpviz bench panda " + " ".join(argv if argv is not None else [])
         notes = (f"Command: `{command.strip()}`. City {a.city} (whole city), |Y| = {a.outputs}, N = {a.users} users, "
                  f"ε = {a.eps} km⁻¹, cost {a.cost}, seed {a.seed}, time limit {a.time_limit:g} s per solve. "
-                 f"Load average (1 min) {load0} at the start, {_load()} at the end.\n\n" + NOTES)
+                 f"At the start: {load0}; at the end: {load()}.\n\n" + NOTES)
         path = write(rows, a.name, f"PAnDA on {a.city}: paper and authors'-code modes against baselines", notes, DOCS)
         print(f"wrote {path} and its .csv")
     return 0
