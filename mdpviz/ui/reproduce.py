@@ -73,6 +73,10 @@ def header(report: dict[str, Any], origin: str) -> None:
     st.caption(f"{origin}: {meta['date']} · {meta['machine']} · load {meta['load_start']} → {meta['load_end']} · "
                f"{meta['size']} form, {meta['mode']} mode, {meta['backend']} · {_points_text(meta)} · "
                f"`{meta['command']}`")
+    if meta.get("stopped"):
+        st.warning(f"A partial run: it stopped (time budget or Stop) after {_points_text(meta)}; rows for the points "
+                   "it did not reach are missing (the report lists them under \"Not run\"). Rerunning its command "
+                   "resumes from the saved points.")
     frame = report["comparison"]
     counts = frame["verdict"].value_counts()
     cols = st.columns(4)
