@@ -64,6 +64,8 @@ def _points_text(meta: dict[str, Any]) -> str:
     done = int(meta.get("computed", 0)) + int(meta.get("reused", 0))
     total = int(meta.get("points", done))
     parts = f"{meta.get('computed', 0)} computed, {meta.get('reused', 0)} from saved points"
+    if not meta.get("computed") and meta.get("points_wall_s"):  # a report made from another run's points
+        return f"{done} of {total} points ({parts}; {float(meta['points_wall_s']):,.0f} s of solve time when they ran)"
     return f"{done} of {total} points ({parts}) in {float(meta.get('wall_s', 0.0)):,.0f} s"
 
 
