@@ -57,8 +57,7 @@ def check(q: NDArray[np.float64], d: NDArray[np.float64], near: NDArray[np.bool_
     pi, pj = np.nonzero(near)
     if len(pi) == 0:
         return ViolationReport(domain, 0, 0, 0.0, 0.0, 0.0, TOLERANCE, 0.0)
-    with np.errstate(over="ignore"):
-        bound = np.exp(eps * d[pi, pj])[:, None] * q[pj]
+    bound = np.exp(np.minimum(eps * d[pi, pj], 700.0))[:, None] * q[pj]  # magnitudes only (no inf·0 = NaN)
     excess = q[pi] - bound
     bad = entry_breaches(q[pi], q[pj], eps * d[pi, pj])
     with np.errstate(divide="ignore", invalid="ignore"):
