@@ -146,6 +146,40 @@ def test_success_bound_is_non_decreasing_and_linear_search_matches_brute_force()
     assert (~fb_hi).any() and fb_lo.any()
 
 
+def _linear_search(F, nbr, count, v, p0, q, r, delta):
+    """Algorithm 2 pair by pair: candidates sorted by Δ (ties in entry order), the first with mass after ≤ slack."""
+    out, fb = np.empty(len(q)), np.zeros(len(q), dtype=bool)
+    for n, (a, b) in enumerate(zip(q, r, strict=True)):
+        ia, ib = np.arange(count[a]), np.arange(count[b])
+        dl = (F[np.ix_(nbr[a, ia], nbr[b, ib])] - F[a, b]).ravel()
+        w = np.outer(v[a, ia], v[b, ib]).ravel()
+        order = np.argsort(dl, kind="stable")
+        dl, w = dl[order], w[order]
+        slack = delta - (p0[a] + p0[b] - p0[a] * p0[b])
+        after = np.concatenate([np.cumsum(w[::-1])[::-1][1:], [0.0]])
+        hit = np.flatnonzero(after <= slack) if slack >= 0 else np.array([], dtype=int)
+        out[n], fb[n] = (dl[hit[0]], False) if len(hit) else (dl[-1], True)
+    return out, fb
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_pair_margins_match_a_pair_by_pair_linear_search(ties: bool) -> None:
+    # the vectorised search sorts one histogram bin per pair; ties (Δ on a 0.5-nat grid), zero weights and tiny
+    # batches must give the same ξ as sorting every pair's candidates
+    _, _, _, F, nbr, mask, v, p0 = _margin_setup(seed=11)
+    if ties:
+        F = np.round(2 * F) / 2
+        v = np.where(np.arange(v.shape[1]) % 5 == 2, 0.0, v)
+    count = mask.sum(axis=1)
+    q, r = np.nonzero(~np.eye(25, dtype=bool))
+    for delta in (0.5, 0.05, 1e-3, 1e-7):
+        want, want_fb = _linear_search(F, nbr, count, v, p0, q, r, delta)
+        for batch in (2_000_000, 50):
+            xi, fb = pair_margins(F, nbr, count, v, p0, q, r, delta, batch=batch)
+            assert np.array_equal(fb, want_fb)
+            assert np.allclose(xi, want, rtol=0, atol=1e-12)
+
+
 def test_safety_margins_are_non_negative_and_symmetric() -> None:
     d, sel, cost, *_ = _margin_setup(seed=5)
     anchors = np.arange(0, 25, 2)
@@ -157,6 +191,26 @@ def test_safety_margins_are_non_negative_and_symmetric() -> None:
     np.testing.assert_array_equal(np.isfinite(xi), np.isfinite(xi.T))
     np.testing.assert_array_equal(xi[done], xi.T[done])
     assert rep.counts["anchor_pairs_computed"] + rep.counts["anchor_pairs_no_room"] == rep.counts["anchor_pairs"]
+
+
+def test_safety_margins_stop_at_their_deadline_and_panda_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    import mdpviz.mechanisms.panda as panda_mech
+
+    d, sel, cost, *_ = _margin_setup(seed=5)
+    anchors = np.arange(0, 25, 2)
+    late = safety_margins(d, cost, np.full(25, 1 / 25), anchors, sel, 8.0, 0.05, 4, deadline=time.perf_counter() - 1)
+    assert late.timed_out and late.counts["true_pairs_evaluated"] == 0 < late.counts["true_pairs_needed"]
+    assert not safety_margins(d, cost, np.full(25, 1 / 25), anchors, sel, 8.0, 0.05, 4).timed_out
+    # the mechanism: the deadline passes while ξ̂ is computed -> a time limit with no Z, and the reason in words
+    real = panda_mech.safety_margins
+    monkeypatch.setattr(panda_mech, "safety_margins",
+                        lambda *a: real(*a[:13], deadline=time.perf_counter() - 1))
+    pb = build_problem("helsinki", 60, seed=1)
+    r = solve(pb, "panda-e", {"eps": 5.0, "eps_bar": "authors-code"}, time_limit=30.0, use_cache=False)
+    assert r.status == "time limit" and r.Z is None
+    assert "safety margins" in r.message and "true pairs evaluated" in r.message and r.degenerate
 
 
 def test_anpo_reduction_is_exact_and_enforces_its_constraints() -> None:

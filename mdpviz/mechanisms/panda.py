@@ -128,9 +128,17 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
 
     # (b, c): safety margins for anchor pairs
     t0 = time.perf_counter()
+    deadline = None if time_limit is None else t_start + time_limit
     margins = safety_margins(d, cost, p, anchors, sel, eps, delta, params["big_gamma"], params["ps_rule"],
-                             progress, nbr, mask, params["s_rule"])
+                             progress, nbr, mask, params["s_rule"], deadline)
     timings["xi_s"] = time.perf_counter() - t0
+    if margins.timed_out:
+        c = margins.counts
+        msg = (f"Time limit ({time_limit:g} s) while computing the safety margins ξ̂: "
+               f"{c['true_pairs_evaluated']:,} of {c['true_pairs_needed']:,} true pairs evaluated, so no LP was "
+               "solved; raise the time limit or lower K.")
+        return Result(variant_name(variant), params, None, "time limit", eps, claim=CLAIM, timings=timings,
+                      message=msg, degenerate="No mechanism: the time limit came before the safety margins were done")
 
     # (d): AnPO, tightened exponents, clipped at 0
     ix = np.ix_(anchors, anchors)

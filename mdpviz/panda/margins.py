@@ -23,6 +23,7 @@ Patches for cases the paper leaves undefined, each counted by ``MarginReport``:
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,41 +83,72 @@ def pair_margins(F: NDArray[np.float64], nbr: NDArray[np.int64], count: NDArray[
         q, r: the true pairs.
         delta: the failure probability δ' of the target 1 − δ'.
         batch: candidate (a, b) entries per vectorised block (memory bound only).
+
+    Pairs are taken in groups of equal ball sizes, so each block of candidates is a regular (pairs, |B(q)|·|B(r)|)
+    array in the order a-major. A pair whose balls miss the target however large Δ is (slack below 0) takes the
+    largest Δ; the others the smallest Δ whose mass above it is within the slack (``_first_within_slack``).
     """
     out = np.empty(len(q))
-    fallback = np.zeros(len(q), dtype=bool)
-    sizes = count[q] * count[r]
     # 1 − (1 − P0_q)(1 − P0_r) without cancellation, then the mass allowed above ξ
     slack_all = delta - (p0[q] + p0[r] - p0[q] * p0[r])
-    ends = np.cumsum(sizes)
-    start = 0
-    while start < len(q):
-        stop = int(np.searchsorted(ends, (ends[start - 1] if start else 0) + batch, side="right"))
-        stop = max(stop, start + 1)
-        qs, rs, sz = q[start:stop], r[start:stop], sizes[start:stop]
-        seg = np.repeat(np.arange(len(qs)), sz)
-        first = np.concatenate([[0], np.cumsum(sz)[:-1]])
-        local = np.arange(len(seg)) - first[seg]
-        i, j = local // count[rs][seg], local % count[rs][seg]
-        a, b = nbr[qs[seg], i], nbr[rs[seg], j]
-        delta_ab = F[a, b] - F[qs, rs][seg]
-        weight = v[qs[seg], i] * v[rs[seg], j]
-        order = np.lexsort((delta_ab, seg))
-        delta_ab, weight = delta_ab[order], weight[order]
-        # mass strictly after each position within its segment (tails are small: sum them from the end)
-        csum = np.cumsum(weight[::-1])[::-1]  # inclusive suffix sum over the whole block
-        seg_tail_end = np.concatenate([csum[first[1:]], [0.0]])  # suffix mass of the later segments
-        after = csum - weight - seg_tail_end[seg]
-        slack = slack_all[start:stop]
-        ok = after <= slack[seg]
-        pos = np.where(ok, np.arange(len(seg)), len(seg))
-        hit = np.minimum.reduceat(pos, first)
-        last = first + sz - 1
-        reach = (slack >= 0) & (hit <= last)
-        out[start:stop] = np.where(reach, delta_ab[np.minimum(hit, last)], delta_ab[last])
-        fallback[start:stop] = ~reach
-        start = stop
+    fallback = slack_all < 0
+    cq, cr = count[q], count[r]
+    key = cq * (int(count.max()) + 1) + cr
+    order = np.argsort(key, kind="stable")
+    cuts = np.flatnonzero(np.diff(key[order])) + 1
+    for group in np.split(order, cuts):
+        a, b = int(cq[group[0]]), int(cr[group[0]])
+        step = max(1, batch // max(1, a * b))
+        for s0 in range(0, len(group), step):
+            pairs = group[s0:s0 + step]
+            qs, rs = q[pairs], r[pairs]
+            D = (F[nbr[qs, :a][:, :, None], nbr[rs, :b][:, None, :]].reshape(len(pairs), a * b)
+                 - F[qs, rs][:, None])
+            fb = fallback[pairs]
+            if fb.any():
+                out[pairs[fb]] = D[fb].max(axis=1)
+            if (~fb).any():
+                keep = ~fb
+                W = (v[qs[keep], :a][:, :, None] * v[rs[keep], :b][:, None, :]).reshape(-1, a * b)
+                out[pairs[keep]] = _first_within_slack(D[keep], W, slack_all[pairs[keep]])
     return out, fallback
+
+
+def _first_within_slack(delta_ab: NDArray[np.float64], weight: NDArray[np.float64], slack: NDArray[np.float64],
+                        bins: int = 64) -> NDArray[np.float64]:
+    """Per row (a pair's candidates, shape (pairs, n)), Δ at the first position of the Δ-sorted row (ties in entry
+    order) whose mass strictly after it is ≤ slack[row] ≥ 0: Algorithm 2's linear search.
+
+    Only one histogram bin per row is sorted: with M_k the mass in Δ-bins ≥ k and k* the highest bin with
+    M_k* > slack, every entry above bin k* qualifies (less than M_k*+1 ≤ slack after it) and none below it does (all
+    of bin k* is after it), so the answer lies in bin k*, which is never empty. No bin above slack: the row's
+    smallest Δ.
+    """
+    n_seg, width_n = delta_ab.shape
+    lo, hi = delta_ab.min(axis=1), delta_ab.max(axis=1)
+    width = hi - lo
+    scale = np.where(width > 0, bins / np.where(width > 0, width, 1.0), 0.0)
+    b = np.minimum(((delta_ab - lo[:, None]) * scale[:, None]).astype(np.int64), bins - 1).ravel()
+    seg = np.repeat(np.arange(n_seg), width_n)
+    delta_ab, weight = delta_ab.ravel(), weight.ravel()
+    mass = np.bincount(seg * bins + b, weights=weight, minlength=n_seg * bins).reshape(n_seg, bins)
+    above = np.cumsum(mass[:, ::-1], axis=1)[:, ::-1]  # above[s, k] = M_k
+    k_star = (above > slack[:, None]).sum(axis=1) - 1
+    out = lo.copy()  # k* = −1: the whole row's mass is within the slack
+    mass_over = np.where(k_star + 1 < bins, above[np.arange(n_seg), np.minimum(k_star + 1, bins - 1)], 0.0)
+    pick = np.flatnonzero((b == k_star[seg]) & (k_star[seg] >= 0))
+    if len(pick):
+        s, dl, w = seg[pick], delta_ab[pick], weight[pick]
+        order = np.lexsort((dl, s))
+        s, dl, w = s[order], dl[order], w[order]
+        starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
+        csum = np.cumsum(w[::-1])[::-1]  # inclusive suffix sums over the picked entries
+        tail_end = np.concatenate([csum[starts[1:]], [0.0]])  # suffix mass of the later segments' picks
+        after = csum - w - np.repeat(tail_end, np.diff(np.r_[starts, len(s)])) + mass_over[s]
+        ok = after <= slack[s]
+        ok[np.r_[starts[1:], len(s)] - 1] = True  # the last pick of a segment: ≤ M_k*+1 after it (round-off aside)
+        out[s[starts]] = dl[np.minimum.reduceat(np.where(ok, np.arange(len(s)), len(s)), starts)]
+    return out
 
 
 @dataclass
@@ -128,12 +160,14 @@ class MarginReport:
         counts: how many anchor pairs and true pairs fell into each case (see the module docstring).
         ps: P_S(x, x') of Eq. 93 summary (computed under both rules, used only under ``eq30``).
         fallback_pair: (|A|, |A|) True where ξ̂ came at least partly from a worst-case fallback.
+        timed_out: the deadline passed before every true pair was evaluated (``counts`` says how many were).
     """
 
     xi_hat: NDArray[np.float64]
     fallback_pair: NDArray[np.bool_]
     counts: dict[str, int] = field(default_factory=dict)
     ps: dict[str, Any] = field(default_factory=dict)
+    timed_out: bool = False  # the deadline came first: xi_hat is incomplete and must not be used
 
 
 def _pair_probabilities(d: NDArray[np.float64], p: NDArray[np.float64], anchors: NDArray[np.int64], sel: Selection,
@@ -168,7 +202,7 @@ def safety_margins(d: NDArray[np.float64], cost: NDArray[np.float64], p: NDArray
                    anchors: NDArray[np.int64], sel: Selection, eps: float, delta: float, big_gamma: int,
                    ps_rule: str = "one", progress: Progress = no_progress,
                    nbr: NDArray[np.int64] | None = None, mask: NDArray[np.bool_] | None = None,
-                   s_rule: str = "nearest") -> MarginReport:
+                   s_rule: str = "nearest", deadline: float | None = None) -> MarginReport:
     """ξ̂ for every pair of anchors that needs one (Eq. 29 with the patches of the module docstring).
 
     Args:
@@ -178,6 +212,8 @@ def safety_margins(d: NDArray[np.float64], cost: NDArray[np.float64], p: NDArray
         ps_rule: ``one`` (P_S = 1, authors' code) or ``eq30`` (the paper's Eq. 30 with P_S from Eq. 93).
         s_rule: S_x = the Γ nearest records (``nearest``, paper Eq. 29) or the records within γ/2
             (``half-gamma``, authors' code).
+        deadline: ``time.perf_counter()`` value after which no further block of true pairs is started; the report
+            then has ``timed_out`` set.
 
     ``cost`` may be asymmetric (the authors' ε̄): ξ̂ is then computed for each ordered pair.
     """
@@ -241,7 +277,10 @@ def safety_margins(d: NDArray[np.float64], cost: NDArray[np.float64], p: NDArray
     F = eps * d - cost
     idx = np.flatnonzero(real)
     step = 20_000
-    for s0 in range(0, len(idx), step):  # blocks of true pairs, for progress reports
+    for s0 in range(0, len(idx), step):  # blocks of true pairs, for progress reports and the deadline
+        if deadline is not None and time.perf_counter() > deadline:
+            counts.update(true_pairs_evaluated=s0, true_pairs_needed=int(real.sum()))
+            return MarginReport(xi_hat, fb_pair, counts, ps_info, timed_out=True)
         sl = idx[s0:s0 + step]
         xi_u[sl], fb_u[sl] = pair_margins(F, nbr, count, v, p0, uq[sl], ur[sl], target_delta)
         progress("safety margins: true pairs", min(1.0, (s0 + step) / len(idx)))
