@@ -33,7 +33,7 @@ with solving.guard():
         params = state.params_of(mech)
         # one mechanism's error (bad parameter, solver failure) is shown and the others still run
         result, error = solving.solve_or_lookup(prob, mech, params, solve_clicked, float(st.session_state["time_limit"]))
-        if result is None and not error and (hint := solving.solve_hint(prob.k, prob.m, mech)):
+        if result is None and not error and (hint := solving.solve_hint(prob, mech, params.get("eps"))):
             st.warning(f"{mech.label}: {hint}", icon=":material/hourglass_top:")
         if error:
             st.error(f"{mech.label}: {error}", icon=":material/error:")

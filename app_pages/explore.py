@@ -37,7 +37,7 @@ elif result is not None:
 map_col, side_col = st.columns([3, 1], gap="medium")
 with side_col:
     if result is None:
-        if hint := solving.solve_hint(prob.k, prob.m, mech):
+        if hint := solving.solve_hint(prob, mech, params.get("eps")):
             st.warning(hint, icon=":material/hourglass_top:")
         if not error:
             st.info("Not solved yet for these settings. Press **Solve** in the sidebar.", icon=":material/play_arrow:")

@@ -97,25 +97,50 @@ def lp_size(k: int, m: int, pairs: int | None = None) -> dict[str, int]:
     return {"variables": k * m, "inequalities": n_pairs * m, "equalities": k}
 
 
+# the structured LP engine is slow where a row's mass spreads over many outputs, i.e. where ε·d is small between most
+# secrets; measured (CPU seconds, |Y| = 100, `python -m mdpviz bench lp`, docs/benchmarks/lp_*.md): Helsinki at
+# ε = 5 (median ε·d ≈ 5) K = 100 in 8 s, K = 200 in 65 s; Rome at ε = 1 (≈ 14) K = 100 in 5 s, K = 200 in 43 s;
+# Rome at ε = 5 (≈ 70) K = 2,000 in 17 s
+DENSE_EPS_D = 25.0  # median ε·d (nats) below which the LP counts as dense
+DENSE_LP_K = 150  # a dense exact LP above this K may take minutes
+SPARSE_LP_K = 2000  # a sparse one above this K
+
+
 def solve_warning(k: int, m: int, *, max_k: int | None, family: str, exact: bool,
-                  time_limit_s: float | None) -> str | None:
+                  time_limit_s: float | None, eps_d_median: float | None = None) -> str | None:
     """A sentence warning that a solve may be slow, or None when it should be quick.
 
-    The rule is deliberately simple: above the mechanism's own ``max_k``, or an exact LP whose full
-    constraint count K(K−1)·M exceeds 200,000 (about ten seconds of HiGHS on a laptop and growing fast).
+    Above the mechanism's own ``max_k`` a solve may be slow. The exact LP (family ``lp``, exact) is judged by its
+    size and, when ``eps_d_median`` (the median of ε·d over pairs of secrets, nats) is given, by how dense its
+    optimal rows are: below ``DENSE_EPS_D`` it may take minutes above K = ``DENSE_LP_K``, otherwise above
+    ``SPARSE_LP_K`` (measured points above). Without ``eps_d_median``, any exact LP over 200,000 constraints
+    K(K−1)·|Y| gets the warning.
 
     >>> solve_warning(200, 50, max_k=None, family="baseline", exact=True, time_limit_s=60) is None
     True
     >>> "minutes" in solve_warning(300, 50, max_k=150, family="lp", exact=True, time_limit_s=60)
+    True
+    >>> solve_warning(1000, 100, max_k=None, family="lp", exact=True, time_limit_s=60, eps_d_median=60.0) is None
+    True
+    >>> "dense" in solve_warning(200, 100, max_k=None, family="lp", exact=True, time_limit_s=60, eps_d_median=5.0)
     True
     """
     limit = "" if time_limit_s is None else f" The solve stops after the time limit of {time_limit_s:g} s."
     if max_k is not None and k > max_k:
         return (f"K = {k} is above {max_k}, the size this mechanism solves interactively; "
                 f"it may take minutes.{limit}")
+    if family != "lp" or not exact:
+        return None
     size = lp_size(k, m)["inequalities"]
-    if family == "lp" and exact and size > 200_000:
-        return (f"The exact LP has about {size:,} constraints (K(K−1)·|Y|); it may take minutes.{limit}")
+    if eps_d_median is None:
+        if size > 200_000:
+            return f"The exact LP has about {size:,} constraints (K(K−1)·|Y|); it may take minutes.{limit}"
+        return None
+    if eps_d_median < DENSE_EPS_D and k > DENSE_LP_K:
+        return (f"ε·d is small between most secrets (median {eps_d_median:.3g}), so the optimal rows are dense and "
+                f"the exact LP ({size:,} constraints) may take minutes at K = {k}.{limit}")
+    if k > SPARSE_LP_K:
+        return f"The exact LP has about {size:,} constraints (K(K−1)·|Y|); it may take minutes.{limit}"
     return None
 
 

@@ -139,6 +139,14 @@ def test_explore_warns_before_a_slow_solve() -> None:
     at = app("app_pages/explore.py", query={"mech": "lp", "k": "300"})
     assert texts(at.warning).count("may take minutes") == 1  # once, not in the sidebar and again beside the map
     assert "Not solved yet" in texts(at.info)  # nothing was solved on page load
+    assert "optimal rows are dense" in texts(at.warning)  # Helsinki at ε = 5: ε·d is small
+
+
+def test_explore_does_not_warn_where_the_lp_is_fast() -> None:
+    # Rome at ε = 5 km⁻¹: ε·d is large between most secrets and the exact LP at K = 500 takes about a second
+    at = app("app_pages/explore.py", query={"mech": "lp", "k": "500", "city": "rome", "eps": "5"})
+    assert not at.exception
+    assert "may take minutes" not in texts(at.warning)
 
 
 def test_every_registered_mechanism_gets_controls() -> None:

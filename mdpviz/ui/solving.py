@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 import streamlit as st
 
 from mdpviz.errors import MdpvizError
@@ -30,16 +31,21 @@ def guard() -> Iterator[None]:
         st.stop()
 
 
-def solve_hint(prob_k: int, prob_m: int, mech: Mechanism) -> str | None:
-    """The slow-solve warning of ``mdpviz.explain`` (the mechanism's ``max_k``, the LP's size), and a note when
-    the all-pairs check itself will take a while (K above ``state.SLOW_CHECK_K``)."""
+def solve_hint(prob: Problem, mech: Mechanism, eps: float | None) -> str | None:
+    """The slow-solve warning of ``mdpviz.explain`` (the mechanism's ``max_k``; for the exact LP its size and the
+    median ε·d of the problem), and a note when the all-pairs check itself will take a while (K above
+    ``state.SLOW_CHECK_K``)."""
     from . import state
 
-    hint = solve_warning(prob_k, prob_m, max_k=mech.max_k, family=mech.family, exact=mech.exact,
-                         time_limit_s=float(st.session_state.get("time_limit", 60.0)))
-    if prob_k > state.SLOW_CHECK_K:
-        pairs = prob_k * (prob_k - 1)
-        check = (f"Checking ε-mDP on all {pairs:,} ordered pairs × {prob_m:,} outputs after the solve takes "
+    eps_d = None
+    if eps is not None and prob.k > 1:
+        n = min(prob.k, 300)  # X is a random sample: its first 300 secrets give the median well enough
+        eps_d = float(eps * np.median(prob.d[:n, :n][np.triu_indices(n, 1)]))
+    hint = solve_warning(prob.k, prob.m, max_k=mech.max_k, family=mech.family, exact=mech.exact,
+                         time_limit_s=float(st.session_state.get("time_limit", 60.0)), eps_d_median=eps_d)
+    if prob.k > state.SLOW_CHECK_K:
+        pairs = prob.k * (prob.k - 1)
+        check = (f"Checking ε-mDP on all {pairs:,} ordered pairs × {prob.m:,} outputs after the solve takes "
                  "a while (tens of seconds and more).")
         hint = f"{hint} {check}" if hint else check
     return hint
