@@ -190,7 +190,16 @@ def test_safety_margins_are_non_negative_and_symmetric() -> None:
     assert (xi[done] >= 0).all()
     np.testing.assert_array_equal(np.isfinite(xi), np.isfinite(xi.T))
     np.testing.assert_array_equal(xi[done], xi.T[done])
-    assert rep.counts["anchor_pairs_computed"] + rep.counts["anchor_pairs_no_room"] == rep.counts["anchor_pairs"]
+    c = rep.counts
+    assert c["anchor_pairs_computed"] + c["anchor_pairs_no_room"] + c["anchor_pairs_unused"] == c["anchor_pairs"]
+    assert c["anchor_pairs_unused"] == 0
+    # pairs the LP does not use get no margin; the others keep exactly theirs
+    used = np.zeros((len(anchors), len(anchors)), dtype=bool)
+    used[:4, :4] = True
+    part = safety_margins(d, cost, np.full(25, 1 / 25), anchors, sel, 8.0, 0.05, 4, used=used)
+    assert np.isnan(part.xi_hat[~used & ~np.eye(len(anchors), dtype=bool)]).all()
+    np.testing.assert_array_equal(part.xi_hat[used], xi[used])
+    assert part.counts["anchor_pairs_unused"] == (~used & ~np.eye(len(anchors), dtype=bool)).sum()
 
 
 def test_safety_margins_stop_at_their_deadline_and_panda_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -206,7 +215,7 @@ def test_safety_margins_stop_at_their_deadline_and_panda_says_so(monkeypatch: py
     # the mechanism: the deadline passes while ξ̂ is computed -> a time limit with no Z, and the reason in words
     real = panda_mech.safety_margins
     monkeypatch.setattr(panda_mech, "safety_margins",
-                        lambda *a: real(*a[:13], deadline=time.perf_counter() - 1))
+                        lambda *a, **k: real(*a[:13], deadline=time.perf_counter() - 1, **k))
     pb = build_problem("helsinki", 60, seed=1)
     r = solve(pb, "panda-e", {"eps": 5.0, "eps_bar": "authors-code"}, time_limit=30.0, use_cache=False)
     assert r.status == "time limit" and r.Z is None

@@ -120,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--k", type=int, nargs="+", default=[500, 1000, 2000, 5000], help="secret-domain sizes K")
     ap.add_argument("--variants", nargs="+", default=["e", "p", "l"], choices=["e", "p", "l"])
     ap.add_argument("--modes", nargs="+", default=["paper", "authors-code"], choices=["paper", "authors-code"])
-    ap.add_argument("--baselines", nargs="+", default=list(BASELINES), choices=list(BASELINES))
+    ap.add_argument("--baselines", nargs="*", default=list(BASELINES), choices=list(BASELINES))
     ap.add_argument("--users", type=int, default=50, help="number of users N (default 50, the paper's)")
     ap.add_argument("--outputs", type=int, default=100, help="|Y| (default 100, as the authors' code)")
     ap.add_argument("--cost", default="distance", choices=["distance", "travel"])

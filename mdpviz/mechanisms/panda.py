@@ -128,9 +128,14 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
 
     # (b, c): safety margins for anchor pairs
     t0 = time.perf_counter()
+    ix = np.ix_(anchors, anchors)
+    d_a, cost_a = d[ix], cost[ix]
+    radius = params["pair_radius_km"]
+    far = (d_a >= radius) if radius > 0 else np.zeros_like(d_a, dtype=bool)
+    np.fill_diagonal(far, False)
     deadline = None if time_limit is None else t_start + time_limit
     margins = safety_margins(d, cost, p, anchors, sel, eps, delta, params["big_gamma"], params["ps_rule"],
-                             progress, nbr, mask, params["s_rule"], deadline)
+                             progress, nbr, mask, params["s_rule"], deadline, used=~far)
     timings["xi_s"] = time.perf_counter() - t0
     if margins.timed_out:
         c = margins.counts
@@ -138,16 +143,12 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
                f"{c['true_pairs_evaluated']:,} of {c['true_pairs_needed']:,} true pairs evaluated, so no LP was "
                "solved; raise the time limit or lower K.")
         return Result(variant_name(variant), params, None, "time limit", eps, claim=CLAIM, timings=timings,
-                      message=msg, degenerate="No mechanism: the time limit came before the safety margins were done")
+                      message=msg, degenerate="No mechanism: the time limit came before the safety margins were done",
+                      diagnostics={"variant": variant, "anchors": anchors, "margins": dict(c)})
 
     # (d): AnPO, tightened exponents, clipped at 0
-    ix = np.ix_(anchors, anchors)
-    d_a, cost_a = d[ix], cost[ix]
     E, clipped = anpo_exponents(d_a, cost_a, margins.xi_hat, eps)
-    radius = params["pair_radius_km"]
-    far = (d_a >= radius) if radius > 0 else np.zeros_like(d_a, dtype=bool)
-    np.fill_diagonal(far, False)
-    E[far] = np.inf  # no constraint between anchors at least `radius` apart
+    E[far] = np.inf  # no constraint between anchors at least `radius` apart (their ξ̂ was not computed)
     clipped = int(((E == 0) & ~np.eye(len(E), dtype=bool)).sum())
     weights = p[anchors] / p[anchors].sum()
     c_a = problem.c[anchors]
@@ -176,7 +177,7 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
     diagnostics["xi_hat"] = {"hist": histogram(margins.xi_hat[off]), "unit": "nats (subtracted from ε·d)",
                              "computed_pairs": int(np.isfinite(margins.xi_hat[off]).sum()),
                              "fallback_pairs": int(margins.fallback_pair.sum())}
-    diagnostics["budget_split"] = budget_split(d_a, cost_a, margins.xi_hat, eps)
+    diagnostics["budget_split"] = budget_split(d_a, cost_a, margins.xi_hat, eps, used=~far)
     if out.Z is None:
         return Result(variant_name(variant), params, None, out.status, eps, claim=CLAIM, timings=timings,
                       lp_size=out.size, diagnostics=diagnostics, message=out.message,

@@ -82,9 +82,10 @@ def counterfactual_violations(z_anchor: NDArray[np.float64], anchors: NDArray[np
 
 
 def budget_split(d_a: NDArray[np.float64], cost_a: NDArray[np.float64], xi_a: NDArray[np.float64],
-                 eps: float) -> dict[str, Any]:
-    """Mean per-distance budget over ordered anchor pairs: Phase I min(ε̄, ε), margin min(ξ̂/d, rest), Phase II rest."""
-    off = ~np.eye(len(d_a), dtype=bool) & (d_a > 0)
+                 eps: float, used: NDArray[np.bool_] | None = None) -> dict[str, Any]:
+    """Mean per-distance budget over ordered anchor pairs (those in ``used``, the pairs the LP constrains, when
+    given): Phase I min(ε̄, ε), margin min(ξ̂/d, rest), Phase II rest."""
+    off = ~np.eye(len(d_a), dtype=bool) & (d_a > 0) & (True if used is None else used)
     if not off.any():
         return {"pairs": 0}
     dd = d_a[off]

@@ -202,7 +202,8 @@ def safety_margins(d: NDArray[np.float64], cost: NDArray[np.float64], p: NDArray
                    anchors: NDArray[np.int64], sel: Selection, eps: float, delta: float, big_gamma: int,
                    ps_rule: str = "one", progress: Progress = no_progress,
                    nbr: NDArray[np.int64] | None = None, mask: NDArray[np.bool_] | None = None,
-                   s_rule: str = "nearest", deadline: float | None = None) -> MarginReport:
+                   s_rule: str = "nearest", deadline: float | None = None,
+                   used: NDArray[np.bool_] | None = None) -> MarginReport:
     """ξ̂ for every pair of anchors that needs one (Eq. 29 with the patches of the module docstring).
 
     Args:
@@ -214,6 +215,8 @@ def safety_margins(d: NDArray[np.float64], cost: NDArray[np.float64], p: NDArray
             (``half-gamma``, authors' code).
         deadline: ``time.perf_counter()`` value after which no further block of true pairs is started; the report
             then has ``timed_out`` set.
+        used: (|A|, |A|) the anchor pairs whose ξ̂ the LP uses (default: all); the others stay NaN (the authors' code
+            constrains only anchors closer than 0.8 km, and computes no margin for the rest).
 
     ``cost`` may be asymmetric (the authors' ε̄): ξ̂ is then computed for each ordered pair.
     """
@@ -238,13 +241,15 @@ def safety_margins(d: NDArray[np.float64], cost: NDArray[np.float64], p: NDArray
     off = ~np.eye(n_a, dtype=bool)
 
     room = eps * d[np.ix_(anchors, anchors)] - cost[np.ix_(anchors, anchors)]
-    need = off & (room > 0)
+    need = off & (room > 0) & (True if used is None else used)
     bad30, target_delta = _eq30_target(ps, need, delta, ps_rule)
 
     xi_hat = np.full((n_a, n_a), np.nan)
     np.fill_diagonal(xi_hat, 0.0)
     fb_pair = np.zeros((n_a, n_a), dtype=bool)
-    counts: dict[str, int] = {"anchor_pairs": int(off.sum()), "anchor_pairs_no_room": int((off & ~need).sum()),
+    unused = off & ~used if used is not None else np.zeros_like(off)
+    counts: dict[str, int] = {"anchor_pairs": int(off.sum()), "anchor_pairs_unused": int(unused.sum()),
+                              "anchor_pairs_no_room": int((off & ~unused & (room <= 0)).sum()),
                               "anchor_pairs_computed": int(need.sum()), "anchor_pairs_eq30_infeasible": int(bad30.sum())}
     symmetric = bool(np.array_equal(cost, cost.T))
     # with a symmetric cost ξ̂ is symmetric: compute each unordered pair once
