@@ -4,7 +4,7 @@ For each K a problem is built on the city (whole city, seeded, |Y| outputs). Eac
 ``paper`` (the defaults) and ``authors-code`` (the mechanism's preset), then EM, EM+BR, LP+EM and, up to
 ``--lp-max-k``, the optimal LP. Every method is measured on the same N users (PAnDA's seeded users): the loss they
 experience, V_pure over their pairs (ε·d, the check every ε-mDP mechanism must pass) and, for PAnDA, V_pair
-(Phase I charged with Prop. 3's ε̄) and V_cf. Rows go to ``docs/benchmarks/panda.csv`` and ``panda.md``.
+(Phase I charged with Prop. 3's ε̄) and V_cf. Rows go to ``docs/benchmarks/<name>.csv`` and ``<name>.md`` (``--name``, default ``panda``).
 """
 
 from __future__ import annotations
