@@ -45,8 +45,8 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from mdpviz.cities import clean_network, write_city
-from mdpviz.paths import DATA_DIR, atomic_write
+from mdpviz.cities import clean_network, write_city  # noqa: E402 - after the sys.path line above
+from mdpviz.paths import DATA_DIR, atomic_write  # noqa: E402
 
 OAKLAND_OSM = Path("/usr/share/doc/python-osmnx-doc/examples/tests/input_data/West-Oakland.osm.bz2")
 PAPER_CITIES = ROOT.parent / "shared" / "data" / "cities"

@@ -131,3 +131,17 @@ def test_reproduce_page_shows_a_report_and_reruns_live() -> None:
     assert any("your tiny rerun" in c.value for c in at.caption)
     assert len(at.dataframe) >= 1 and len(at.tabs) >= 3  # Table IV, budgets, time, bytes
     assert any(m.label == "rows" for m in at.metric)
+
+
+def test_chart_leaves_out_lower_bars_that_a_log_axis_cannot_show() -> None:
+    from mdpviz.reproduce.base import ChartSpec
+    from mdpviz.reproduce.report import chart_figure
+
+    rows = [{"metric": "time", "table": "", "method": "LP", "city": "rome", "x": 500, "ours": 2.0, "ours_pm": 3.0,
+             "paper_value": None, "paper": ""},
+            {"metric": "time", "table": "", "method": "LP", "city": "rome", "x": 1000, "ours": 8.0, "ours_pm": 1.0,
+             "paper_value": None, "paper": ""}]
+    for log_y, want in ((True, [0.0, 1.0]), (False, [3.0, 1.0])):
+        fig = chart_figure(rows, ChartSpec("time", "K", "s", log_y=log_y), "t")
+        bars = fig.data[0].error_y
+        assert list(bars.array) == [3.0, 1.0] and list(bars.arrayminus) == want

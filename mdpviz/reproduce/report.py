@@ -36,7 +36,8 @@ def folder_name(experiment: str, size: str, mode: str) -> str:
 
 
 def chart_figure(rows: Sequence[Mapping[str, Any]], spec: ChartSpec, title: str) -> Any:
-    """Ours (lines with ±1.96·std bars) and the paper's points (open markers, dotted) for ``spec.metric``."""
+    """Ours (lines with ±1.96·std bars; on a log y axis a lower bar reaching 0 is left out) and the paper's points
+    (open markers, dotted) for ``spec.metric``."""
     import plotly.graph_objects as go
 
     fig = go.Figure()
@@ -56,8 +57,11 @@ def chart_figure(rows: Sequence[Mapping[str, Any]], spec: ChartSpec, title: str)
         xs = [r["x"] for r in pts]
         ours = [_num(r["ours"]) for r in pts]
         if any(math.isfinite(v) for v in ours):
+            pm = [_num(r["ours_pm"]) for r in pts]
+            # a log axis cannot show an interval reaching 0: such a lower bar is left out (the upper one stays)
+            minus = [0.0 if spec.log_y and e >= v else e for v, e in zip(ours, pm, strict=True)]
             fig.add_trace(go.Scatter(x=xs, y=ours, mode="lines+markers", name=f"{name}: ours", line={"color": color},
-                                     error_y={"type": "data", "array": [_num(r["ours_pm"]) for r in pts],
+                                     error_y={"type": "data", "array": pm, "arrayminus": minus, "symmetric": False,
                                               "visible": True}, legendgroup=name))
         paper = [_num(r["paper_value"]) for r in pts]
         if any(math.isfinite(v) for v in paper):
