@@ -580,8 +580,9 @@ class _BendersRun:
         progress("Benders: initial cuts", None)
         self.ci, self.cj, ce, self.cut_counts = master_pairs(n, pi, pj, expo, labels, self.is_b, cuts)
         sub_pairs = int((~self.is_b[pi] | ~self.is_b[pj]).sum())
-        check_lp_rows((len(self.ci) + sub_pairs) * m, f"Benders with cuts = {cuts!r} ({len(self.ci):,} master "
-                      f"pairs, {sub_pairs:,} subproblem pairs, × {m} outputs)")
+        check_lp_rows((len(self.ci) + sub_pairs) * m, f"Benders with cuts = {cuts!r} ({nb:,} of {n:,} records on "
+                      f"a subset boundary; {len(self.ci):,} master pairs, {sub_pairs:,} subproblem pairs, "
+                      f"× {m} outputs)")
         self.rowsum = RowSumCuts(n, pi, pj, expo, labels, self.is_b, bidx) if row_cuts else None
         self.timings["cuts_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()

@@ -125,6 +125,7 @@ def _first_within_slack(delta_ab: NDArray[np.float64], weight: NDArray[np.float6
     smallest Δ.
     """
     n_seg, width_n = delta_ab.shape
+    # Δ is finite: selection weights lie in (0, 1) (make_selection), so ε̄ and F are finite
     lo, hi = delta_ab.min(axis=1), delta_ab.max(axis=1)
     width = hi - lo
     scale = np.where(width > 0, bins / np.where(width > 0, width, 1.0), 0.0)
