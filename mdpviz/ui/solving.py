@@ -38,7 +38,8 @@ def solve_hint(prob: Problem, mech: Mechanism, eps: float | None) -> str | None:
     from . import state
 
     eps_d = None
-    if eps is not None and prob.k > 1:
+    # the density rule was measured on the structured engine of `lp`; lp-bd and lp-em keep the size rule
+    if mech.name == "lp" and eps is not None and prob.k > 1:
         n = min(prob.k, 300)  # X is a random sample: its first 300 secrets give the median well enough
         eps_d = float(eps * np.median(prob.d[:n, :n][np.triu_indices(n, 1)]))
     hint = solve_warning(prob.k, prob.m, max_k=mech.max_k, family=mech.family, exact=mech.exact,
