@@ -130,6 +130,7 @@ class Sampler(threading.Thread):
         super().__init__(daemon=True)
         self.pid, self.peak, self.stop = pid, 0, threading.Event()
         self.cpu: dict[int, float] = {}
+        self.browser: set[int] = set()  # pids of chromium processes (the rest: the Playwright driver)
         self.lock = threading.Lock()
 
     def run(self) -> None:
@@ -138,12 +139,24 @@ class Sampler(threading.Thread):
             with self.lock:
                 for p in tree_pids(os.getpid()):
                     self.cpu[p] = rss_and_cpu([p])[1]
+                    if p not in self.browser and _is_chromium(p):
+                        self.browser.add(p)
             self.stop.wait(0.2)
 
-    def cpu_of(self, pids: set[int] | None = None, exclude: set[int] = frozenset()) -> float:  # type: ignore[assignment]
-        """Summed CPU seconds of ``pids`` (default: every process seen), minus those in ``exclude``."""
+    def cpu_split(self, exclude: set[int]) -> tuple[float, float]:
+        """(chromium, other) CPU seconds of every process seen, leaving out ``exclude``."""
         with self.lock:
-            return sum(c for p, c in self.cpu.items() if (pids is None or p in pids) and p not in exclude)
+            seen = {p: c for p, c in self.cpu.items() if p not in exclude}
+            chromium = sum(c for p, c in seen.items() if p in self.browser)
+            return chromium, sum(seen.values()) - chromium
+
+
+def _is_chromium(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"chrom" in f.read().split(b"\0")[0]
+    except OSError:
+        return False
 
 
 async def drive(browser: Any, url: str, s: Session) -> None:
@@ -288,7 +301,7 @@ async def run(n: int, profile: Path | None = None) -> dict[str, Any]:
                 s.eps = round(s.eps * (1.5 + 0.1 * i), 3)
             server = set(tree_pids(pid))
             _, cpu0 = rss_and_cpu(list(server))
-            all0 = sampler.cpu_of(exclude=server | {os.getpid()})
+            br0, drv0 = sampler.cpu_split(exclude=server | {os.getpid()})
             spy = _start_profiler(pid, profile)
             t0 = time.perf_counter()
             await asyncio.gather(*(drive(browser, url, s) for s in sessions))
@@ -296,7 +309,7 @@ async def run(n: int, profile: Path | None = None) -> dict[str, Any]:
             _stop_profiler(spy)
             await asyncio.sleep(0.3)  # one more sample of every process
             _, cpu1 = rss_and_cpu(list(server))
-            all1 = sampler.cpu_of(exclude=server | {os.getpid()})
+            br1, drv1 = sampler.cpu_split(exclude=server | {os.getpid()})
             await browser.close()
         alive = os.path.exists(f"/proc/{pid}")
         sampler.stop.set()
@@ -306,7 +319,7 @@ async def run(n: int, profile: Path | None = None) -> dict[str, Any]:
         if s.shown_loss != want:
             s.problems.append(f"shows utility loss {s.shown_loss!r} m, the library computes {want!r} m")
     return {"sessions": sessions, "lone": lone, "warm": warm, "wall_s": wall, "server_cpu_s": cpu1 - cpu0,
-            "client_cpu_s": all1 - all0,
+            "client_cpu_s": br1 - br0, "driver_cpu_s": drv1 - drv0,
             "peak_rss": sampler.peak, "alive": alive}
 
 
@@ -344,7 +357,8 @@ def report(out: dict[str, Any], n: int) -> str:
         f"peak server memory (RSS of the streamlit process tree): {out['peak_rss'] / 2**20:,.0f} MB",
         f"server CPU during the concurrent run: {out['server_cpu_s']:.1f} s in {out['wall_s']:.1f} s wall "
         f"= {out['server_cpu_s'] / out['wall_s']:.2f} cores busy on average; browser (chromium, all sessions): "
-        f"{out['client_cpu_s']:.1f} s = {out['client_cpu_s'] / out['wall_s']:.2f} cores",
+        f"{out['client_cpu_s']:.1f} s = {out['client_cpu_s'] / out['wall_s']:.2f} cores; Playwright's driver "
+        f"{out['driver_cpu_s']:.1f} s",
         f"CPU bound: server and browsers together used {out['server_cpu_s'] + out['client_cpu_s']:.1f} CPU s in the "
         f"concurrent run (maps and solves), at least "
         f"{(out['server_cpu_s'] + out['client_cpu_s']) / (os.cpu_count() or 1):.1f} s of wall time on "
