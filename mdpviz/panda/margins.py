@@ -242,13 +242,13 @@ def safety_margins(d: NDArray[np.float64], cost: NDArray[np.float64], p: NDArray
     off = ~np.eye(n_a, dtype=bool)
 
     room = eps * d[np.ix_(anchors, anchors)] - cost[np.ix_(anchors, anchors)]
-    need = off & (room > 0) & (True if used is None else used)
+    unused = off & ~used if used is not None else np.zeros_like(off)
+    need = off & ~unused & (room > 0)
     bad30, target_delta = _eq30_target(ps, need, delta, ps_rule)
 
     xi_hat = np.full((n_a, n_a), np.nan)
     np.fill_diagonal(xi_hat, 0.0)
     fb_pair = np.zeros((n_a, n_a), dtype=bool)
-    unused = off & ~used if used is not None else np.zeros_like(off)
     counts: dict[str, int] = {"anchor_pairs": int(off.sum()), "anchor_pairs_unused": int(unused.sum()),
                               "anchor_pairs_no_room": int((off & ~unused & (room <= 0)).sum()),
                               "anchor_pairs_computed": int(need.sum()), "anchor_pairs_eq30_infeasible": int(bad30.sum())}
