@@ -137,8 +137,10 @@ def solve_warning(k: int, m: int, *, max_k: int | None, family: str, exact: bool
             return f"The exact LP has about {size:,} constraints (K(K−1)·|Y|); it may take minutes.{limit}"
         return None
     if eps_d_median < DENSE_EPS_D and k > DENSE_LP_K:
-        return (f"ε·d is small between most secrets (median {eps_d_median:.3g}), so the optimal rows are dense and "
-                f"the exact LP ({size:,} constraints) may take minutes at K = {k}.{limit}")
+        return (f"ε·d is small between most secrets (median {eps_d_median:.2g}: a typical pair's report "
+                f"probabilities may differ only by a factor e^{eps_d_median:.2g} ≈ {math.exp(eps_d_median):,.0f}), so "
+                f"the optimal rows are dense (each secret reports many outputs) and the exact LP ({size:,} "
+                f"constraints) may take minutes at K = {k}.{limit}")
     if k > SPARSE_LP_K:
         return f"The exact LP has about {size:,} constraints (K(K−1)·|Y|); it may take minutes.{limit}"
     return None
