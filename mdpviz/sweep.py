@@ -382,6 +382,7 @@ def run_sweep(points: Sequence[Point], results: Path | str | None = None, *, wor
 def _run_dask(todo: list[Point], finish: Callable[[dict[str, Any]], None], scheduler: str | None, workers: int,
               use_cache: bool, stop: Callable[[], bool] | None) -> bool:
     try:
+        import dask
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError as e:  # pragma: no cover - dask is in requirements.txt
         raise MdpvizError("The Dask backend needs `dask[distributed]` (pip install -r requirements.txt).") from e
@@ -399,8 +400,10 @@ def _run_dask(todo: list[Point], finish: Callable[[dict[str, Any]], None], sched
         env = {"MDPVIZ_CACHE_DIR": str(cache_dir()), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                "MKL_NUM_THREADS": "1"}
         # on localhost only, with the HTTP server on a free port (dashboard_address=None still binds 8787)
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               dashboard_address=":0", env=env, silence_logs=40)
+        # non-daemonic workers: a task may run its solve in a child process (the benchmarks isolate each solve)
+        with dask.config.set({"distributed.worker.daemon": False}):
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                   dashboard_address=":0", env=env, silence_logs=40)
         client = Client(cluster)
     stopped = False
     try:

@@ -5,9 +5,10 @@ solved with its default parameters at the given ε (cache off, ``--time-limit`` 
 checked: utility loss (m), violated/checked ordered pairs of X in the metric of its claim (``metrics.violations``),
 the worst privacy-loss factor and the time of that all-pairs check. Each solve runs in a child process that is
 stopped at 2 × the time limit + 30 s, so a mechanism that ignores its time limit costs a bounded time and is
-reported as such. The survey is a grid for the one sweep runner (``mdpviz.sweep``, in process: timings are taken
-one solve at a time); with ``--points FILE`` each finished point is appended to FILE at once and a rerun resumes
-from it (``--fresh`` remeasures every point). The paper-scale survey:
+reported as such. The survey is a grid for the one sweep runner (``benchmarks.grid``: in process by default, so
+that timings are taken one solve at a time, or on Dask with ``--workers N``); with ``--points FILE`` each finished
+point is appended to FILE at once and a rerun resumes from it (``--fresh`` remeasures every point). The paper-scale
+survey:
 
     python -m mdpviz bench mechanisms --city rome --ks 500 --costs distance travel --time-limit 60
 """
@@ -23,8 +24,8 @@ from typing import Any
 from ..errors import MdpvizError
 from ..mechanisms import get_mechanism, mechanisms
 from ..problem import Problem
-from ..sweep import Point, problem_of, run_sweep
-from . import report
+from ..sweep import Point, problem_of
+from . import grid, report
 
 NOTE_CHARS = 160  # the Markdown table shortens messages; the CSV keeps them whole
 
@@ -73,27 +74,17 @@ def measure(pb: Problem, name: str, eps: float, time_limit: float) -> dict[str, 
 
 def bench_point(point: Point, *, use_cache: bool = False) -> dict[str, Any]:
     """The sweep runner's task: one mechanism on one problem (built from the point's settings), measured."""
-    pb = problem_of(point)
-    eps = float(point.tags["eps"])
-    return {"K": pb.k, "outputs": pb.m, "cost": point.problem["cost"], "eps": eps, "mechanism": point.mechanism,
-            **measure(pb, point.mechanism, eps, float(point.time_limit or 0.0))}
+    return {**point.tags, **measure(problem_of(point), point.mechanism, float(point.tags["eps"]),
+                                    float(point.time_limit or 0.0))}
 
 
 def points(city: str | None, ks: Sequence[int], outputs: int, costs: Sequence[str], eps_values: Sequence[float],
            names: Sequence[str], time_limit: float) -> list[Point]:
     """The survey's grid: K × cost × ε × mechanism, whole city, seed 0."""
     return [Point({"city": city, "k": k, "n_outputs": min(outputs, k), "cost": cost}, name, seed=0,
-                  task=f"{__name__}:bench_point", time_limit=time_limit, tags={"eps": float(eps)})
+                  task=f"{__name__}:bench_point", time_limit=time_limit,
+                  tags={"K": k, "outputs": min(outputs, k), "cost": cost, "eps": float(eps), "mechanism": name})
             for k in ks for cost in costs for eps in eps_values for name in names]
-
-
-def _record_row(record: dict[str, Any]) -> dict[str, Any]:
-    """The survey's row of one runner record (a point whose task failed is reported as crashed)."""
-    if record.get("rows"):
-        return dict(record["rows"][0])
-    pt = record["point"]
-    return {"K": pt["problem"]["k"], "outputs": pt["problem"]["n_outputs"], "cost": pt["problem"]["cost"],
-            "eps": pt["tags"]["eps"], "mechanism": pt["mechanism"], "status": "crashed", "message": record["error"]}
 
 
 def _short(row: dict[str, Any]) -> dict[str, Any]:
@@ -118,31 +109,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--time-limit", type=float, default=300.0, help="seconds per solve (default 300)")
     ap.add_argument("--out", default=None,
                     help="name of the CSV/Markdown files in docs/benchmarks (default mechanisms[_CITY])")
-    ap.add_argument("--points", default=None,
-                    help="JSON-lines file of finished points: appended as each ends, a rerun resumes from it")
-    ap.add_argument("--fresh", action="store_true", help="remeasure every point even when --points has it")
+    grid.add_options(ap)
     a = ap.parse_args(argv)
     names = a.only or [m.name for m in mechanisms()]
     for name in names:
         get_mechanism(name)  # an unknown name fails before any work
     t_start = time.perf_counter()
-    grid = points(a.city, a.ks, a.outputs, a.costs, a.eps, names, a.time_limit)
-
-    def echo(record: dict[str, Any], done: int, total: int) -> None:
-        print(f"[{done}/{total}]", _short(_record_row(record)), flush=True)
-
-    run = run_sweep(grid, a.points, use_cache=False, fresh=a.fresh, on_record=echo)
-    rows = [_record_row(r) for r in run.records]
-    if run.reused:
-        print(f"{run.reused} of {run.total} points reused from {a.points}", flush=True)
-    city = problem_of(grid[0]).city
+    survey = points(a.city, a.ks, a.outputs, a.costs, a.eps, names, a.time_limit)
+    rows, done = grid.run(survey, a, lambda row: str(_short(row)))
+    city = problem_of(survey[0]).city
     out = a.out or ("mechanisms" if a.city is None else f"mechanisms_{city}")
     command = (f"python -m mdpviz bench mechanisms --city {city} --ks {' '.join(map(str, a.ks))} --outputs "
                f"{a.outputs} --costs {' '.join(a.costs)} --eps {' '.join(f'{e:g}' for e in a.eps)} --time-limit "
                f"{a.time_limit:g}" + (f" --only {' '.join(a.only)}" if a.only else "")
                + (f" --out {a.out}" if a.out else ""))
-    reused = f"; {run.reused} of {run.total} points reused from an earlier run" if run.reused else ""
-    notes = (f"`{command}` (whole survey {time.perf_counter() - t_start:.0f} s{reused}). Whole city, seed 0, default "
+    notes = (f"`{command}` (whole survey {time.perf_counter() - t_start:.0f} s). {grid.summary(done)} Whole city, "
+             "seed 0, default "
              "parameters. violated/checked: "
              "ordered pairs of X breaking ε-mDP for some output in the claim's metric (`metrics.violations`, "
              "relative tolerance 1e-9, no absolute slack); worst_factor: max ln(Z[x,y]/Z[x',y]) / (ε·d), 1 = at the "
