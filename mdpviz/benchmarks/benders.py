@@ -4,7 +4,9 @@ For each K: the neighbour graph (pairs d ≤ η, components), the four partition
 component sizes, the analogues of its Tables 1–2; boundary records; master rows with cuts = needed against all),
 the monolithic HiGHS optimum of the same LP (dual simplex), and lp-bd runs (``--configs``: by default plain Benders
 with k-m-DV as the paper, ours with in-out λ = 0.5 and row-sum cuts, and the spectral partition). Wall and CPU
-seconds are both recorded: the machine is shared.
+seconds are both recorded: the machine is shared. The grid runs on the one sweep runner (``benchmarks.grid``): in
+process by default (one solve at a time), on Dask with ``--workers N``; ``--points FILE`` keeps each finished point,
+and a rerun resumes from it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from ..sweep import Point, SweepRun, problem_of
+from . import grid
 from .report import DOCS, load, machine, table, write
 
 PAPER_TABLE3 = ("The paper's Table 3 (IJCAI 2024, road data, N = 500, k-m-DV): 290.7 ± 33.5 s for Benders, on a "
@@ -50,9 +54,9 @@ def _partition_rows(problem: Any, eta: float, eps: float, subsets: int, seed: in
     return out
 
 
-def _lp_bd_row(problem: Any, eps: float, eta: float, part: str, lam: float, row_cuts: bool, time_limit: float,
-               ref: float | None) -> dict[str, Any]:
-    """One lp-bd run (partitioner, λ, row-sum cuts) against the monolithic objective ``ref``: a table row."""
+def _lp_bd_row(problem: Any, eps: float, eta: float, part: str, lam: float, row_cuts: bool,
+               time_limit: float) -> dict[str, Any]:
+    """One lp-bd run (partitioner, λ, row-sum cuts): a table row (``vs_monolithic_m`` is filled in by ``run``)."""
     from ..solve import solve
 
     t0, c0 = time.perf_counter(), time.process_time()
@@ -61,12 +65,11 @@ def _lp_bd_row(problem: Any, eps: float, eta: float, part: str, lam: float, row_
     dg = res.diagnostics
     point = res.objective_m if res.objective_m is not None else dg.get("feasible_objective_m")
     hist = dg.get("history") or [{}]
-    return {"K": problem.k, "solver": f"lp-bd {part} λ = {lam:g}" + (" + row-sum cuts" if row_cuts else ""),
+    return {"K": problem.k, "solver": _label(part, lam, row_cuts),
             "status": res.status, "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
             "objective_m": point, "bound_m": res.bound_m,
             "gap_m": (point - res.bound_m) if (point is not None and res.bound_m is not None) else None,
-            "vs_monolithic_m": (point - ref) if (point is not None and ref is not None) else None,
-            "master_objective_m": hist[-1].get("master_objective"),
+            "vs_monolithic_m": None, "master_objective_m": hist[-1].get("master_objective"),
             "iterations": dg.get("iterations"), "boundary": dg.get("boundary_count"),
             "master_pairs": dg.get("master_pairs"), "optimality_cuts": dg.get("optimality_cuts"),
             "feasibility_cuts": dg.get("feasibility_cuts"), "row_sum_cuts": dg.get("row_sum_cuts"),
@@ -74,32 +77,74 @@ def _lp_bd_row(problem: Any, eps: float, eta: float, part: str, lam: float, row_
             "message": res.message[:160]}
 
 
-def run(city: str, ks: Sequence[int], eps: float, eta: float, outputs: int, cost: str, seed: int,
-        configs: Sequence[tuple[str, float, bool]], time_limit: float
-        ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Solve lp-bd (each config) and a monolithic HiGHS solve of the same neighbour LP for each K: (runs, partitions)."""
+def _monolithic_row(problem: Any, eps: float, eta: float, time_limit: float) -> dict[str, Any]:
+    """The monolithic HiGHS optimum (dual simplex) of the same neighbour LP: a table row."""
     from ..lp.mdp_lp import solve_mdp_lp
     from ..lp.neighbours import neighbour_pairs
-    from ..problem import build_problem
 
-    solves, parts = [], []
+    pi, pj = neighbour_pairs(problem.d, eta)
+    t0, c0 = time.perf_counter(), time.process_time()
+    _, mono = solve_mdp_lp(problem.p, problem.c, pi, pj, eps * problem.d[pi, pj], method="simplex",
+                           time_limit=time_limit)
+    return {"K": problem.k, "solver": MONOLITHIC, "status": mono.status,
+            "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
+            "objective_m": mono.objective, "pairs": len(pi), "rows": mono.size.get("constraints")}
+
+
+MONOLITHIC = "monolithic HiGHS (dual simplex)"
+
+
+def _label(part: str, lam: float, row_cuts: bool) -> str:
+    return f"lp-bd {part} λ = {lam:g}" + (" + row-sum cuts" if row_cuts else "")
+
+
+def bench_point(point: Point, *, use_cache: bool = False) -> dict[str, Any] | list[dict[str, Any]]:
+    """The sweep runner's task: a K's partition rows (a list), its monolithic solve, or one lp-bd config, on the
+    problem built from the point's settings."""
+    problem, pr, tags = problem_of(point), point.params, dict(point.tags)
+    eps, eta, limit = float(pr["eps"]), float(pr["eta"]), float(point.time_limit or 0.0)
+    if tags["kind"] == "partition":
+        return [{**tags, **row} for row in _partition_rows(problem, eta, eps, int(pr["subsets"]), point.seed)]
+    if tags["kind"] == "monolithic":
+        return {**tags, **_monolithic_row(problem, eps, eta, limit)}
+    return {**tags, **_lp_bd_row(problem, eps, eta, pr["partitioner"], float(pr["stabilise"]), bool(pr["row_cuts"]),
+                                 limit)}
+
+
+def points(city: str, ks: Sequence[int], eps: float, eta: float, outputs: int, cost: str, seed: int,
+           configs: Sequence[tuple[str, float, bool]], time_limit: float) -> list[Point]:
+    """The grid: per K, its partitions (25 subsets), the monolithic solve and each lp-bd config."""
+    out = []
     for k in ks:
-        problem = build_problem(city, k, n_outputs=outputs, cost=cost, seed=seed)
-        pi, pj = neighbour_pairs(problem.d, eta)
-        parts += _partition_rows(problem, eta, eps, 25, seed)
-        print(table([r for r in parts if r["K"] == k]), flush=True)
-        t0, c0 = time.perf_counter(), time.process_time()
-        _, mono = solve_mdp_lp(problem.p, problem.c, pi, pj, eps * problem.d[pi, pj], method="simplex",
-                               time_limit=time_limit)
-        ref = mono.objective
-        solves.append({"K": k, "solver": "monolithic HiGHS (dual simplex)", "status": mono.status,
-                       "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
-                       "objective_m": ref, "pairs": len(pi), "rows": mono.size.get("constraints")})
-        print(solves[-1], flush=True)
-        for part, lam, rc in configs:
-            solves.append(_lp_bd_row(problem, eps, eta, part, lam, rc, time_limit, ref))
-            print(solves[-1], flush=True)
-    return solves, parts
+        common = {"problem": {"city": city, "k": k, "n_outputs": outputs, "cost": cost}, "seed": seed,
+                  "task": f"{__name__}:bench_point", "time_limit": time_limit}
+        base = {"eps": eps, "eta": eta}
+        out.append(Point(**common, params={**base, "subsets": 25}, tags={"K": k, "kind": "partition"}))
+        out.append(Point(**common, params=base, tags={"K": k, "kind": "monolithic", "solver": MONOLITHIC}))
+        out += [Point(**common, mechanism="lp-bd", params={**base, "partitioner": part, "stabilise": lam,
+                                                           "row_cuts": rc},
+                      tags={"K": k, "kind": "lp-bd", "solver": _label(part, lam, rc)}) for part, lam, rc in configs]
+    return out
+
+
+def run(a: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[str, Any]], SweepRun]:
+    """Solve lp-bd (each config) and a monolithic HiGHS solve of the same neighbour LP for each K on the sweep
+    runner (the options of ``main``): (solve rows, partition rows, the runner's summary)."""
+    rows, done = grid.run(points(a.city, a.k, a.eps, a.eta, a.outputs, a.cost, a.seed, a.configs, a.time_limit), a)
+    parts = [_untagged(r) for r in rows if r.get("kind") == "partition"]
+    solves = [_untagged(r) for r in rows if r.get("kind") != "partition"]
+    ref = {r["K"]: r.get("objective_m") for r in solves if r.get("solver") == MONOLITHIC}
+    for r in solves:  # the monolithic objective of the same K, from the rows (points run independently)
+        if "vs_monolithic_m" in r:
+            point, mono = r.get("objective_m"), ref.get(r["K"])
+            r["vs_monolithic_m"] = (point - mono) if (point is not None and mono is not None) else None
+    print(table(parts), flush=True)
+    return solves, parts, done
+
+
+def _untagged(row: dict[str, Any]) -> dict[str, Any]:
+    """A row without the grid's ``kind`` tag (the two kinds go to two tables)."""
+    return {c: v for c, v in row.items() if c != "kind"}
 
 
 CONFIGS = ("kmeans-dv:1:off", "kmeans-dv:0.5:on", "spectral:1:off")
@@ -140,16 +185,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--time-limit", type=float, default=900.0, help="seconds per solve")
     ap.add_argument("--name", default="benders", help="output file stem under docs/benchmarks")
     ap.add_argument("--no-write", action="store_true", help="print only")
+    grid.add_options(ap)
     a = ap.parse_args(list(argv) if argv is not None else None)
     load0 = load()
     print(f"machine: {machine()}; {load0}")
-    solves, parts = run(a.city, a.k, a.eps, a.eta, a.outputs, a.cost, a.seed, a.configs, a.time_limit)
+    solves, parts, done = run(a)
     if not a.no_write:
         command = "python -m mdpviz bench benders " + " ".join(argv if argv is not None else [])
         notes = (f"Command: `{command.strip()}`. City {a.city} (whole city), |Y| = {a.outputs}, ε = {a.eps} km⁻¹, "
                  f"η = {a.eta} km, 25 subsets, cost {a.cost}, seed {a.seed}, time limit {a.time_limit:g} s per solve. "
                  f"At the start: {load0}; at the end: {load()}: CPU seconds are the fairer "
-                 "measure.\n\n" + PAPER_TABLE3 + "\n\n## Partitions (the analogues of the paper's Tables 1–2)\n\n"
+                 f"measure. {grid.summary(done)}\n\n" + PAPER_TABLE3
+                 + "\n\n## Partitions (the analogues of the paper's Tables 1–2)\n\n"
                  + table(parts) + "\n\nboundary = records with a neighbour in another subset; master_comp = "
                  "connected components of the master's own pair graph; master_pairs_needed / _all = master pair "
                  "rows (÷ |Y|) with the initial cuts kept only where not implied, and with Eq. 14 for every pair of "

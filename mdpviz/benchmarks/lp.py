@@ -6,7 +6,10 @@ exhausted memory cannot end the benchmark: the structured engine (the default of
 ``--gap-tol``) and monolithic HiGHS over all ordered pairs (interior point with crossover, then the exact repair),
 plus lp-em, lp-bd or em on request. A method is skipped at every larger K once it passes the time limit or is
 refused as too large. Every returned Z is checked over all ordered pairs (``metrics.violations``). The speed-up is
-monolithic's wall time over the structured engine's on the same instance, where both finished.
+monolithic's wall time over the structured engine's on the same instance, where both finished. The grid runs on the
+one sweep runner (``benchmarks.grid``), one stage per K so that the skips follow from the smaller K: in process by
+default (one solve at a time), on Dask with ``--workers N``; ``--points FILE`` keeps each finished point, and a
+rerun resumes from it.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from . import report
+from ..sweep import Point, SweepRun, problem_of
+from . import grid, report
 
 METHODS: dict[str, tuple[str, dict[str, Any]]] = {
     "structured": ("lp", {"solver": "structured"}),
@@ -34,14 +38,19 @@ METHODS: dict[str, tuple[str, dict[str, Any]]] = {
 DEFAULT_METHODS = ("structured", "monolithic")
 
 
+def _params(method: str, eps: float, gap_tol: float) -> dict[str, Any]:
+    """The solve parameters of a method at ε (the structured engine also gets its certified gap)."""
+    return {"eps": eps, **METHODS[method][1], **({"gap_tol": gap_tol} if method == "structured" else {})}
+
+
 def _run(problem: Any, method: str, eps: float, gap_tol: float, time_limit: float, out: Any) -> None:
     """One solve and its check, in a child process; sends the table row through ``out``."""
     from mdpviz.errors import MdpvizError
     from mdpviz.metrics import violations
     from mdpviz.solve import solve
 
-    mech, extra = METHODS[method]
-    params = {"eps": eps, **extra, **({"gap_tol": gap_tol} if method == "structured" else {})}
+    mech = METHODS[method][0]
+    params = _params(method, eps, gap_tol)
     row: dict[str, Any] = {"method": method}
     c0, t0 = time.process_time(), time.perf_counter()
     try:
@@ -88,6 +97,37 @@ def run_isolated(problem: Any, method: str, eps: float, gap_tol: float, time_lim
     return row
 
 
+def bench_point(point: Point, *, use_cache: bool = False) -> dict[str, Any]:
+    """The sweep runner's task: one method on one problem (built from the point's settings), solved and checked in
+    a forked child process (:func:`run_isolated`)."""
+    method, eps = point.tags["method"], float(point.tags["eps"])
+    row = run_isolated(problem_of(point), method, eps, float(point.params.get("gap_tol", 0.0)),
+                       float(point.time_limit or 0.0))
+    return {**point.tags, **row, "load_1min": os.getloadavg()[0]}
+
+
+def points(a: argparse.Namespace, k: int, eps: float, methods: Sequence[str]) -> list[Point]:
+    """The grid of one stage: the methods to run at K and ε (seed ``--seed``, |Y| = min(outputs, K))."""
+    problem = {"city": a.city, "k": k, "n_outputs": min(a.outputs, k), "metric": a.metric, "cost": a.cost}
+    return [Point(problem, METHODS[m][0], params=_params(m, eps, a.gap_tol), seed=a.seed,
+                  task=f"{__name__}:bench_point", time_limit=a.time_limit,
+                  tags={"eps": eps, "K": k, "outputs": min(a.outputs, k), "method": m}) for m in methods]
+
+
+def _show(row: dict[str, Any]) -> str:
+    """One finished point as the benchmark prints it."""
+    return (f"ε={row.get('eps'):g} K={row.get('K')} {row.get('method')}: {row.get('status')}  wall "
+            f"{row.get('wall_s') or 0:.1f} s  cpu {row.get('cpu_s') or 0:.1f} s  objective {row.get('objective_m')}  "
+            f"violated {row.get('violated_pairs')}")
+
+
+def _merged(runs: Sequence[SweepRun]) -> SweepRun:
+    """The stages' runs as one, for the notes: their counts summed, the backend of a stage that computed."""
+    backend = next((r.backend for r in runs if r.computed), runs[0].backend if runs else "in-process")
+    return SweepRun([], sum(r.computed for r in runs), sum(r.reused for r in runs), any(r.stopped for r in runs),
+                    backend, sum(r.total for r in runs))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the exact-LP benchmark from the command line; returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m mdpviz bench lp", description=__doc__,
@@ -108,10 +148,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--monolithic-max-k", type=int, default=150,
                         help="largest K for the monolithic runs (default 150: K = 200 needs 4M rows, ~3 GB)")
     parser.add_argument("--out", default="lp", help="name of the CSV/Markdown files in docs/benchmarks")
+    grid.add_options(parser)
     a = parser.parse_args(argv)
     a.command = "python -m mdpviz bench lp " + " ".join(sys.argv[1:] if argv is None else argv)
-
-    from mdpviz.problem import build_problem
 
     ks = [int(k) for k in a.ks.split(",") if k.strip()]
     epss = [float(e) for e in a.eps.split(",") if e.strip()]
@@ -120,30 +159,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown methods {sorted(unknown)}; choose from {', '.join(METHODS)}")
     load0 = os.getloadavg()
-    rows: list[dict[str, Any]] = []
-    for eps in epss:
-        skipped: set[str] = set()
-        for k in ks:
-            problem = build_problem(a.city, k, n_outputs=min(a.outputs, k), metric=a.metric, cost=a.cost, seed=a.seed)
-            here: list[dict[str, Any]] = []
+    skipped: dict[float, set[str]] = {eps: set() for eps in epss}
+    stages: dict[tuple[float, int], list[dict[str, Any]]] = {}
+    runs: list[SweepRun] = []
+    for k in ks:  # one stage per K (every ε at once): which methods run at K follows from the rows at smaller K
+        here: dict[float, list[dict[str, Any] | Point]] = {}
+        for eps in epss:
+            here[eps] = []
             for method in methods:
-                if method in skipped:
-                    here.append({"method": method, "status": "skipped (over the limit or refused at a smaller K)"})
-                    continue
-                if method.startswith("monolithic") and k > a.monolithic_max_k:
-                    here.append({"method": method, "status": f"not run (K > --monolithic-max-k {a.monolithic_max_k})"})
-                    continue
-                print(f"ε={eps:g} K={k} {method} ...", flush=True)
-                row = run_isolated(problem, method, eps, a.gap_tol, a.time_limit)
-                row["load_1min"] = os.getloadavg()[0]
-                here.append(row)
-                if row.get("status") != "optimal":
-                    skipped.add(method)
-                print(f"  {row.get('status')}  wall {row.get('wall_s', 0):.1f} s  cpu {row.get('cpu_s') or 0:.1f} s  "
-                      f"objective {row.get('objective_m')}  violated {row.get('violated_pairs')}", flush=True)
-            _speedups(here)
-            rows.extend({"eps": eps, "K": k, "outputs": problem.m, **r} for r in here)
-            _write(rows, a, load0)
+                tags = {"eps": eps, "K": k, "outputs": min(a.outputs, k), "method": method}
+                if method in skipped[eps]:
+                    here[eps].append({**tags, "status": "skipped (over the limit or refused at a smaller K)"})
+                elif method.startswith("monolithic") and k > a.monolithic_max_k:
+                    here[eps].append({**tags, "status": f"not run (K > --monolithic-max-k {a.monolithic_max_k})"})
+                else:
+                    here[eps].extend(points(a, k, eps, [method]))
+        todo = [p for items in here.values() for p in items if isinstance(p, Point)]
+        found: dict[str, dict[str, Any]] = {}
+        if todo:
+            done_rows, done = grid.run(todo, a, _show)
+            runs.append(done)
+            found = {p.key: row for p, row in zip(todo, done_rows)}
+        for eps, items in here.items():
+            stage = [found[p.key] if isinstance(p, Point) else p for p in items]
+            skipped[eps] |= {p.tags["method"] for p in items
+                             if isinstance(p, Point) and found[p.key].get("status") != "optimal"}
+            _speedups(stage)
+            stages[eps, k] = stage
+        _write([r for eps in epss for k2 in ks for r in stages.get((eps, k2), [])], a, load0, _merged(runs))
+    rows = [r for eps in epss for k in ks for r in stages[eps, k]]
     for eps in epss:
         both = [r for r in rows if r["eps"] == eps and r.get("speedup") is not None]
         if both:
@@ -165,15 +209,16 @@ COLUMNS = ("eps", "K", "outputs", "method", "status", "wall_s", "cpu_s", "load_1
            "phases", "message")
 
 
-def _write(rows: list[dict[str, Any]], a: argparse.Namespace, load0: tuple[float, float, float]) -> None:
+def _write(rows: list[dict[str, Any]], a: argparse.Namespace, load0: tuple[float, float, float],
+           done: SweepRun) -> None:
     table = [{c: r.get(c) for c in COLUMNS} for r in rows]
-    notes = (f"Command: `{a.command.strip()}` (city {a.city or 'default'}, metric {a.metric}, cost {a.cost}, |Y| = {a.outputs}, seed {a.seed}, "
-             f"uniform prior; structured engine asked for a certified gap of {a.gap_tol:g}; time limit "
-             f"{a.time_limit:g} s per run).\n\n"
+    notes = (f"Command: `{a.command.strip()}` (city {a.city or 'default'}, metric {a.metric}, cost {a.cost}, "
+             f"|Y| = {a.outputs}, seed {a.seed}, uniform prior; structured engine asked for a certified gap of "
+             f"{a.gap_tol:g}; time limit {a.time_limit:g} s per run).\n\n"
              f"Load average (1, 5, 15 min) when the run started: {', '.join(f'{x:.1f}' for x in load0)}; `load_1min` "
              "is the 1-minute load when each run ended. The machine is shared: wall times above CPU times mean other "
              "work competed for the 2 cores. `maxrss_mb` is the peak resident memory of the run's own process "
              "(including HiGHS); `certified_gap` is (objective − certified lower bound) / objective; violations are "
              "ordered pairs (x, x') breaking ε-mDP for some output, over all pairs, relative tolerance 1e-9; "
-             "`speedup` is monolithic's wall time over this run's on the same instance.")
+             "`speedup` is monolithic's wall time over this run's on the same instance. " + grid.summary(done))
     report.write(table, a.out, "Exact LP engines (`python -m mdpviz bench lp`)", notes=notes)

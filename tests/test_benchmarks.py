@@ -1,0 +1,109 @@
+"""``bench lp`` and ``bench benders`` on the one sweep runner: their rows, a rerun that computes nothing, and the
+same rows from a Dask LocalCluster (whose workers fork each isolated solve)."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from mdpviz.benchmarks import benders, lp, report
+
+LP_ARGV = ["--city", "helsinki", "--ks", "20,40", "--outputs", "10", "--methods", "structured,monolithic",
+           "--monolithic-max-k", "20", "--time-limit", "20"]
+BD_ARGV = ["--city", "helsinki", "--k", "30", "--outputs", "10", "--eta", "0.5", "--configs", "kmeans-dv:0.5:on",
+           "--time-limit", "20"]
+SAME = ["eps", "K", "outputs", "method", "status", "violated_pairs", "checked_pairs", "iterations", "bound_m"]
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text().splitlines())
+
+
+def test_bench_lp_runs_by_k_stage_on_the_sweep_runner_and_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(report, "DOCS", tmp_path)
+    points = tmp_path / "points.jsonl"
+    argv = [*LP_ARGV, "--points", str(points), "--out", "lp_test"]
+    assert lp.main(argv) == 0
+    rows = pd.read_csv(tmp_path / "lp_test.csv")
+    assert list(zip(rows.K, rows.method)) == [(20, "structured"), (20, "monolithic"), (40, "structured"),
+                                              (40, "monolithic")]
+    assert list(rows.status[:3]) == ["optimal"] * 3 and rows.status[3].startswith("not run (K > --monolithic-max-k")
+    done = rows[rows.status == "optimal"]
+    assert (done.violated_pairs == 0).all() and list(done.checked_pairs) == [20 * 19, 20 * 19, 40 * 39]
+    structured, mono = done.objective_m[0], done.objective_m[1]
+    assert abs(structured - mono) <= 1e-4 * mono  # the certified gap asked of the structured engine
+    assert rows.speedup[0] > 0 and pd.isna(rows.speedup[1])  # monolithic's time over structured's, same instance
+    assert _lines(points) == 3  # the row that was not run is no point
+    assert "Run by the sweep runner (in-process)" in (tmp_path / "lp_test.md").read_text()
+    capsys.readouterr()
+    assert lp.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "2 of 2 points reused" in out and "1 of 1 points reused" in out
+    assert _lines(points) == 3  # nothing recomputed
+    again = pd.read_csv(tmp_path / "lp_test.csv")
+    assert again[SAME].equals(rows[SAME]) and again.objective_m.equals(rows.objective_m)
+
+
+def test_bench_lp_skips_a_method_at_larger_k_after_it_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(report, "DOCS", tmp_path)
+    # an unknown HiGHS method: refused at K = 20, so not run again at K = 40
+    monkeypatch.setattr(lp, "METHODS", {**lp.METHODS, "monolithic": ("lp", {"solver": "monolithic", "pairs": "all",
+                                                                            "method": "no-such-method"})})
+    assert lp.main([*LP_ARGV, "--methods", "monolithic", "--monolithic-max-k", "100", "--out", "lp_skip"]) == 0
+    rows = pd.read_csv(tmp_path / "lp_skip.csv")
+    assert list(rows.K) == [20, 40]
+    assert rows.status[0].startswith("refused") and rows.status[1].startswith("skipped (over the limit or refused")
+
+
+def test_bench_benders_rows_and_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(benders, "DOCS", tmp_path)
+    points = tmp_path / "points.jsonl"
+    argv = [*BD_ARGV, "--points", str(points), "--name", "bd"]
+    assert benders.main(argv) == 0
+    rows = pd.read_csv(tmp_path / "bd.csv")
+    assert list(rows.solver) == ["monolithic HiGHS (dual simplex)", "lp-bd kmeans-dv λ = 0.5 + row-sum cuts"]
+    assert list(rows.status) == ["optimal", "optimal"] and "kind" not in rows.columns
+    mono, bd = rows.objective_m
+    assert abs(bd - mono) <= 1e-6 * mono and rows.vs_monolithic_m[1] == pytest.approx(bd - mono, abs=1e-9)
+    md = (tmp_path / "bd.md").read_text()
+    parts = md.split("## Partitions", 1)[1]
+    assert all(f"| 30 | {name} |" in parts for name in ("kmeans-dv", "kmeans-rec", "kmeans-adj", "spectral"))
+    assert _lines(points) == 3  # partitions (one point, four rows), monolithic, one lp-bd config
+    capsys.readouterr()
+    assert benders.main(argv) == 0
+    assert "3 of 3 points reused" in capsys.readouterr().out and _lines(points) == 3
+
+
+def test_both_benchmarks_give_the_in_process_rows_on_a_dask_cluster(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # Streamlit's AppTest (earlier test files) leaves a page script as __main__, which spawned workers would re-run
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
+    monkeypatch.setattr(report, "DOCS", tmp_path)
+    monkeypatch.setattr(benders, "DOCS", tmp_path)
+    import dask
+    from dask.distributed import LocalCluster
+
+    # one cluster for both (as --workers 2 starts, non-daemonic so that bench lp's task may fork its solve)
+    with dask.config.set({"distributed.worker.daemon": False}), LocalCluster(
+            n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=":0", silence_logs=40) as cluster:
+        on = ["--scheduler", cluster.scheduler_address]
+        assert lp.main([*LP_ARGV, "--out", "lp_here"]) == 0
+        assert lp.main([*LP_ARGV, "--out", "lp_dask", *on]) == 0
+        assert benders.main([*BD_ARGV, "--name", "bd_here"]) == 0
+        assert benders.main([*BD_ARGV, "--name", "bd_dask", *on]) == 0
+    here, there = pd.read_csv(tmp_path / "lp_here.csv"), pd.read_csv(tmp_path / "lp_dask.csv")
+    assert there[SAME].equals(here[SAME]) and list(there.status) == ["optimal"] * 3 + [there.status[3]]
+    assert there.objective_m.fillna(0).tolist() == pytest.approx(here.objective_m.fillna(0).tolist(), rel=1e-9)
+    assert f"dask scheduler {cluster.scheduler_address}" in (tmp_path / "lp_dask.md").read_text()
+    here, there = pd.read_csv(tmp_path / "bd_here.csv"), pd.read_csv(tmp_path / "bd_dask.csv")
+    keep = ["K", "solver", "status", "pairs", "rows", "iterations", "boundary", "master_pairs", "optimality_cuts",
+            "feasibility_cuts", "row_sum_cuts", "message"]
+    assert there[keep].equals(here[keep])
+    for col in ("objective_m", "bound_m", "vs_monolithic_m"):
+        assert there[col].fillna(0).tolist() == pytest.approx(here[col].fillna(0).tolist(), rel=1e-9, abs=1e-9)
