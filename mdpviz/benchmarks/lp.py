@@ -36,6 +36,7 @@ METHODS: dict[str, tuple[str, dict[str, Any]]] = {
     "em": ("em", {}),
 }
 DEFAULT_METHODS = ("structured", "monolithic")
+FINISHED = ("optimal", "closed form")  # statuses of a method that is run again at the next K
 
 
 def _params(method: str, eps: float, gap_tol: float) -> dict[str, Any]:
@@ -183,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for eps, items in here.items():
             stage = [found[p.key] if isinstance(p, Point) else p for p in items]
             skipped[eps] |= {p.tags["method"] for p in items
-                             if isinstance(p, Point) and found[p.key].get("status") != "optimal"}
+                             if isinstance(p, Point) and found[p.key].get("status") not in FINISHED}
             _speedups(stage)
             stages[eps, k] = stage
         _write([r for eps in epss for k2 in ks for r in stages.get((eps, k2), [])], a, load0, _merged(runs))
