@@ -436,3 +436,33 @@ def test_authors_code_preset_on_rome_shows_its_privacy_cost(rome_panda, variant:
     rows = users["rows"][idx]
     expo = res.eps * rome_panda.d[si, sj] - true[si, sj]
     assert int(rows_breach(rows[i][keep], rows[j][keep], expo[keep]).sum()) == vp["violated"]
+
+
+def test_bench_panda_runs_on_the_sweep_runner_with_paper_users_and_resumes(tmp_path, capsys, monkeypatch) -> None:
+    """Every method of `bench panda` is measured on PAnDA's own users; a rerun with --points computes nothing."""
+    from mdpviz.benchmarks import panda as bench
+
+    pb = build_problem("helsinki", 40, n_outputs=10, cost="distance", seed=3)
+    res = solve(pb, "panda-e", {"eps": 5.0, "n_users": 10, "seed": 3}, use_cache=False)
+    users = bench.users_of(pb, 10, 3)
+    assert users.tolist() == list(res.diagnostics["users"]["secret"])
+    pairs = int((users[:, None] != users[None, :]).sum())  # ordered pairs of users on different secrets
+
+    points = tmp_path / "points.jsonl"
+    argv = ["--city", "helsinki", "--k", "40", "--variants", "e", "--modes", "paper", "--baselines", "em", "lp",
+            "--users", "10", "--outputs", "10", "--seed", "3", "--time-limit", "30", "--lp-max-k", "30",
+            "--name", "bench_panda_test", "--points", str(points)]
+    monkeypatch.setattr(bench, "DOCS", tmp_path)
+    assert bench.main(argv) == 0
+    rows = pd.read_csv(tmp_path / "bench_panda_test.csv")
+    assert list(rows.method) == ["panda-e", "em", "lp"]
+    assert rows.status.iloc[2] == "not attempted (K > 30)"  # the LP is above --lp-max-k
+    em = rows.iloc[1]
+    assert em.V_pure == f"0/{pairs}" and em.all_pairs_violated == "0/1560"  # EM is ε-mDP on every pair
+    assert "in-process" in (tmp_path / "bench_panda_test.md").read_text()
+    lines = len(points.read_text().splitlines())
+    assert lines == 2
+    capsys.readouterr()
+    assert bench.main(argv) == 0
+    assert "2 of 2 points reused" in capsys.readouterr().out
+    assert len(points.read_text().splitlines()) == lines

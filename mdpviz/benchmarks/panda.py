@@ -4,7 +4,9 @@ For each K a problem is built on the city (whole city, seeded, |Y| outputs). Eac
 ``paper`` (the defaults) and ``authors-code`` (the mechanism's preset), then EM, EM+BR, LP+EM and, up to
 ``--lp-max-k``, the optimal LP. Every method is measured on the same N users (PAnDA's seeded users): the loss they
 experience, V_pure over their pairs (ε·d, the check every ε-mDP mechanism must pass) and, for PAnDA, V_pair
-(Phase I charged with Prop. 3's ε̄) and V_cf. Rows go to ``docs/benchmarks/<name>.csv`` and ``<name>.md`` (``--name``, default ``panda``).
+(Phase I charged with Prop. 3's ε̄) and V_cf. Rows go to ``docs/benchmarks/<name>.csv`` and ``<name>.md``
+(``--name``, default ``panda``). The grid runs on the one sweep runner (``benchmarks.grid``): in process by default,
+on Dask with ``--workers N``; with ``--points FILE`` a rerun resumes from the points already finished.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from ..sweep import Point, problem_of
+from . import grid
 from .report import DOCS, load, machine, write
 
 BASELINES = ("em", "em-br", "lp-em", "lp")
@@ -33,59 +37,70 @@ def _user_measures(problem: Any, Z: np.ndarray, users: np.ndarray, eps: float) -
     return {"user_loss_m": loss, "v_pure": f"{int(bad.sum())}/{int(keep.sum())}"}
 
 
-def run(city: str, ks: Sequence[int], variants: Sequence[str], modes: Sequence[str], baselines: Sequence[str],
-        users: int, outputs: int, cost: str, seed: int, eps: float, lp_max_k: int, check_max_k: int,
-        time_limit: float) -> list[dict[str, Any]]:
-    """One dict per (K, method); printed as it goes."""
+def users_of(problem: Any, n_users: int, seed: int) -> np.ndarray:
+    """The secrets of PAnDA's N seeded users (as ``mechanisms.panda`` draws them): every method is measured on them."""
+    from ..panda.selection import sample_users
+
+    return sample_users(problem.p, n_users, np.random.default_rng(np.random.SeedSequence(seed).spawn(4)[0]))
+
+
+def measure(point: Point, *, use_cache: bool = False) -> dict[str, Any]:
+    """The sweep runner's task: one PAnDA mode or one baseline on the point's problem, timed and checked."""
     from ..metrics import violations
-    from ..mechanisms import get_mechanism
-    from ..problem import build_problem
     from ..solve import solve
 
-    rows: list[dict[str, Any]] = []
+    problem = problem_of(point)
+    t0, c0 = time.perf_counter(), time.process_time()
+    res = solve(problem, point.mechanism, dict(point.params), time_limit=point.time_limit, use_cache=use_cache)
+    row: dict[str, Any] = {**point.tags, "status": res.status, "wall_s": time.perf_counter() - t0,
+                           "cpu_s": time.process_time() - c0}
+    dg = res.diagnostics
+    if point.mechanism.startswith("panda"):
+        vio, util = dg.get("violations", {}), dg.get("utility", {})
+        row.update({"anchors": len(dg.get("anchors", [])), "lp_rows": dg.get("lp", {}).get("rows_after_merge"),
+                    "user_loss_m": util.get("user_level_m"), "anchor_loss_m": util.get("anchor_level_m"),
+                    **{key: f"{vio[key]['violated']}/{vio[key]['checked']}" if key in vio else ""
+                       for key in ("V_pair", "V_cf", "V_pure")}, "all_pairs_violated": ""})
+    elif res.Z is not None:
+        eps, users, check_max_k = point.tags["eps"], point.tags["users"], point.tags["check_max_k"]
+        measures = _user_measures(problem, res.Z, users_of(problem, users, point.seed), eps)
+        row.update(user_loss_m=measures["user_loss_m"], V_pure=measures["v_pure"])
+        if problem.k <= check_max_k:
+            vv = violations(problem, res.Z, res.eps, metric=res.check_metric)
+            row["all_pairs_violated"] = f"{vv.violated_pairs}/{vv.checked_pairs}"
+    return {**row, "degenerate": res.degenerate}
+
+
+def points(city: str, ks: Sequence[int], variants: Sequence[str], modes: Sequence[str], baselines: Sequence[str],
+           users: int, outputs: int, cost: str, seed: int, eps: float, lp_max_k: int, check_max_k: int,
+           time_limit: float) -> list[Point]:
+    """The grid: per K, each PAnDA variant in each mode, then the baselines (the LP only up to ``lp_max_k``)."""
+    from ..mechanisms import get_mechanism
+
+    out = []
     for k in ks:
-        problem = build_problem(city, k, n_outputs=outputs, cost=cost, seed=seed)
-        secrets = None
+        problem = {"city": city, "k": k, "n_outputs": outputs, "cost": cost}
         for v in variants:
             name = f"panda-{v}"
             for mode in modes:
-                base = {"eps": eps, "n_users": users, "seed": seed, "max_lp_rows": 5000}
-                params = {**base, **get_mechanism(name).preset(mode).param_dict()}
-                t0, c0 = time.perf_counter(), time.process_time()
-                res = solve(problem, name, params, time_limit=time_limit, use_cache=False)
-                wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-                dg = res.diagnostics
-                vio, util = dg.get("violations", {}), dg.get("utility", {})
-                if secrets is None and "users" in dg:
-                    secrets = dg["users"]["secret"]
-                rate = {key: f"{vio[key]['violated']}/{vio[key]['checked']}" if key in vio else ""
-                        for key in ("V_pair", "V_cf", "V_pure")}
-                rows.append({"K": k, "method": name, "mode": mode, "status": res.status, "wall_s": wall,
-                             "cpu_s": cpu, "anchors": len(dg.get("anchors", [])),
-                             "lp_rows": dg.get("lp", {}).get("rows_after_merge"),
-                             "user_loss_m": util.get("user_level_m"), "anchor_loss_m": util.get("anchor_level_m"),
-                             "V_pair": rate["V_pair"], "V_cf": rate["V_cf"], "V_pure": rate["V_pure"],
-                             "all_pairs_violated": "", "degenerate": res.degenerate})
-                print(_line(rows[-1]), flush=True)
-        for name in baselines:
-            if name == "lp" and k > lp_max_k:
-                rows.append({"K": k, "method": "lp", "mode": "paper", "status": f"not attempted (K > {lp_max_k})"})
-                print(_line(rows[-1]), flush=True)
-                continue
-            t0, c0 = time.perf_counter(), time.process_time()
-            res = solve(problem, name, {"eps": eps}, time_limit=time_limit, use_cache=False)
-            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-            row: dict[str, Any] = {"K": k, "method": name, "mode": "paper", "status": res.status, "wall_s": wall,
-                                   "cpu_s": cpu, "degenerate": res.degenerate}
-            if res.Z is not None and secrets is not None:
-                measures = _user_measures(problem, res.Z, np.asarray(secrets), eps)
-                row.update(user_loss_m=measures["user_loss_m"], V_pure=measures["v_pure"])
-                if k <= check_max_k:
-                    vv = violations(problem, res.Z, res.eps, metric=res.check_metric)
-                    row["all_pairs_violated"] = f"{vv.violated_pairs}/{vv.checked_pairs}"
-            rows.append(row)
-            print(_line(rows[-1]), flush=True)
-    return rows
+                params = {"eps": eps, "n_users": users, "seed": seed, "max_lp_rows": 5000,
+                          **get_mechanism(name).preset(mode).param_dict()}
+                out.append(Point(problem, name, params, seed, task=f"{__name__}:measure", time_limit=time_limit,
+                                 tags={"K": k, "method": name, "mode": mode}))
+        out += [Point(problem, name, {"eps": eps}, seed, task=f"{__name__}:measure", time_limit=time_limit,
+                      tags={"K": k, "method": name, "mode": "paper", "eps": eps, "users": users,
+                            "check_max_k": check_max_k})
+                for name in baselines if not (name == "lp" and k > lp_max_k)]
+    return out
+
+
+def _rows(done: list[dict[str, Any]], ks: Sequence[int], baselines: Sequence[str], lp_max_k: int) -> list[dict[str, Any]]:
+    """The table: the measured rows (without the tags that only steer a task), plus a row for each LP not attempted."""
+    rows = [{k: v for k, v in r.items() if k not in ("eps", "users", "check_max_k")} for r in done]
+    if "lp" in baselines:
+        rows += [{"K": k, "method": "lp", "mode": "paper", "status": f"not attempted (K > {lp_max_k})"}
+                 for k in ks if k > lp_max_k]
+    return sorted(rows, key=lambda r: ks.index(r["K"]))  # stable: grid order within a K
 
 
 def _line(r: dict[str, Any]) -> str:
@@ -131,16 +146,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--time-limit", type=float, default=600.0, help="seconds per solve")
     ap.add_argument("--name", default="panda", help="output file stem under docs/benchmarks")
     ap.add_argument("--no-write", action="store_true", help="print only")
+    grid.add_options(ap)
     a = ap.parse_args(list(argv) if argv is not None else None)
     load0 = load()
     print(f"machine: {machine()}; {load0}")
-    rows = run(a.city, a.k, a.variants, a.modes, a.baselines, a.users, a.outputs, a.cost, a.seed, a.eps,
-               a.lp_max_k, a.check_max_k, a.time_limit)
+    grid_points = points(a.city, a.k, a.variants, a.modes, a.baselines, a.users, a.outputs, a.cost, a.seed, a.eps,
+                         a.lp_max_k, a.check_max_k, a.time_limit)
+    measured, done = grid.run(grid_points, a, _line)
+    rows = _rows(measured, a.k, a.baselines, a.lp_max_k)
     if not a.no_write:
         command = "python -m mdpviz bench panda " + " ".join(argv if argv is not None else [])
         notes = (f"Command: `{command.strip()}`. City {a.city} (whole city), |Y| = {a.outputs}, N = {a.users} users, "
                  f"ε = {a.eps} km⁻¹, cost {a.cost}, seed {a.seed}, time limit {a.time_limit:g} s per solve. "
-                 f"At the start: {load0}; at the end: {load()}.\n\n" + NOTES)
+                 f"At the start: {load0}; at the end: {load()}. {grid.summary(done)}\n\n" + NOTES)
         path = write(rows, a.name, f"PAnDA on {a.city}: paper and authors'-code modes against baselines", notes, DOCS)
         print(f"wrote {path} and its .csv")
     return 0
