@@ -6,22 +6,28 @@ Methods: LP+C-mDP (``cmdp``), LP+Markov (``cmdp-markov``), LP+TrueMB (``cmdp-tru
 corpus (``context_free_problem``). Every loss is the in-sample expected next-location loss under the same true
 model (metres); ``vs_lp_pct`` is against the best context-invariant LP. The default problem is the paper's city:
 K stations drawn in a Rome region a few km wide (the η = 5 km neighbour rule needs stations close together).
+Each ε is one point of the sweep runner (``benchmarks.grid``; the corpus, blankets and classifier are prepared once
+per process): ``--points FILE`` keeps finished points and a rerun resumes from it; ``--workers N`` runs them on Dask.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import json
 import os
 import time
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ..cmdp.compare import compare
-from ..cmdp.pipeline import prepare
+from ..cmdp.pipeline import CmdpData, prepare
 from ..mechanisms import get_mechanism
 from ..mechanisms.cmdp import data_settings
-from ..problem import build_problem
-from . import report
+from ..sweep import Point, problem_of
+from . import grid, report
 
 
 PAPER_EPS = (0.5, 2.5)  # the paper's ε range, km⁻¹ (Fig. 10)
@@ -45,6 +51,59 @@ def gains_text(rows: list[dict[str, Any]]) -> str:
             f"{span('cmdp-truemb')} below it.")
 
 
+def _base(point: Point) -> dict[str, Any]:
+    """The ``cmdp`` parameters of a point (defaults, with its corpus size); ε and the baseline cost apart."""
+    return {**get_mechanism("cmdp").defaults(),
+            **{k: v for k, v in point.params.items() if k not in ("eps", "baseline_cost")}}
+
+
+@functools.lru_cache(maxsize=2)
+def _prepared(settings_json: str) -> tuple[CmdpData, float]:
+    """The corpus, blankets and classifier for a JSON of (problem settings, seed, ``cmdp`` parameters), and the
+    seconds they took (memoised per process: every ε shares them)."""
+    settings = json.loads(settings_json)
+    pb = problem_of(Point(settings["problem"], seed=settings["seed"]))
+    t0 = time.perf_counter()
+    data = prepare(pb, data_settings(settings["params"]))
+    return data, time.perf_counter() - t0
+
+
+def _facts(data: CmdpData, prep_s: float) -> dict[str, Any]:
+    """The preparation's facts for the notes (columns starting with ``_``, left out of the tables)."""
+    clf = data.classifier.metrics["test"] if data.classifier is not None else None
+    groups = data.discovery.groups
+    return {"_prep_s": prep_s, "_groups_tested": int(groups.tested.sum()), "_groups": len(groups),
+            "_pooled_blanket": int(data.discovery.pooled_blanket),
+            "_classifier": None if clf is None else {k: v.item() if isinstance(v, np.generic) else v
+                                                    for k, v in clf.items()}}
+
+
+def bench_point(point: Point, *, use_cache: bool = False) -> list[dict[str, Any]]:
+    """The sweep runner's task: every method at the point's ε on the corpus of its settings (prepared once per
+    process), one row per method; each row also carries the preparation's facts."""
+    base = _base(point)
+    key = {"problem": dict(point.problem), "seed": point.seed, "params": base}
+    data, prep_s = _prepared(json.dumps(key, sort_keys=True))
+    rows = compare(data, base, [float(point.params["eps"])], baseline_cost=point.params["baseline_cost"],
+                   time_limit=point.time_limit, use_cache=use_cache)
+    facts = _facts(data, prep_s)
+    return [{**point.tags, **row, **facts} for row in rows]
+
+
+def points(city: str, region: str, k: int, problem_seed: int, eps_values: Sequence[float], vehicles: int,
+           baseline_cost: str, time_limit: float) -> list[Point]:
+    """The benchmark's grid: one point per ε (all methods on one corpus)."""
+    problem = {"city": city, "k": k, "all_outputs": True, "region": region}
+    return [Point(problem, "", {"vehicles": vehicles, "baseline_cost": baseline_cost, "eps": float(eps)},
+                  seed=problem_seed, task=f"{__name__}:bench_point", time_limit=time_limit,
+                  tags={"eps": float(eps), "method": "all"}) for eps in eps_values]
+
+
+def _show(row: dict[str, Any]) -> str:
+    return str({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()
+                if k != "blankets" and not k.startswith("_")})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the C-mDP benchmark from the command line; returns the exit code."""
     ap = argparse.ArgumentParser(prog="python -m mdpviz bench cmdp", description=__doc__)
@@ -59,27 +118,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="cost ConstOPT (lp-em) optimises (default context-averaged); lp runs on both")
     ap.add_argument("--time-limit", type=float, default=300.0, help="seconds per solve (default 300)")
     ap.add_argument("--out", default="cmdp", help="name of the CSV/Markdown files in docs/benchmarks")
+    grid.add_options(ap)
     a = ap.parse_args(argv)
 
-    pb = build_problem(a.city, a.k, all_outputs=True, seed=a.problem_seed, region=a.region)
-    base = {**get_mechanism("cmdp").defaults(), "vehicles": a.vehicles}
-    t0 = time.perf_counter()
-    data = prepare(pb, data_settings(base))
-    prep_s = time.perf_counter() - t0
-    rows = compare(data, base, a.eps, baseline_cost=a.baseline_cost, time_limit=a.time_limit)
-    for row in rows:
-        print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items() if k != "blankets"})
-    clf = data.classifier.metrics["test"] if data.classifier is not None else None
+    survey = points(a.city, a.region, a.k, a.problem_seed, a.eps, a.vehicles, a.baseline_cost, a.time_limit)
+    rows, done = grid.run(survey, a, _show)
+    pb = problem_of(survey[0])
+    # the preparation's facts, from a row of a point that ran (each process prepared the same corpus)
+    facts = next((r for r in rows if "_prep_s" in r), {})
+    prep_s, clf = facts.get("_prep_s", float("nan")), facts.get("_classifier")
     hist = {r["method"]: r["blankets"] for r in rows if r.get("blankets") and r["eps"] == a.eps[0]}
-    for r in rows:
-        r.pop("blankets", None)
-    groups = data.discovery.groups
+    rows = [{k: v for k, v in r.items() if k != "blankets" and not k.startswith("_")} for r in rows]
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     notes = (
         f"`python -m mdpviz bench cmdp {' '.join(argv or [])}` (city {a.city}, region {a.region}, K = |Y| = {pb.k} "
         f"stations, d up to {pb.d.max():.1f} km, problem seed {a.problem_seed}, {a.vehicles} synthetic vehicles, "
         f"default corpus and blanket settings of `cmdp`; corpus + discovery + classifier {prep_s:.2f} s, shared by "
-        f"all rows; load average at the end {load} on 2 cores shared with other work). `loss_m`: in-sample expected "
+        f"all rows of a process; load average at the end {load} on 2 cores shared with other work). "
+        f"{grid.summary(done)} `loss_m`: in-sample expected "
         "next-location loss (Eq. 34) under the same true model for every method, metres; `heldout_loss_m`: the same "
         "on an independent corpus from the same generator (held-out slots get blankets from this corpus's model; "
         "unseen contexts fall back to shorter ones); `objective_m`: the method's own objective (a misspecified one, "
@@ -91,8 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "under the augmented metric, a different target at the same ε; not a bug).\n\n"
         + gains_text(rows) + "\n\n"
         f"Blanket sizes (complete slots, size: count) at ε = {a.eps[0]}: {hist}. "
-        f"Algorithm 1: {int(groups.tested.sum())} of {len(groups)} groups tested (≥ 200 slots), pooled blanket "
-        f"{data.discovery.pooled_blanket}. Blanket classifier, test split: {clf}.\n\n"
+        f"Algorithm 1: {facts.get('_groups_tested')} of {facts.get('_groups')} groups tested (≥ 200 slots), "
+        f"pooled blanket {facts.get('_pooled_blanket')}. Blanket classifier, test split: {clf}.\n\n"
         "The paper's magnitudes (real Rome/Porto taxi traces, 18–50 m) are not comparable: this corpus is synthetic "
         "(momentum walks between stations); only orderings and relative gains are meaningful.")
     path = report.write(rows, a.out, "C-mDP benchmark (seed 002): loss and runtime against ε", notes=notes)

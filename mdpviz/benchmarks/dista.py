@@ -8,6 +8,8 @@ uploads, full-rank SVD: the one regime found where the uploads survive and the c
 for the Benders master (``wem``, ``wem-heavy``: γ = 0, WEM radius 0.1 km). The LP is solved by Benders (one
 subproblem per user) and, with ``--direct``, also in one piece. EM at the full ε on the same users' true records is
 the baseline (its loss over all of Y). Loss is each user's expected true cost from its own row, in metres.
+Each solve is one point of the sweep runner (``benchmarks.grid``), run in a fresh subprocess for its peak memory:
+``--points FILE`` keeps finished points and a rerun resumes from it; ``--workers N`` runs them on Dask.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from ..mechanisms import get_mechanism
 from ..mechanisms.em import em_matrix
 from ..problem import build_problem
 from ..solve import solve
-from . import report
+from ..sweep import Point
+from . import grid, report
 
 SETTINGS: dict[str, dict[str, Any]] = {
     "default": {},
@@ -92,13 +95,37 @@ def _one(case: dict[str, Any]) -> dict[str, Any]:
 
 
 def _spawn(case: dict[str, Any]) -> dict[str, Any]:
+    # the child imports the same mdpviz as this process, wherever this process was started from
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
     out = subprocess.run([sys.executable, "-m", "mdpviz.benchmarks.dista", "--one", json.dumps(case)],
-                         capture_output=True, text=True, check=False)
+                         capture_output=True, text=True, check=False, env=env)
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
     if out.returncode != 0 or not lines:
         return {"setting": case["setting"], "users": case["users"], "solver": case["solver"],
                 "status": f"error: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}"}
     return json.loads(lines[-1])
+
+
+def bench_point(point: Point, *, use_cache: bool = False) -> dict[str, Any]:
+    """The sweep runner's task: one DISTA-LP solve, in a fresh subprocess (``_spawn``: its peak memory is then that
+    solve's)."""
+    t = point.tags
+    case = {"city": point.problem["city"], "k": point.problem["k"], "outputs": point.problem["n_outputs"],
+            "cost": point.problem["cost"], "eps": t["eps"], "users": t["users"], "setting": t["setting"],
+            "solver": t["solver"], "seed": point.seed, "time_limit": point.time_limit}
+    return {**t, **_spawn(case)}
+
+
+def points(city: str, k: int, outputs: int, cost: str, settings: Sequence[str], eps_values: Sequence[float],
+           users: Sequence[int], direct: bool, seed: int, time_limit: float) -> list[Point]:
+    """The benchmark's grid: setting × ε (once for a setting that fixes ε) × users × solver."""
+    problem = {"city": city, "k": k, "n_outputs": outputs, "cost": cost}
+    return [Point(problem, "dista-lp", {}, seed=seed, task=f"{__name__}:bench_point", time_limit=time_limit,
+                  tags={"setting": setting, "eps": float(eps), "users": n, "solver": solver})
+            for setting in settings
+            for eps in ([SETTINGS[setting]["eps"]] if "eps" in SETTINGS[setting] else eps_values)
+            for n in users for solver in (("benders", "direct") if direct else ("benders",))]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -117,24 +144,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="seed of users, audit and noise (default 0)")
     ap.add_argument("--time-limit", type=float, default=600.0, help="seconds per solve (default 600)")
     ap.add_argument("--out", default="dista", help="name of the CSV/Markdown files in docs/benchmarks")
+    grid.add_options(ap)
     a = ap.parse_args(argv)
 
+    survey = points(a.city, a.k, a.outputs, a.cost, a.settings, a.eps, a.users, a.direct, a.seed, a.time_limit)
+    rows, done = grid.run(survey, a)
     pb = build_problem(a.city, a.k, n_outputs=a.outputs, cost=a.cost)
-    rows: list[dict[str, Any]] = []
-    for setting in a.settings:
-        for eps in ([SETTINGS[setting]["eps"]] if "eps" in SETTINGS[setting] else a.eps):
-            for users in a.users:
-                for solver in (("benders", "direct") if a.direct else ("benders",)):
-                    # each solve in its own process: the peak memory is then that solve's
-                    row = _spawn({"city": a.city, "k": a.k, "outputs": a.outputs, "cost": a.cost, "eps": eps,
-                                  "users": users, "setting": setting, "solver": solver, "seed": a.seed,
-                                  "time_limit": a.time_limit})
-                    rows.append(row)
-                    print(row, flush=True)
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     notes = (f"`python -m mdpviz bench dista {' '.join(argv or [])}`; {pb.city}, K = {pb.k} over the whole city (d "
              f"up to {pb.d.max():.0f} km), |Y| = {pb.m}, cost {a.cost}, |N_m| = |Y_m| = 20, SVD rank 5 unless the "
              f"setting says otherwise; load average at the end {load} on 2 cores shared with other work. "
+             f"{grid.summary(done)} "
              "`verdict`: the result's degenerate verdict (Uploads erased, Budget overspent, Claim not met); "
              "`erased_dx`: users whose distance block the noise and repair left all zero; `eps_upload`: the uploads' "
              "budget by the exact audit; `eps_spent`: uploads + ε_pt (≤ ε unless overspent); `e2e_breached`: ordered "
