@@ -17,6 +17,7 @@ import pydeck as pdk
 from numpy.typing import NDArray
 
 from mdpviz.explain import format_m
+from mdpviz.geo import haversine_km
 from mdpviz.problem import Problem
 
 # colour scales: a few stops, interpolated linearly (RGB)
@@ -199,11 +200,8 @@ def deck(prob: Problem, roads: pdk.Layer | None, layers: MapLayers, *, height_px
             radius_px += 1
         else:
             df["tip"] = [f"secret x{i} (click to select)" for i in range(prob.k)]
-        out.append(pdk.Layer("ScatterplotLayer", id="secrets", data=df, get_position=["lon", "lat"],
-                             get_fill_color="color" if "color" in df else SECRET, get_radius=1,
-                             radius_units="'pixels'",
-                             radius_min_pixels=radius_px, radius_max_pixels=radius_px, pickable=True,
-                             auto_highlight=True))
+        out.append(dots("secrets", df, fill="color" if "color" in df else SECRET, radius_px=radius_px,
+                        auto_highlight=True))
     if layers.violations is not None and len(layers.violations[0]):
         vi, vj, vf = layers.violations
         vdf = pd.DataFrame({"s": np.column_stack([prob.x_lon[vi], prob.x_lat[vi]]).tolist(),
@@ -217,9 +215,7 @@ def deck(prob: Problem, roads: pdk.Layer | None, layers: MapLayers, *, height_px
         name, elat, elon = layers.extra_points
         edf = pd.DataFrame({"lon": np.round(elon, 6), "lat": np.round(elat, 6),
                             "tip": [f"{name} #{n}" for n in range(len(elat))]})
-        out.append(pdk.Layer("ScatterplotLayer", id="extra", data=edf, get_position=["lon", "lat"], filled=False,
-                             stroked=True, get_line_color=ANCHOR, line_width_min_pixels=2, get_radius=1,
-                             radius_units="'pixels'", radius_min_pixels=5, radius_max_pixels=5, pickable=True))
+        out.append(dots("extra", edf, line=ANCHOR, line_px=2, radius_px=5))
     if layers.user_reports is not None and len(layers.user_reports[0]):
         ui, uj = layers.user_reports
         udf = pd.DataFrame({"s": np.column_stack([prob.x_lon[ui], prob.x_lat[ui]]).round(6).tolist(),
@@ -239,40 +235,27 @@ def deck(prob: Problem, roads: pdk.Layer | None, layers: MapLayers, *, height_px
         who = layers.row_label or f"x{layers.secret}"
         ydf["tip"] = [f"output y{k} · Pr[report | {who}] = {v:.3g}" for k, v in zip(ydf.k, ydf.z, strict=True)]
         ydf = ydf.sort_values("z")
-        out.append(pdk.Layer("ScatterplotLayer", id="dist", data=ydf, get_position=["lon", "lat"],
-                             get_fill_color="color", get_radius="r", radius_units="'pixels'", stroked=True,
-                             get_line_color=[60, 60, 60, 160], line_width_min_pixels=1, pickable=True))
+        out.append(dots("dist", ydf, fill="color", line=[60, 60, 60, 160], line_px=1, radius_px="r"))
     if layers.show_outputs:
         odf = pd.DataFrame({"lon": prob.y_lon, "lat": prob.y_lat, "i": prob.y_index, "k": np.arange(prob.m)})
         odf["tip"] = [f"output y{k} (= secret x{i})" for k, i in zip(odf.k, odf.i, strict=True)]
-        out.append(pdk.Layer("ScatterplotLayer", id="outputs", data=odf, get_position=["lon", "lat"],
-                             filled=False, stroked=True, get_line_color=OUTPUT_RING, line_width_min_pixels=1.5,
-                             get_radius=1, radius_units="'pixels'", radius_min_pixels=radius_px + 3,
-                             radius_max_pixels=radius_px + 3, pickable=True))
+        out.append(dots("outputs", odf, line=OUTPUT_RING, line_px=1.5, radius_px=radius_px + 3))
     if layers.attack_y is not None:
         k = layers.attack_y
         adf = pd.DataFrame({"lon": [prob.y_lon[k]], "lat": [prob.y_lat[k]], "tip": [f"observed report y{k}"]})
-        out.append(pdk.Layer("ScatterplotLayer", id="attack", data=adf, get_position=["lon", "lat"], filled=False,
-                             stroked=True, get_line_color=[124, 58, 237, 255], line_width_min_pixels=3,
-                             get_radius=1, radius_units="'pixels'", radius_min_pixels=12, radius_max_pixels=12,
-                             pickable=True))
+        out.append(dots("attack", adf, line=[124, 58, 237, 255], line_px=3, radius_px=12))
     if layers.heat_y is not None:
         k = layers.heat_y
         hdf = pd.DataFrame({"lon": [prob.y_lon[k]], "lat": [prob.y_lat[k]], "tip": [f"heat-map output y{k}"]})
-        out.append(pdk.Layer("ScatterplotLayer", id="heat-y", data=hdf, get_position=["lon", "lat"], filled=False,
-                             stroked=True, get_line_color=HEAT_Y, line_width_min_pixels=3, get_radius=1,
-                             radius_units="'pixels'", radius_min_pixels=10, radius_max_pixels=10, pickable=True))
+        out.append(dots("heat-y", hdf, line=HEAT_Y, line_px=3, radius_px=10))
     if layers.point is not None:
         plat, plon = layers.point
         if layers.expected is not None:
             elat, elon = layers.expected
-            out.append(pdk.Layer("LineLayer", id="expected-line", data=pd.DataFrame(
-                {"s": [[plon, plat]], "t": [[elon, elat]]}), get_source_position="s", get_target_position="t",
-                get_color=EXPECTED, get_width=2, width_min_pixels=2))
-            out.append(pdk.Layer("ScatterplotLayer", id="expected", data=pd.DataFrame(
+            out.append(dotted_line(prob, (plat, plon), layers.expected, EXPECTED))
+            out.append(dots("expected", pd.DataFrame(
                 {"lon": [elon], "lat": [elat], "tip": ["expected reported location (mean of Pr[y | point])"]}),
-                get_position=["lon", "lat"], get_fill_color=EXPECTED, get_radius=1, radius_units="'pixels'",
-                radius_min_pixels=6, radius_max_pixels=6, pickable=True))
+                fill=EXPECTED, radius_px=6))
         pdf = pd.DataFrame({"lon": [plon], "lat": [plat], "tip": [f"picked point {plat:.5f}, {plon:.5f}"]})
         # a white-edged square, unlike the round secrets: this is a location of the plane, not a node
         out.append(pdk.Layer("ColumnLayer", id="point", data=pdf, get_position=["lon", "lat"], disk_resolution=4,
@@ -285,19 +268,48 @@ def deck(prob: Problem, roads: pdk.Layer | None, layers: MapLayers, *, height_px
                             "tip": [f"true location x{i}"]})
         if layers.expected is not None:
             elat, elon = layers.expected
-            out.append(pdk.Layer("LineLayer", id="expected-line", data=pd.DataFrame(
-                {"s": [[prob.x_lon[i], prob.x_lat[i]]], "t": [[elon, elat]]}), get_source_position="s",
-                get_target_position="t", get_color=EXPECTED, get_width=2, width_min_pixels=2))
-            out.append(pdk.Layer("ScatterplotLayer", id="expected", data=pd.DataFrame(
+            out.append(dotted_line(prob, (float(prob.x_lat[i]), float(prob.x_lon[i])), layers.expected, EXPECTED))
+            out.append(dots("expected", pd.DataFrame(
                 {"lon": [elon], "lat": [elat], "tip": ["expected reported location (mean of Z[x,·])"]}),
-                get_position=["lon", "lat"], get_fill_color=EXPECTED, get_radius=1, radius_units="'pixels'",
-                radius_min_pixels=6, radius_max_pixels=6, pickable=True))
-        out.append(pdk.Layer("ScatterplotLayer", id="true", data=tdf, get_position=["lon", "lat"], filled=True,
-                             get_fill_color=TRUE, stroked=True, get_line_color=[255, 255, 255, 255],
-                             line_width_min_pixels=2, get_radius=1, radius_units="'pixels'", radius_min_pixels=8,
-                             radius_max_pixels=8, pickable=True))
+                fill=EXPECTED, radius_px=6))
+        out.append(dots("true", tdf, fill=TRUE, line=[255, 255, 255, 255], line_px=2, radius_px=8))
     return CompactDeck(layers=out, initial_view_state=view_state(prob, width_px, height_px),
                        tooltip={"text": "{tip}"})
+
+
+def dots(layer_id: str, df: pd.DataFrame, *, fill: list[int] | str | None = None, line: list[int] | None = None,
+         line_px: float = 0.0, radius_px: float | str = 3.0, pickable: bool = True,
+         auto_highlight: bool = False) -> pdk.Layer:
+    """A ScatterplotLayer of points sized in pixels: filled with ``fill`` (a colour or a column of colours; None:
+    a ring only), edged with ``line`` ``line_px`` wide; ``radius_px`` a number or a column.
+
+    Every scatter layer of the maps reads the same four per-point columns (``_fill``, ``_line``, ``_lw``, ``_r``),
+    whatever is constant: without a GPU (SwiftShader), each distinct set of vertex attributes is one more pipeline
+    that the browser compiles every time the map is mounted (``scripts/trace_ui.py``).
+    """
+    n = len(df)
+    df = df.assign(_fill=df[fill] if isinstance(fill, str) else [list(fill or (0, 0, 0, 0))] * n,
+                   _line=[list(line or (0, 0, 0, 0))] * n, _lw=float(line_px) if line else 0.0,
+                   _r=df[radius_px] if isinstance(radius_px, str) else float(radius_px))
+    return pdk.Layer("ScatterplotLayer", id=layer_id, data=df, get_position=["lon", "lat"], get_fill_color="_fill",
+                     get_line_color="_line", get_line_width="_lw", line_width_units="'pixels'", get_radius="_r",
+                     radius_units="'pixels'", filled=fill is not None, stroked=line is not None, pickable=pickable,
+                     auto_highlight=auto_highlight)
+
+
+def dotted_line(prob: Problem, start: tuple[float, float], end: tuple[float, float], colour: list[int],
+                spacing_px: float = 5.0) -> pdk.Layer:
+    """A dotted segment from ``start`` to ``end`` ((lat, lon)), about ``spacing_px`` apart at the initial zoom.
+
+    Drawn with the scatter program the map already uses: without a GPU (SwiftShader), every other layer type costs
+    the browser a shader compilation of 0.1-0.4 s each time the map is mounted (``scripts/trace_ui.py``).
+    """
+    (alat, alon), (blat, blon) = start, end
+    length_m = float(haversine_km(alat, alon, blat, blon)) * 1000
+    n = int(np.clip(length_m / _px_to_m(prob, spacing_px), 2, 400))
+    t = np.linspace(0.0, 1.0, n + 1)[1:-1]  # the end points carry their own markers
+    return dots("expected-line", pd.DataFrame({"lon": alon + t * (blon - alon), "lat": alat + t * (blat - alat)}),
+                fill=colour, radius_px=1.5, pickable=False)
 
 
 def _px_to_m(prob: Problem, px: float, width_px: int = 600, height_px: int = 470) -> float:
@@ -354,9 +366,7 @@ def lattice_layers(lat: NDArray[np.float64], lon: NDArray[np.float64]) -> list[p
     adf["tip"] = [f"anchor #{n} (row {n // nx}, column {n % nx})" for n in range(len(adf))]
     return [pdk.Layer("LineLayer", id="lattice-lines", data=ldf, get_source_position="s", get_target_position="t",
                       get_color=LATTICE, get_width=1, width_min_pixels=1, pickable=False),
-            pdk.Layer("ScatterplotLayer", id="lattice-anchors", data=adf, get_position=["lon", "lat"], filled=False,
-                      stroked=True, get_line_color=ANCHOR, line_width_min_pixels=2, get_radius=1,
-                      radius_units="'pixels'", radius_min_pixels=4, radius_max_pixels=4, pickable=True)]
+            dots("lattice-anchors", adf, line=ANCHOR, line_px=2, radius_px=4)]
 
 
 def clicked_point(selection: dict | None) -> tuple[float, float, int] | None:
