@@ -285,7 +285,7 @@ def dots(layer_id: str, df: pd.DataFrame, *, fill: list[int] | str | None = None
 
     Every scatter layer of the maps reads the same four per-point columns (``_fill``, ``_line``, ``_lw``, ``_r``),
     whatever is constant: without a GPU (SwiftShader), each distinct set of vertex attributes is one more pipeline
-    that the browser compiles every time the map is mounted (``scripts/trace_ui.py``).
+    that the browser compiles every time the map is mounted (``scripts/ui_timeline.py``).
     """
     n = len(df)
     df = df.assign(_fill=df[fill] if isinstance(fill, str) else [list(fill or (0, 0, 0, 0))] * n,
@@ -302,7 +302,7 @@ def dotted_line(prob: Problem, start: tuple[float, float], end: tuple[float, flo
     """A dotted segment from ``start`` to ``end`` ((lat, lon)), about ``spacing_px`` apart at the initial zoom.
 
     Drawn with the scatter program the map already uses: without a GPU (SwiftShader), every other layer type costs
-    the browser a shader compilation of 0.1-0.4 s each time the map is mounted (``scripts/trace_ui.py``).
+    the browser a shader compilation of 0.1-0.4 s each time the map is mounted (``scripts/ui_timeline.py``).
     """
     (alat, alon), (blat, blon) = start, end
     length_m = float(haversine_km(alat, alon, blat, blon)) * 1000
