@@ -107,3 +107,11 @@ def test_both_benchmarks_give_the_in_process_rows_on_a_dask_cluster(tmp_path: Pa
     assert there[keep].equals(here[keep])
     for col in ("objective_m", "bound_m", "vs_monolithic_m"):
         assert there[col].fillna(0).tolist() == pytest.approx(here[col].fillna(0).tolist(), rel=1e-9, abs=1e-9)
+
+
+def test_bench_lp_runs_a_closed_form_method_at_every_k(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(report, "DOCS", tmp_path)
+    assert lp.main([*LP_ARGV, "--methods", "em", "--out", "lp_em"]) == 0
+    rows = pd.read_csv(tmp_path / "lp_em.csv")
+    assert list(rows.K) == [20, 40] and list(rows.status) == ["closed form"] * 2  # EM is not "skipped" at K = 40
+    assert (rows.violated_pairs == 0).all()
