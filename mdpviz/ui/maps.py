@@ -252,7 +252,7 @@ def deck(prob: Problem, roads: pdk.Layer | None, layers: MapLayers, *, height_px
         plat, plon = layers.point
         if layers.expected is not None:
             elat, elon = layers.expected
-            out.append(dotted_line(prob, (plat, plon), layers.expected, EXPECTED))
+            out.append(dotted_line(prob, (plat, plon), layers.expected, EXPECTED, width_px, height_px))
             out.append(dots("expected", pd.DataFrame(
                 {"lon": [elon], "lat": [elat], "tip": ["expected reported location (mean of Pr[y | point])"]}),
                 fill=EXPECTED, radius_px=6))
@@ -268,7 +268,8 @@ def deck(prob: Problem, roads: pdk.Layer | None, layers: MapLayers, *, height_px
                             "tip": [f"true location x{i}"]})
         if layers.expected is not None:
             elat, elon = layers.expected
-            out.append(dotted_line(prob, (float(prob.x_lat[i]), float(prob.x_lon[i])), layers.expected, EXPECTED))
+            out.append(dotted_line(prob, (float(prob.x_lat[i]), float(prob.x_lon[i])), layers.expected, EXPECTED,
+                                   width_px, height_px))
             out.append(dots("expected", pd.DataFrame(
                 {"lon": [elon], "lat": [elat], "tip": ["expected reported location (mean of Z[x,·])"]}),
                 fill=EXPECTED, radius_px=6))
@@ -298,18 +299,20 @@ def dots(layer_id: str, df: pd.DataFrame, *, fill: list[int] | str | None = None
 
 
 def dotted_line(prob: Problem, start: tuple[float, float], end: tuple[float, float], colour: list[int],
-                spacing_px: float = 5.0) -> pdk.Layer:
-    """A dotted segment from ``start`` to ``end`` ((lat, lon)), about ``spacing_px`` apart at the initial zoom.
+                width_px: int, height_px: int, step_px: float = 0.75, max_dots: int = 800) -> pdk.Layer:
+    """A segment from ``start`` to ``end`` ((lat, lon)) drawn as 2-px dots ``step_px`` apart on a map of
+    ``width_px`` × ``height_px`` at its initial zoom: they overlap into a solid line, and stay within 3 px of each
+    other two zoom steps in (at most ``max_dots``).
 
     Drawn with the scatter program the map already uses: without a GPU (SwiftShader), every other layer type costs
     the browser a shader compilation of 0.1-0.4 s each time the map is mounted (``scripts/ui_timeline.py``).
     """
     (alat, alon), (blat, blon) = start, end
     length_m = float(haversine_km(alat, alon, blat, blon)) * 1000
-    n = int(np.clip(length_m / _px_to_m(prob, spacing_px), 2, 400))
-    t = np.linspace(0.0, 1.0, n + 1)[1:-1]  # the end points carry their own markers
+    n = int(np.clip(np.ceil(length_m / _px_to_m(prob, step_px, width_px, height_px)), 1, max_dots))
+    t = np.linspace(0.0, 1.0, n + 1)
     return dots("expected-line", pd.DataFrame({"lon": alon + t * (blon - alon), "lat": alat + t * (blat - alat)}),
-                fill=colour, radius_px=1.5, pickable=False)
+                fill=colour, radius_px=1.0, pickable=False)
 
 
 def _px_to_m(prob: Problem, px: float, width_px: int = 600, height_px: int = 470) -> float:
