@@ -186,3 +186,40 @@ def test_row_sum_cuts_are_valid_and_keep_the_optimum(rome) -> None:
     res = solve(pb, "lp-bd", {"eps": EPS, "row_cuts": True}, use_cache=False)
     assert res.status == "optimal" and not res.degenerate.startswith("No mechanism"), res.message
     assert abs(res.objective_m - ref) <= 0.01 + 1e-9 * ref and res.bound_m <= ref * (1 + 1e-9)
+
+
+def test_a_solve_ending_unknown_is_retried_cold_then_by_interior_point() -> None:
+    """`_run`: "Unknown" twice (warm, then cold without presolve) gets one interior-point run; the solver is restored."""
+    from mdpviz.lp import benders
+
+    class FakeHighs:
+        def __init__(self, statuses: list) -> None:
+            self.statuses, self.options, self.runs = statuses, {"solver": "simplex"}, []
+
+        def getOptionValue(self, name: str):  # noqa: N802 - highspy's names
+            return (None, self.options[name])
+
+        def setOptionValue(self, name: str, value) -> None:  # noqa: N802
+            self.options[name] = value
+
+        def getRunTime(self) -> float:  # noqa: N802
+            return 0.0
+
+        def run(self) -> None:
+            self.runs.append(self.options.get("solver"))
+
+        def getModelStatus(self):  # noqa: N802
+            return self.statuses[len(self.runs) - 1]
+
+        def clearSolver(self) -> None:  # noqa: N802
+            pass
+
+    H = benders._H
+    h = FakeHighs([H.kUnknown, H.kUnknown, H.kOptimal])
+    assert benders._run(h, None) == H.kOptimal
+    assert h.runs == ["simplex", "simplex", "ipm"] and h.options["solver"] == "simplex"
+    assert h.options["presolve"] == "off"
+    h = FakeHighs([H.kUnknown, H.kOptimal])
+    assert benders._run(h, None) == H.kOptimal and h.runs == ["simplex", "simplex"]  # the cold restart sufficed
+    h = FakeHighs([H.kUnknown, H.kUnknown, H.kUnknown])
+    assert benders._run(h, None) == H.kUnknown and len(h.runs) == 3 and h.options["solver"] == "simplex"

@@ -204,19 +204,27 @@ def master_pairs(n: int, pi: NDArray[np.int64], pj: NDArray[np.int64], expo: NDA
 
 
 def _run(h: highspy.Highs, deadline: float | None) -> _H:
-    """Run HiGHS within the deadline; a status other than optimal / infeasible / time limit gets one cold restart
-    without presolve (``clearSolver``): a warm start, or presolve on these badly scaled rows, can end in "Unknown"
-    where a fresh solve of the original model succeeds."""
-    for attempt in range(2):
+    """Run HiGHS within the deadline. A status other than optimal / infeasible / time limit gets a cold restart
+    without presolve (``clearSolver``: a warm start, or presolve on these badly scaled rows, can end in "Unknown"
+    where a fresh solve succeeds), then one interior-point run with crossover (a travel-cost subproblem on Rome,
+    K = 500, ended "Unknown" in both simplex runs and solved by it); the instance's solver is restored after."""
+    solver = h.getOptionValue("solver")
+    solver = solver[1] if isinstance(solver, tuple) else solver  # highspy 1.16 returns (status, value)
+    for attempt in range(3):
         if deadline is not None:
             # HiGHS's clock is cumulative over the instance's runs: the limit is run time so far + what is left
             h.setOptionValue("time_limit", float(h.getRunTime() + max(deadline - time.perf_counter(), 0.01)))
         h.run()
         st = h.getModelStatus()
-        if st in (_H.kOptimal, _H.kInfeasible, _H.kTimeLimit) or attempt:
+        if attempt == 2:
+            h.setOptionValue("solver", solver)
+        if st in (_H.kOptimal, _H.kInfeasible, _H.kTimeLimit) or attempt == 2:
             return st
         h.clearSolver()
         h.setOptionValue("presolve", "off")
+        if attempt == 1:
+            h.setOptionValue("solver", "ipm")
+            h.setOptionValue("run_crossover", "on")
     return st
 
 
