@@ -208,8 +208,7 @@ def _run(h: highspy.Highs, deadline: float | None) -> _H:
     without presolve (``clearSolver``: a warm start, or presolve on these badly scaled rows, can end in "Unknown"
     where a fresh solve succeeds), then one interior-point run with crossover (a travel-cost subproblem on Rome,
     K = 500, ended "Unknown" in both simplex runs and solved by it); the instance's solver is restored after."""
-    solver = h.getOptionValue("solver")
-    solver = solver[1] if isinstance(solver, tuple) else solver  # highspy 1.16 returns (status, value)
+    solver = str(h.getOptionValue("solver")[1])  # highspy returns (status, value)
     for attempt in range(3):
         if deadline is not None:
             # HiGHS's clock is cumulative over the instance's runs: the limit is run time so far + what is left
