@@ -305,7 +305,7 @@ def dotted_line(prob: Problem, start: tuple[float, float], end: tuple[float, flo
     other two zoom steps in (at most ``max_dots``).
 
     Drawn with the scatter program the map already uses: without a GPU (SwiftShader), every other layer type costs
-    the browser a shader compilation of 0.1-0.4 s each time the map is mounted (``scripts/ui_timeline.py``).
+    the browser one more shader compilation each time the map is mounted (``scripts/ui_timeline.py``).
     """
     (alat, alon), (blat, blon) = start, end
     length_m = float(haversine_km(alat, alon, blat, blon)) * 1000
