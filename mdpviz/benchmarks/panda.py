@@ -94,7 +94,8 @@ def points(city: str, ks: Sequence[int], variants: Sequence[str], modes: Sequenc
     return out
 
 
-def _rows(done: list[dict[str, Any]], ks: Sequence[int], baselines: Sequence[str], lp_max_k: int) -> list[dict[str, Any]]:
+def _rows(done: list[dict[str, Any]], ks: Sequence[int], baselines: Sequence[str],
+          lp_max_k: int) -> list[dict[str, Any]]:
     """The table: the measured rows (without the tags that only steer a task), plus a row for each LP not attempted."""
     rows = [{k: v for k, v in r.items() if k not in ("eps", "users", "check_max_k")} for r in done]
     if "lp" in baselines:
