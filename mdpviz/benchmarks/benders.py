@@ -77,6 +77,9 @@ def _lp_bd_row(problem: Any, eps: float, eta: float, part: str, lam: float, row_
             "message": res.message[:160]}
 
 
+MONOLITHIC = "monolithic HiGHS (dual simplex)"
+
+
 def _monolithic_row(problem: Any, eps: float, eta: float, time_limit: float) -> dict[str, Any]:
     """The monolithic HiGHS optimum (dual simplex) of the same neighbour LP: a table row."""
     from ..lp.mdp_lp import solve_mdp_lp
@@ -89,9 +92,6 @@ def _monolithic_row(problem: Any, eps: float, eta: float, time_limit: float) -> 
     return {"K": problem.k, "solver": MONOLITHIC, "status": mono.status,
             "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
             "objective_m": mono.objective, "pairs": len(pi), "rows": mono.size.get("constraints")}
-
-
-MONOLITHIC = "monolithic HiGHS (dual simplex)"
 
 
 def _label(part: str, lam: float, row_cuts: bool) -> str:

@@ -251,11 +251,7 @@ def deck(prob: Problem, roads: pdk.Layer | None, layers: MapLayers, *, height_px
     if layers.point is not None:
         plat, plon = layers.point
         if layers.expected is not None:
-            elat, elon = layers.expected
-            out.append(dotted_line(prob, (plat, plon), layers.expected, EXPECTED, width_px, height_px))
-            out.append(dots("expected", pd.DataFrame(
-                {"lon": [elon], "lat": [elat], "tip": ["expected reported location (mean of Pr[y | point])"]}),
-                fill=EXPECTED, radius_px=6))
+            out += _expected_report(prob, (plat, plon), layers.expected, "Pr[y | point]", width_px, height_px)
         pdf = pd.DataFrame({"lon": [plon], "lat": [plat], "tip": [f"picked point {plat:.5f}, {plon:.5f}"]})
         # a white-edged square, unlike the round secrets: this is a location of the plane, not a node
         out.append(pdk.Layer("ColumnLayer", id="point", data=pdf, get_position=["lon", "lat"], disk_resolution=4,
@@ -267,12 +263,8 @@ def deck(prob: Problem, roads: pdk.Layer | None, layers: MapLayers, *, height_px
         tdf = pd.DataFrame({"lon": [prob.x_lon[i]], "lat": [prob.x_lat[i]], "i": [i],
                             "tip": [f"true location x{i}"]})
         if layers.expected is not None:
-            elat, elon = layers.expected
-            out.append(dotted_line(prob, (float(prob.x_lat[i]), float(prob.x_lon[i])), layers.expected, EXPECTED,
-                                   width_px, height_px))
-            out.append(dots("expected", pd.DataFrame(
-                {"lon": [elon], "lat": [elat], "tip": ["expected reported location (mean of Z[x,·])"]}),
-                fill=EXPECTED, radius_px=6))
+            out += _expected_report(prob, (float(prob.x_lat[i]), float(prob.x_lon[i])), layers.expected, "Z[x,·]",
+                                    width_px, height_px)
         out.append(dots("true", tdf, fill=TRUE, line=[255, 255, 255, 255], line_px=2, radius_px=8))
     return CompactDeck(layers=out, initial_view_state=view_state(prob, width_px, height_px),
                        tooltip={"text": "{tip}"})
@@ -296,6 +288,16 @@ def dots(layer_id: str, df: pd.DataFrame, *, fill: list[int] | str | None = None
                      get_line_color="_line", get_line_width="_lw", line_width_units="'pixels'", get_radius="_r",
                      radius_units="'pixels'", filled=fill is not None, stroked=line is not None, pickable=pickable,
                      auto_highlight=auto_highlight)
+
+
+def _expected_report(prob: Problem, origin: tuple[float, float], expected: tuple[float, float], row: str,
+                     width_px: int, height_px: int) -> list[pdk.Layer]:
+    """The expected reported location ((lat, lon), the mean of the distribution ``row``) and the line to it from
+    ``origin``, the true location."""
+    elat, elon = expected
+    tip = f"expected reported location (mean of {row})"
+    return [dotted_line(prob, origin, expected, EXPECTED, width_px, height_px),
+            dots("expected", pd.DataFrame({"lon": [elon], "lat": [elat], "tip": [tip]}), fill=EXPECTED, radius_px=6)]
 
 
 def dotted_line(prob: Problem, start: tuple[float, float], end: tuple[float, float], colour: list[int],
