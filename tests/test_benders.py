@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import highspy
 import numpy as np
 import pytest
@@ -123,13 +125,13 @@ def test_every_highs_status_ends_in_an_honest_result(rome, monkeypatch, where, s
         created.append(real_new())
         return created[-1]
 
-    def fake(h, deadline):
+    def fake(h, deadline, first_cap=None):
         is_master = h is created[0]  # solve_benders builds the master first
         if is_master:
             calls["master"] += 1
         if (where == "master") == is_master and calls["master"] >= 2:
             return status
-        return real(h, deadline)
+        return real(h, deadline, first_cap)
 
     monkeypatch.setattr(benders, "_run", fake)
     monkeypatch.setattr(benders, "new_highs", tracking)
@@ -149,12 +151,15 @@ def test_iteration_limit_returns_no_mechanism(rome) -> None:
     pb, _ = rome
     res = solve(pb, "lp-bd", {"eps": EPS, "max_iter": 1}, use_cache=False)
     assert res.status == "iteration limit" and res.Z is None and res.degenerate
+    assert "'stabilised' preset" in res.message  # plain Benders points to the faster path for the same LP
+    res = solve(pb, "lp-bd", {"eps": EPS, "max_iter": 1, "stabilise": 0.3, "row_cuts": True}, use_cache=False)
+    assert res.status == "iteration limit" and "'stabilised' preset" not in res.message
 
 
 def test_presets_are_valid_parameters() -> None:
     for name in ("lp-bd", "panda-e", "panda-p", "panda-l"):
         mech = get_mechanism(name)
-        assert {p.name for p in mech.presets} == {"paper", "authors-code"}
+        assert {p.name for p in mech.presets} - {"stabilised"} == {"paper", "authors-code"}
         for preset in mech.presets:
             mech.validate(preset.param_dict())
             assert preset.help
@@ -182,10 +187,12 @@ def test_row_sum_cuts_are_valid_and_keep_the_optimum(rome) -> None:
     flat = Z_ref[is_b].ravel()
     lhs = np.array([v @ flat[c] for c, v in zip(cols, vals)])
     assert np.all(lhs >= np.array(lo) - 1e-6)
-    # with them, lp-bd still ends at the monolithic optimum of the same LP
-    res = solve(pb, "lp-bd", {"eps": EPS, "row_cuts": True}, use_cache=False)
-    assert res.status == "optimal" and not res.degenerate.startswith("No mechanism"), res.message
-    assert abs(res.objective_m - ref) <= 0.01 + 1e-9 * ref and res.bound_m <= ref * (1 + 1e-9)
+    # with them, lp-bd still ends at the monolithic optimum of the same LP, plain or in-out stabilised (λ = 0.3)
+    for lam in (1.0, 0.3):
+        res = solve(pb, "lp-bd", {"eps": EPS, "row_cuts": True, "stabilise": lam}, use_cache=False)
+        assert res.status == "optimal" and not res.degenerate.startswith("No mechanism"), res.message
+        assert abs(res.objective_m - ref) <= 0.01 + 1e-9 * ref and res.bound_m <= ref * (1 + 1e-9)
+        assert len(cone_breaches(res.Z, _neighbour_exponents(pb)).i) == 0
 
 
 def test_a_solve_ending_unknown_is_retried_cold_then_by_interior_point() -> None:
@@ -223,3 +230,61 @@ def test_a_solve_ending_unknown_is_retried_cold_then_by_interior_point() -> None
     assert benders._run(h, None) == H.kOptimal and h.runs == ["simplex", "simplex"]  # the cold restart sufficed
     h = FakeHighs([H.kUnknown, H.kUnknown, H.kUnknown])
     assert benders._run(h, None) == H.kUnknown and len(h.runs) == 3 and h.options["solver"] == "simplex"
+    h = FakeHighs([H.kTimeLimit, H.kOptimal])  # the warm run used up its cap: a cold restart, without the cap
+    assert benders._run(h, None, first_cap=1.0) == H.kOptimal and len(h.runs) == 2
+    assert h.options["time_limit"] == benders.INF
+    h = FakeHighs([H.kTimeLimit])  # the run's own deadline: final
+    assert benders._run(h, time.perf_counter() + 60.0) == H.kTimeLimit and len(h.runs) == 1
+
+
+def _run_state(pb, stabilise: float = 1.0, row_cuts: bool = False):
+    """A Benders run of the paper's LP on ``pb`` (k-m-DV), before its first iteration."""
+    pi, pj = neighbour_pairs(pb.d, ETA)
+    labels = benders.partition("kmeans-dv", 25, pb.d, pb.xy_km, pi, pj)
+    from mdpviz.mechanisms.em import em_matrix
+
+    return benders._BendersRun(pb.p[:, None] * pb.c, pi, pj, EPS * pb.d[pi, pj], labels, gap_m=0.01, cuts="needed",
+                               slack=0.0, deadline=None, progress=benders.no_progress, core=em_matrix(pb, EPS),
+                               stabilise=stabilise, floor=1e-9, row_cuts=row_cuts)
+
+
+def test_the_master_adds_its_pair_rows_lazily_and_solves_the_same_lp(rome) -> None:
+    """Row generation in the master: its point meets every pair row (present or not), fewer rows are in HiGHS than
+    the master has, and the optimum equals the master's with every row."""
+    pb, _ = rome
+    run = _run_state(pb)
+    lazy = run._solve_master(1)
+    assert not isinstance(lazy, tuple)
+    rows = run.pair_rows
+    assert 0 < rows.present.sum() < len(rows.present)
+    assert (rows.A @ lazy.z_out).max() <= 1e-7  # every pair row of the master, present or not (HiGHS's tolerance)
+    rows.add_all(run.mp, run.safe)
+    assert rows.present.all()
+    full = run._solve_master(1)
+    assert not isinstance(full, tuple)
+    assert abs(full.objective - lazy.objective) <= 1e-7 * abs(full.objective)
+    assert abs(full.safe_bound - lazy.safe_bound) <= 1e-6 * abs(full.objective)
+
+
+def test_a_subproblem_ending_unknown_is_decided_by_its_elastic_twin(rome, monkeypatch) -> None:
+    """A subproblem that HiGHS leaves "Unknown" goes to the phase-1 twin, which decides it: at a feasible point
+    (the exponential mechanism's boundary rows) it gives the same optimality cut value as a normal solve."""
+    pb, _ = rome
+    run = _run_state(pb)
+    part, sub = next((k, s) for k, s in enumerate(run.subs) if s is not None)
+    zY = run.zc
+    kind, _, _, value, _ = sub.solve(zY, None)
+    assert kind == "opt"
+    real = benders._run
+    failed = []
+
+    def fail_once(h, deadline, first_cap=None):
+        if h is sub.lp and not failed:
+            failed.append(part)
+            return benders._H.kUnknown
+        return real(h, deadline, first_cap)
+
+    monkeypatch.setattr(benders, "_run", fail_once)
+    kind2, _, g, value2, z = sub.solve(zY, None)
+    assert failed and kind2 == "opt" and g is not None and z is not None
+    assert abs(value2 - value) <= 1e-6 * max(1.0, abs(value))

@@ -27,12 +27,16 @@ subtracts. A cut that still has a coefficient above ``CUT_CAP`` is left out (a r
 **Row-sum cuts** (``row_cuts``, ours, not the paper's): a chain of pair rows bounds each internal record's entries
 by its subset's boundary entries, and its row sums to 1; both give cuts in z_Y alone (:class:`RowSumCuts`), which
 the master point is cut with before any subproblem is solved. They are valid for the LP, so the optimum is the
-same; on Rome (K = 500, ε = 10) they replace every feasibility cut.
+same; on Rome (K = 500, ε = 10) they replace nearly every feasibility cut.
 
 **In-out stabilisation** (``stabilise`` λ < 1, ``core``): the subproblems are solved at λ·z_out + (1 − λ)·z_core,
-z_core a feasible point (the exponential mechanism, then each feasible separation point); when no cut from there
-cuts the master's own point, the next round separates at that point. Cuts stay valid, so the optimum is the same;
-λ = 1 is plain Benders as in the paper.
+z_core a feasible point (the exponential mechanism, then each separation point that lowers the best upper bound);
+when no cut from there cuts the master's own point, the next round separates at that point. Cuts stay valid, so
+the optimum is the same; λ = 1 is plain Benders as in the paper.
+
+**The master's pair rows are generated lazily** (:class:`_LazyPairRows`): HiGHS holds only those the master's
+point has broken, and a point is handed on only when it meets all of them, so each master solve is that of the
+full master. Should HiGHS fail on the partial master, every row is added and the solve repeated.
 
 **Statuses.** ``optimal`` (certified UB − LB ≤ ξ and ≤ 1e-4·UB for the paper's LP, the floor's effect included),
 ``gap reached`` (UB − LB ≤ ξ for the LP solved, when a slack or a large floor makes it differ from the paper's),
@@ -203,21 +207,25 @@ def master_pairs(n: int, pi: NDArray[np.int64], pj: NDArray[np.int64], expo: NDA
     return ci.astype(np.int64), cj.astype(np.int64), ce, counts
 
 
-def _run(h: highspy.Highs, deadline: float | None) -> _H:
+def _run(h: highspy.Highs, deadline: float | None, first_cap: float | None = None) -> _H:
     """Run HiGHS within the deadline. A status other than optimal / infeasible / time limit gets a cold restart
     without presolve (``clearSolver``: a warm start, or presolve on these badly scaled rows, can end in "Unknown"
     where a fresh solve succeeds), then one interior-point run with crossover (a travel-cost subproblem on Rome,
-    K = 500, ended "Unknown" in both simplex runs and solved by it); the instance's solver is restored after."""
+    K = 500, ended "Unknown" in both simplex runs and solved by it); the instance's solver is restored after.
+    ``first_cap`` (seconds) bounds the first, warm run alone: a warm solve of the lazily built master on Rome once
+    ran for most of a minute before ending "Unknown", where a cold restart was quick."""
     solver = str(h.getOptionValue("solver")[1])  # highspy returns (status, value)
     for attempt in range(3):
-        if deadline is not None:
-            # HiGHS's clock is cumulative over the instance's runs: the limit is run time so far + what is left
-            h.setOptionValue("time_limit", float(h.getRunTime() + max(deadline - time.perf_counter(), 0.01)))
+        left = None if deadline is None else max(deadline - time.perf_counter(), 0.01)
+        capped = attempt == 0 and first_cap is not None and (left is None or first_cap < left)
+        budget = first_cap if capped else left
+        # HiGHS's clock is cumulative over the instance's runs: the limit is run time so far + what is left
+        h.setOptionValue("time_limit", INF if budget is None else float(h.getRunTime() + budget))
         h.run()
         st = h.getModelStatus()
         if attempt == 2:
             h.setOptionValue("solver", solver)
-        if st in (_H.kOptimal, _H.kInfeasible, _H.kTimeLimit) or attempt == 2:
+        if (st in (_H.kOptimal, _H.kInfeasible) or (st == _H.kTimeLimit and not capped)) or attempt == 2:
             return st
         h.clearSolver()
         h.setOptionValue("presolve", "off")
@@ -316,6 +324,8 @@ class _Sub:
             B_vals.append(e if b_val is None else np.full(r * m, b_val))
             n_rows += r * m
         self.n_pair_rows = n_rows
+        self.n_fixed = blocks[0].shape[0]  # rows between internal records: their bounds never depend on z_Y
+        self.loosened = False  # whether the last solve loosened every row by its phase-1 slack
         # every pair row divided by its largest coefficient, max(1, e): no entry above 1, so a row's slack is at
         # most rhs + 1 over z ∈ [0, 1], which is what makes the safe cuts of _duals tight
         big = np.maximum(1.0, np.concatenate([np.repeat(coef[k], m) for k in (xx, xy, yx)]))
@@ -366,17 +376,23 @@ class _Sub:
         rhs = self.h + self.B @ zY
         idx = np.arange(self.n_pair_rows, dtype=np.int32)
         lo = np.full(self.n_pair_rows, -INF)
-        if self.n_pair_rows:
-            self.lp.changeRowsBounds(self.n_pair_rows, idx, lo, rhs)  # type: ignore[attr-defined]  # not in the stubs
+        f = 0 if self.loosened else self.n_fixed  # else only the rows with a boundary end change
+        if self.n_pair_rows > f:
+            self.lp.changeRowsBounds(self.n_pair_rows - f, idx[f:], lo[f:], rhs[f:])  # type: ignore[attr-defined]
+        self.loosened = False
         st = _run(self.lp, deadline)
         if st == _H.kOptimal:
             const, g, value = self._duals(self.lp, phase1=False)
             z = np.maximum(np.array(self.lp.getSolution().col_value), 0.0).reshape(self.nx, self.m)
             return "opt", const, g, value, z
-        if st not in (_H.kInfeasible, _H.kUnboundedOrInfeasible):  # costs ≥ 0 and z bounded: never unbounded
+        if st == _H.kTimeLimit:
             return self.lp.modelStatusToString(st), 0.0, None, 0.0, None
-        if self.n_pair_rows:
-            self.ph1.changeRowsBounds(self.n_pair_rows, idx, lo, rhs)  # type: ignore[attr-defined]  # not in the stubs
+        # infeasible (costs ≥ 0 and z bounded: never unbounded), or a failure: at a master point on the edge of
+        # feasibility (Rome, K = 500, plain Benders) HiGHS said "Unknown" in every run while its presolve said
+        # infeasible and unscaled simplex said optimal; the elastic twin, always feasible, decides
+        if self.n_pair_rows > self.n_fixed:  # the twin's rows are never loosened
+            f = self.n_fixed
+            self.ph1.changeRowsBounds(self.n_pair_rows - f, idx[f:], lo[f:], rhs[f:])  # type: ignore[attr-defined]
         st = _run(self.ph1, deadline)
         if st != _H.kOptimal:  # the elastic twin is always feasible and bounded: anything else is a failure
             return "phase 1: " + self.ph1.modelStatusToString(st), 0.0, None, 0.0, None
@@ -387,6 +403,7 @@ class _Sub:
         # each row loosened by its phase-1 slack; that LP relaxes the subproblem, so its cut is valid, and its rows
         # hold within those slacks (the mechanism repairs them exactly and re-checks the gap)
         sigma = np.maximum(np.array(self.ph1.getSolution().col_value)[self.nx * self.m:], 0.0) / self.big
+        self.loosened = True
         self.lp.changeRowsBounds(self.n_pair_rows, idx, lo, rhs + sigma)  # type: ignore[attr-defined]  # not in the stubs
         if _run(self.lp, deadline) != _H.kOptimal:
             return "feas", const, g, value, None
@@ -406,12 +423,11 @@ class _SafeBound:
         self.blocks, self.lo, self.up = [sp.csr_matrix(A)], [lo], [up]
         self.A: sp.csr_matrix | None = None
 
-    def add(self, lo: list[float], cols: list[NDArray[np.int64]], vals: list[NDArray[np.float64]]) -> None:
-        indptr = np.concatenate([[0], np.cumsum([len(c) for c in cols])])
-        self.blocks.append(sp.csr_matrix((np.concatenate(vals), np.concatenate(cols), indptr),
-                                         shape=(len(cols), len(self.cost))))
-        self.lo.append(np.asarray(lo, dtype=np.float64))
-        self.up.append(np.full(len(cols), np.inf))
+    def add(self, rows: sp.csr_matrix, lo: NDArray[np.float64], up: NDArray[np.float64]) -> None:
+        """Rows lo ≤ rows·x ≤ up, in the order they were added to the master (±inf: no bound)."""
+        self.blocks.append(rows)
+        self.lo.append(lo)
+        self.up.append(up)
         self.A = None
 
     def bound(self, y: NDArray[np.float64]) -> float:
@@ -454,16 +470,55 @@ def _clean_cuts(lo: list[float], cols: list[NDArray[np.int64]], vals: list[NDArr
     return out_lo, out_cols, out_vals, dropped
 
 
+def _add_rows(mp: highspy.Highs, safe: _SafeBound, rows: sp.csr_matrix, lo: NDArray[np.float64],
+              up: NDArray[np.float64]) -> bool:
+    """Add rows ``lo ≤ rows·x ≤ up`` (±inf: no bound) to the master and to its safe bound; False when HiGHS
+    refuses them."""
+    rows = sp.csr_matrix(rows)
+    added = mp.addRows(rows.shape[0], np.maximum(lo, -INF), np.minimum(up, INF), int(rows.nnz),
+                       rows.indptr[:-1].astype(np.int32), rows.indices.astype(np.int32), rows.data)
+    if added != highspy.HighsStatus.kOk:
+        return False
+    safe.add(rows, lo, up)
+    return True
+
+
 def _add_cuts(mp: highspy.Highs, safe: _SafeBound, lo: list[float], cols: list[NDArray[np.int64]],
               vals: list[NDArray[np.float64]]) -> bool:
     """Add cuts ``Σ a·x ≥ lo`` to the master and to its safe bound; False when HiGHS refuses them."""
-    starts = np.concatenate([[0], np.cumsum([len(c) for c in cols])[:-1]]).astype(np.int32)
-    added = mp.addRows(len(cols), np.array(lo), np.full(len(cols), INF), int(sum(len(c) for c in cols)), starts,
-                       np.concatenate(cols).astype(np.int32), np.concatenate(vals))
-    if added != highspy.HighsStatus.kOk:
-        return False
-    safe.add(lo, cols, vals)
-    return True
+    indptr = np.concatenate([[0], np.cumsum([len(c) for c in cols])])
+    rows = sp.csr_matrix((np.concatenate(vals), np.concatenate(cols), indptr), shape=(len(cols), mp.getNumCol()))
+    return _add_rows(mp, safe, rows, np.asarray(lo, dtype=np.float64), np.full(len(cols), np.inf))
+
+
+class _LazyPairRows:
+    """The master's pair rows (its own LP pairs and the initial cuts, ``z_i,y − e·z_j,y ≤ slack``), added to the
+    HiGHS model only once the master's point breaks them (row generation; ``bench benders`` reports how many were
+    added). The master solved is the same LP: its point is returned only when it meets every pair row, so each
+    master solve gives the bound and the point of the full master."""
+
+    def __init__(self, A: sp.csr_matrix, slack: float) -> None:
+        self.A, self.slack = A, float(slack)
+        self.present = np.zeros(A.shape[0], dtype=bool)
+
+    def add_violated(self, mp: highspy.Highs, safe: _SafeBound, x: NDArray[np.float64], tol: float = 1e-9
+                     ) -> int | None:
+        """Add the absent rows that x breaks by more than tol; how many (None when HiGHS refuses them)."""
+        return self._add(mp, safe, np.flatnonzero(~self.present & (self.A @ x[: self.A.shape[1]] > self.slack + tol)))
+
+    def add_all(self, mp: highspy.Highs, safe: _SafeBound) -> int | None:
+        """Add every absent row; how many (None when HiGHS refuses them)."""
+        return self._add(mp, safe, np.flatnonzero(~self.present))
+
+    def _add(self, mp: highspy.Highs, safe: _SafeBound, bad: NDArray[np.int64]) -> int | None:
+        if len(bad) == 0:
+            return 0
+        rows = self.A[bad]
+        rows.resize(rows.shape[0], mp.getNumCol())
+        if not _add_rows(mp, safe, rows, np.full(len(bad), -np.inf), np.full(len(bad), self.slack)):
+            return None
+        self.present[bad] = True
+        return len(bad)
 
 
 def _boundary(n: int, pi: NDArray[np.int64], pj: NDArray[np.int64], labels: NDArray[np.int64]) -> NDArray[np.bool_]:
@@ -477,8 +532,9 @@ def _boundary(n: int, pi: NDArray[np.int64], pj: NDArray[np.int64], labels: NDAr
 
 def _build_master(W: NDArray[np.float64], labels: NDArray[np.int64], is_b: NDArray[np.bool_],
                   ci: NDArray[np.int64], cj: NDArray[np.int64], ce: NDArray[np.float64], slack: float,
-                  floor: float) -> tuple[highspy.Highs, _SafeBound, dict[str, int]]:
-    """The master LP (z_Y, nb × m, then one w per subset), its safe bound and its size.
+                  floor: float) -> tuple[highspy.Highs, _SafeBound, _LazyPairRows, dict[str, int]]:
+    """The master LP (z_Y, nb × m, then one w per subset) with its row sums, its safe bound, its pair rows (added
+    lazily, :class:`_LazyPairRows`) and its size (with every pair row counted).
 
     w_l ≥ Σ_{x ∈ X_l} min_y W[x, y] is a valid starting bound, and w_l ≤ Σ_{x ∈ X_l} max_y W[x, y] since no
     subproblem costs more (a box the safe bound needs).
@@ -489,9 +545,8 @@ def _build_master(W: NDArray[np.float64], labels: NDArray[np.int64], is_b: NDArr
     parts = np.unique(labels)
     n_parts = len(parts)
     nvm = nb * m + n_parts
-    A_pairs = _pair_rows(ci, cj, np.exp(np.minimum(ce, LOG_CAP)), m, ci, cj, nvm)
-    S = sp.csr_matrix((np.ones(nb * m), (np.repeat(np.arange(nb), m), np.arange(nb * m))), shape=(nb, nvm))
-    A = sp.vstack([A_pairs, S]).tocsc()
+    A_pairs = _pair_rows(ci, cj, np.exp(np.minimum(ce, LOG_CAP)), m, ci, cj, nb * m)
+    A = sp.csr_matrix((np.ones(nb * m), (np.repeat(np.arange(nb), m), np.arange(nb * m))), shape=(nb, nvm))
     w_floor = np.array([W[(labels == lab) & ~is_b].min(axis=1).sum() if ((labels == lab) & ~is_b).any() else 0.0
                         for lab in parts])
     w_ceil = np.array([W[(labels == lab) & ~is_b].max(axis=1).sum() if ((labels == lab) & ~is_b).any() else 0.0
@@ -502,13 +557,12 @@ def _build_master(W: NDArray[np.float64], labels: NDArray[np.int64], is_b: NDArr
     # default tolerance (1e-7) left it 7–65 m below the master's optimum on Rome (K = 500), so it never rose
     mp.setOptionValue("dual_feasibility_tolerance", 1e-10)
     mp_cost = np.concatenate([W[b_rows].ravel(), np.ones(n_parts)])
-    row_lo = np.concatenate([np.full(A_pairs.shape[0], -INF), np.ones(nb)])
-    row_up = np.concatenate([np.full(A_pairs.shape[0], float(slack)), np.ones(nb)])
     col_lo = np.concatenate([np.full(nb * m, float(floor)), w_floor])
     col_up = np.concatenate([np.ones(nb * m), w_ceil])
-    pass_model(mp, mp_cost, A, row_lo, row_up, col_lo, col_up)
-    safe = _SafeBound(mp_cost, A, np.where(row_lo <= -INF, -np.inf, row_lo), row_up, col_lo, col_up)
-    return mp, safe, {"variables": nvm, "constraints": int(A.shape[0]), "nonzeros": int(A.nnz)}
+    pass_model(mp, mp_cost, A.tocsc(), np.ones(nb), np.ones(nb), col_lo, col_up)
+    safe = _SafeBound(mp_cost, A, np.ones(nb), np.ones(nb), col_lo, col_up)
+    return mp, safe, _LazyPairRows(A_pairs, slack), {"variables": nvm, "constraints": int(A_pairs.shape[0] + nb),
+                                                      "nonzeros": int(A_pairs.nnz + A.nnz)}
 
 
 def _build_subs(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.int64], coef: NDArray[np.float64],
@@ -570,7 +624,7 @@ class _BendersRun:
     def __init__(self, W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.int64],
                  expo: NDArray[np.float64], labels: NDArray[np.int64], *, gap_m: float, cuts: str, slack: float,
                  deadline: float | None, progress: Progress, core: NDArray[np.float64] | None, stabilise: float,
-                 floor: float, row_cuts: bool) -> None:
+                 floor: float, row_cuts: bool, reserve: float = 0.0) -> None:
         self.W, self.labels, self.gap_m, self.cuts, self.slack = W, labels, gap_m, cuts, slack
         self.deadline, self.progress, self.stabilise, self.floor = deadline, progress, stabilise, floor
         self.timings: dict[str, float] = {}
@@ -593,7 +647,8 @@ class _BendersRun:
         self.rowsum = RowSumCuts(n, pi, pj, expo, labels, self.is_b, bidx) if row_cuts else None
         self.timings["cuts_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        self.mp, self.safe, self.mp_size = _build_master(W, labels, self.is_b, self.ci, self.cj, ce, slack, floor)
+        self.mp, self.safe, self.pair_rows, self.mp_size = _build_master(W, labels, self.is_b, self.ci, self.cj, ce,
+                                                                         slack, floor)
         self.timings["master_build_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         self.subs, self.sub_rows = _build_subs(W, pi, pj, coef, labels, self.is_b, bidx, slack)
@@ -602,15 +657,18 @@ class _BendersRun:
         # the floor z_Y ≥ τ can raise the optimum by at most τ·Σ W (mix any optimum with the uniform matrix), so the
         # MP optimum minus that is a lower bound on the LP without the floor
         self.floor_cost = float(floor) * float(W.sum())
-        # stop when the gap of the paper's LP (the floor's effect added) is within ξ, unless the floor or a slack
-        # makes that impossible: then stop on the gap of the LP solved (status "gap reached", labelled)
-        self.target = gap_m - self.floor_cost if (slack == 0 and self.floor_cost < 0.5 * gap_m) else gap_m
+        # stop when the gap of the paper's LP (the floor's effect added) is within ξ less the reserve, unless the
+        # floor or a slack makes that impossible: then stop on the gap of the LP solved (status "gap reached")
+        self.reserve = float(reserve) * gap_m
+        stop = gap_m - self.reserve
+        self.target = stop - self.floor_cost if (slack == 0 and self.floor_cost < 0.5 * stop) else stop
         self.at_out = False
         self.history: list[dict[str, float]] = []
         self.lb = -np.inf
         self.ub_best = np.inf
         self.Z_best: NDArray[np.float64] | None = None
         self.t_mp = self.t_sub = 0.0
+        self.mp_cap = 10.0  # seconds for a warm master solve before a cold restart (10 × the last solve, ≥ 1 s)
         self.n_opt = self.n_feas = self.n_dropped = self.n_row = 0
 
     def iterate(self, it: int) -> _Stop | None:
@@ -638,8 +696,8 @@ class _BendersRun:
         rnd = self._separate(it, zY, pt, lam, row_cut)
         if rnd.failed:
             return ("time limit", rnd.failed) if "Time limit" in rnd.failed else ("error", rnd.failed)
-        if rnd.feasible and lam < 1.0:
-            self.zc = zY  # a feasible separation point becomes the new core (in-out stabilisation)
+        if rnd.feasible and lam < 1.0 and rnd.ub < self.ub_best:
+            self.zc = zY  # a separation point that improves the best upper bound becomes the new core (in-out)
         self.at_out = lam < 1.0 and not rnd.violated_out  # nothing cuts the MP's own point: separate there next
         if rnd.feasible and rnd.ub < self.ub_best:
             self._keep_incumbent(rnd.ub, zY, rnd.zX)
@@ -650,17 +708,34 @@ class _BendersRun:
         return self._add_round_cuts(it, lam, rnd)
 
     def _solve_master(self, it: int) -> _MasterPoint | _Stop:
-        """Solve the master and raise the lower bound by its safe bound; a stop when HiGHS does not end optimal."""
+        """Solve the master, adding the pair rows its point breaks until it breaks none, and raise the lower bound by
+        its safe bound; a stop when HiGHS does not end optimal."""
         t0 = time.perf_counter()
-        st = _run(self.mp, self.deadline)
+        while True:
+            ts = time.perf_counter()
+            lazy = not self.pair_rows.present.all()  # with every row a long warm solve is normal: no cap
+            st = _run(self.mp, self.deadline, first_cap=self.mp_cap if lazy else None)
+            if st == _H.kTimeLimit:
+                return "time limit", f"time limit in the master LP at iteration {it}"
+            if st != _H.kOptimal and lazy:
+                # HiGHS failed on the master with part of its pair rows (Rome, K = 500, plain Benders: "Unbounded",
+                # then "Solve error", on a bounded LP); with all of them it had solved it: add the rest, re-solve
+                if self.pair_rows.add_all(self.mp, self.safe) is None:
+                    return "error", f"HiGHS refused the master's pair rows at iteration {it}"
+                continue
+            if st != _H.kOptimal:
+                # the MP relaxes a feasible LP, so anything but optimal is a solver failure, never a verdict on the LP
+                return "error", (f"the master LP ended with HiGHS status '{self.mp.modelStatusToString(st)}' at "
+                                 f"iteration {it}")
+            self.mp_cap = max(1.0, 10.0 * (time.perf_counter() - ts))
+            x = np.array(self.mp.getSolution().col_value)
+            added = self.pair_rows.add_violated(self.mp, self.safe, x)
+            if added is None:
+                return "error", f"HiGHS refused the master's pair rows at iteration {it}"
+            if added == 0:
+                break
         dt_mp = time.perf_counter() - t0
         self.t_mp += dt_mp
-        if st == _H.kTimeLimit:
-            return "time limit", f"time limit in the master LP at iteration {it}"
-        if st != _H.kOptimal:
-            # the MP relaxes a feasible LP, so anything but optimal is a solver failure, never a verdict on the LP
-            return "error", f"the master LP ended with HiGHS status '{self.mp.modelStatusToString(st)}' at iteration {it}"
-        x = np.array(self.mp.getSolution().col_value)
         mp_obj = float(self.mp.getInfo().objective_function_value)
         raw_lb = self.safe.bound(np.array(self.mp.getSolution().row_dual))
         self.lb = max(self.lb, raw_lb)  # a lower bound on the LP solved
@@ -751,9 +826,11 @@ class _BendersRun:
         g_paper = g_now + self.floor_cost
         paper = (self.slack == 0 and g_paper <= self.gap_m
                  and g_paper <= OPTIMAL_REL * max(abs(self.ub_best), 1e-300))
+        kept = (f", {self.reserve:.3g} of it kept for the exact repair of the solver's tolerances"
+                if self.reserve > 0 else "")
         if paper:
             return "optimal", (f"certified after {it} iterations: UB − LB = {g_paper:.3g} for the LP without floor "
-                               f"or slack (ξ = {self.gap_m:g})")
+                               f"or slack (ξ = {self.gap_m:g}{kept})")
         return "gap reached", (f"UB − LB = {g_now:.3g} ≤ ξ = {self.gap_m:g} after {it} iterations for the LP solved, "
                                f"which is not the paper's: master floor τ = {self.floor:g} (can raise the optimum by "
                                f"up to {self.floor_cost:.3g}), slack δ = {self.slack:g}")
@@ -786,6 +863,7 @@ class _BendersRun:
                        "internal_sizes": [len(r) for r in self.sub_rows], "boundary_count": int(self.nb),
                        "boundary_per_subset": [int((self.is_b & (labels == lab)).sum()) for lab in parts],
                        "master_pairs": int(len(self.ci)), **self.cut_counts, "cut_rule": self.cuts,
+                       "master_pair_rows_added": int(self.pair_rows.present.sum()),
                        "master_component_sizes": comps,
                        "optimality_cuts": self.n_opt, "feasibility_cuts": self.n_feas, "row_sum_cuts": self.n_row,
                        "gap_m": self.gap_m, "cuts_dropped": self.n_dropped, "stabilise": self.stabilise,
@@ -803,7 +881,7 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
                   max_iter: int = 1000, cuts: str = "needed", slack: float = 0.0, time_limit: float | None = None,
                   progress: Progress = no_progress,
                   core: NDArray[np.float64] | None = None, stabilise: float = 1.0,
-                  floor: float = 1e-9, row_cuts: bool = False) -> BendersOutcome:
+                  floor: float = 1e-9, row_cuts: bool = False, reserve: float = 0.0) -> BendersOutcome:
     """Benders decomposition of min Σ W∘Z s.t. rows sum to 1 and z[i,y] ≤ e^{expo}·z[j,y] on pairs (pi, pj).
 
     Args:
@@ -820,11 +898,14 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
         floor: τ, lower bound on the master's entries (module docstring); 0 turns it off.
         row_cuts: separate :class:`RowSumCuts` at each master point first and re-solve the master while any is
             violated (no subproblem solved in such a round); the LP and its optimum are unchanged.
+        reserve: share of ξ kept for a later exact repair of the solver's tolerances: stop at UB − LB ≤ (1 −
+            reserve)·ξ (the gap certified is still read against ξ).
     """
     t_start = time.perf_counter()
     deadline = None if time_limit is None else t_start + time_limit
     run = _BendersRun(W, pi, pj, expo, labels, gap_m=gap_m, cuts=cuts, slack=slack, deadline=deadline,
-                      progress=progress, core=core, stabilise=stabilise, floor=floor, row_cuts=row_cuts)
+                      progress=progress, core=core, stabilise=stabilise, floor=floor, row_cuts=row_cuts,
+                      reserve=reserve)
     status, message = "iteration limit", f"no certified gap ≤ ξ = {gap_m:g} after {max_iter} iterations"
     it = 0
     for it in range(1, max_iter + 1):
