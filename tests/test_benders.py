@@ -288,3 +288,19 @@ def test_a_subproblem_ending_unknown_is_decided_by_its_elastic_twin(rome, monkey
     kind2, _, g, value2, z = sub.solve(zY, None)
     assert failed and kind2 == "opt" and g is not None and z is not None
     assert abs(value2 - value) <= 1e-6 * max(1.0, abs(value))
+
+
+def test_a_limit_within_xi_but_not_within_the_reserve_is_still_certified(rome) -> None:
+    """Benders stops at ξ less the reserve kept for the exact repair; a run that a limit stops with a gap within ξ
+    is certified by the paper's rule (the limit named), one outside ξ keeps the limit's status."""
+    pb, _ = rome
+    pi, pj = neighbour_pairs(pb.d, ETA)
+    labels = benders.partition("kmeans-dv", 25, pb.d, pb.xy_km, pi, pj)
+    run = benders._BendersRun(pb.p[:, None] * pb.c, pi, pj, EPS * pb.d[pi, pj], labels, gap_m=0.01, cuts="needed",
+                              slack=0.0, deadline=None, progress=benders.no_progress, core=None, stabilise=1.0,
+                              floor=1e-9, row_cuts=False, reserve=0.5)
+    run.lb, run.ub_best = 1000.0, 1000.007  # within ξ = 0.01, not within ξ/2
+    status, message = run.within_xi(7, "time limit", "time limit after 7 iterations")
+    assert status == "optimal" and "time limit came before the reserve" in message and "kept for" not in message
+    run.ub_best = 1000.02
+    assert run.within_xi(7, "time limit", "time limit after 7 iterations")[0] == "time limit"
