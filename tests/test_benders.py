@@ -304,3 +304,11 @@ def test_a_limit_within_xi_but_not_within_the_reserve_is_still_certified(rome) -
     assert status == "optimal" and "time limit came before the reserve" in message and "kept for" not in message
     run.ub_best = 1000.02
     assert run.within_xi(7, "time limit", "time limit after 7 iterations")[0] == "time limit"
+
+
+def test_a_domain_inside_eta_says_benders_splits_nothing() -> None:
+    """On a city extract narrower than η every record is on a subset boundary: the result says so and names `lp`."""
+    pb = build_problem("helsinki", 40, n_outputs=10, cost="distance", seed=0)
+    res = solve(pb, "lp-bd", {"eps": EPS, "max_iter": 3}, use_cache=False)
+    assert "all 40 records are on a subset boundary" in res.message and "`lp`" in res.message
+    assert "'stabilised' preset" not in res.message

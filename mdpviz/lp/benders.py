@@ -708,9 +708,23 @@ class _BendersRun:
         return self._add_round_cuts(it, lam, rnd)
 
     def _solve_master(self, it: int) -> _MasterPoint | _Stop:
-        """Solve the master, adding the pair rows its point breaks until it breaks none, and raise the lower bound by
-        its safe bound; a stop when HiGHS does not end optimal."""
+        """Solve the master (:meth:`_master_rounds`) and raise the lower bound by its safe bound; a stop when HiGHS
+        does not end optimal."""
         t0 = time.perf_counter()
+        x = self._master_rounds(it)
+        dt_mp = time.perf_counter() - t0
+        self.t_mp += dt_mp
+        if isinstance(x, tuple):
+            return x
+        mp_obj = float(self.mp.getInfo().objective_function_value)
+        raw_lb = self.safe.bound(np.array(self.mp.getSolution().row_dual))
+        self.lb = max(self.lb, raw_lb)  # a lower bound on the LP solved
+        nbm = self.nb * self.m
+        return _MasterPoint(np.maximum(x[:nbm], 0.0), x[nbm:], mp_obj, raw_lb, dt_mp)
+
+    def _master_rounds(self, it: int) -> NDArray[np.float64] | _Stop:
+        """The master's solution, re-solved with the pair rows its point breaks until it breaks none; a stop when
+        HiGHS does not end optimal."""
         while True:
             ts = time.perf_counter()
             lazy = not self.pair_rows.present.all()  # with every row a long warm solve is normal: no cap
@@ -733,14 +747,7 @@ class _BendersRun:
             if added is None:
                 return "error", f"HiGHS refused the master's pair rows at iteration {it}"
             if added == 0:
-                break
-        dt_mp = time.perf_counter() - t0
-        self.t_mp += dt_mp
-        mp_obj = float(self.mp.getInfo().objective_function_value)
-        raw_lb = self.safe.bound(np.array(self.mp.getSolution().row_dual))
-        self.lb = max(self.lb, raw_lb)  # a lower bound on the LP solved
-        nbm = self.nb * self.m
-        return _MasterPoint(np.maximum(x[:nbm], 0.0), x[nbm:], mp_obj, raw_lb, dt_mp)
+                return x
 
     def _row_sum_cuts(self, it: int, rowsum: RowSumCuts, z_out: NDArray[np.float64]) -> bool | _Stop:
         """Add the row-sum cuts the master point violates; whether there were any (a stop if HiGHS refuses them)."""
