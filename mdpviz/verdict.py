@@ -115,10 +115,14 @@ def verdict(result: Result, evaluation: dict[str, Any] | None = None, *, label: 
     >>> from mdpviz.mechanisms.base import Result
     >>> verdict(Result("lp", {}, None, "time limit", 5.0, timings={"total_s": 60.0}), label="LP").headline
     'LP: time limit after 1 min 0 s, no mechanism to show.'
+    >>> verdict(Result("lp", {}, None, "time limit", 5.0, timings={"total_s": 2.0, "wait_s": 58.0}), label="LP").headline
+    'LP: time limit after 2.0 s (and 58.0 s waiting for another solve of the same inputs), no mechanism to show.'
     """
     name = label or result.mechanism
-    total = result.timings.get("total_s")
+    total, wait = result.timings.get("total_s"), result.timings.get("wait_s")
     took = f" after {format_s(total)}" if isinstance(total, (int, float)) else ""
+    if took and isinstance(wait, (int, float)) and wait != total:  # the time limit covers the wait too
+        took += f" (and {format_s(wait)} waiting for another solve of the same inputs)"
     if not result.ok:
         bound = f" The best certified lower bound on the loss is {format_m(result.bound_m)}." if result.bound_m else ""
         what = {"time limit": f"time limit{took}, no mechanism to show.",
