@@ -175,7 +175,8 @@ def verdict(result: Result, evaluation: dict[str, Any] | None = None, *, label: 
     headline = f"{name} {promise}"
     if degenerate:
         level = "error" if level == "error" else "warning"
-        headline = f"{name}: {degenerate} Privacy: {promise}"
+        stop = "" if degenerate.rstrip().endswith((".", "!", "?")) else "."
+        headline = f"{name}: {degenerate}{stop} Privacy: {promise}"
         short = f"degenerate; {short}"
     if unfinished:
         level = "error" if level == "error" else "warning"

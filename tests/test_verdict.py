@@ -66,6 +66,9 @@ def test_no_mechanism_time_limit_and_degenerate() -> None:
     said = verdict(Result("panda-e", {}, _z(), "optimal", 5.0, degenerate="Collapsed: all 151 anchor rows merged."),
                    _ev(0, 6), label="PAnDA-e")
     assert said.level == "warning" and said.headline.startswith("PAnDA-e: Collapsed: all 151 anchor rows merged.")
+    unstopped = verdict(Result("lp-bd", {}, _z(), "optimal", 5.0, degenerate="Claim covers only neighbour pairs"),
+                        _ev(0, 6), label="Benders")
+    assert unstopped.headline.startswith("Benders: Claim covers only neighbour pairs. Privacy: ")  # a sentence ends
     # a Z whose rows are all equal says so even when the mechanism did not
     same = verdict(Result("x", {}, _z(same=True), "optimal", 5.0), _ev(0, 6))
     assert same.level == "warning" and "every secret reports with the same distribution" in same.headline
