@@ -196,12 +196,14 @@ def test_row_sum_cuts_are_valid_and_keep_the_optimum(rome) -> None:
 
 
 def test_a_solve_ending_unknown_is_retried_cold_then_by_interior_point() -> None:
-    """`_run`: "Unknown" twice (warm, then cold without presolve) gets one interior-point run; the solver is restored."""
+    """`_run`: "Unknown" twice (warm, then cold without presolve) gets one interior-point run; the options are
+    restored."""
     from mdpviz.lp import benders
 
     class FakeHighs:
         def __init__(self, statuses: list) -> None:
-            self.statuses, self.options, self.runs = statuses, {"solver": "simplex"}, []
+            self.statuses, self.runs, self.presolves = statuses, [], []
+            self.options = {"solver": "simplex", "presolve": "choose", "run_crossover": "off"}
 
         def getOptionValue(self, name: str):  # noqa: N802 - highspy's names
             return (None, self.options[name])
@@ -214,6 +216,7 @@ def test_a_solve_ending_unknown_is_retried_cold_then_by_interior_point() -> None
 
         def run(self) -> None:
             self.runs.append(self.options.get("solver"))
+            self.presolves.append(self.options.get("presolve"))
 
         def getModelStatus(self):  # noqa: N802
             return self.statuses[len(self.runs) - 1]
@@ -224,8 +227,8 @@ def test_a_solve_ending_unknown_is_retried_cold_then_by_interior_point() -> None
     H = benders._H
     h = FakeHighs([H.kUnknown, H.kUnknown, H.kOptimal])
     assert benders._run(h, None) == H.kOptimal
-    assert h.runs == ["simplex", "simplex", "ipm"] and h.options["solver"] == "simplex"
-    assert h.options["presolve"] == "off"
+    assert h.runs == ["simplex", "simplex", "ipm"] and h.presolves == ["choose", "off", "off"]
+    assert h.options == {"solver": "simplex", "presolve": "choose", "run_crossover": "off", "time_limit": benders.INF}
     h = FakeHighs([H.kUnknown, H.kOptimal])
     assert benders._run(h, None) == H.kOptimal and h.runs == ["simplex", "simplex"]  # the cold restart sufficed
     h = FakeHighs([H.kUnknown, H.kUnknown, H.kUnknown])

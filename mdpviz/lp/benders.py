@@ -30,9 +30,9 @@ the master point is cut with before any subproblem is solved. They are valid for
 same; on Rome (K = 500, ε = 10) they replace nearly every feasibility cut.
 
 **In-out stabilisation** (``stabilise`` λ < 1, ``core``): the subproblems are solved at λ·z_out + (1 − λ)·z_core,
-z_core a feasible point (the exponential mechanism, then each separation point that lowers the best upper bound);
-when no cut from there cuts the master's own point, the next round separates at that point. Cuts stay valid, so
-the optimum is the same; λ = 1 is plain Benders as in the paper.
+z_core a feasible point (the exponential mechanism, then each stabilised separation point that lowers the best upper
+bound); when no cut from there cuts the master's own point, the next round separates at that point. Cuts stay
+valid, so the optimum is the same; λ = 1 is plain Benders as in the paper.
 
 **The master's pair rows are generated lazily** (:class:`_LazyPairRows`): HiGHS holds only those the master's
 point has broken, and a point is handed on only when it meets all of them, so each master solve is that of the
@@ -211,10 +211,10 @@ def _run(h: highspy.Highs, deadline: float | None, first_cap: float | None = Non
     """Run HiGHS within the deadline. A status other than optimal / infeasible / time limit gets a cold restart
     without presolve (``clearSolver``: a warm start, or presolve on these badly scaled rows, can end in "Unknown"
     where a fresh solve succeeds), then one interior-point run with crossover (a travel-cost subproblem on Rome,
-    K = 500, ended "Unknown" in both simplex runs and solved by it); the instance's solver is restored after.
+    K = 500, ended "Unknown" in both simplex runs and solved by it); the instance's options are restored after.
     ``first_cap`` (seconds) bounds the first, warm run alone: a warm solve of the lazily built master on Rome once
     ran for most of a minute before ending "Unknown", where a cold restart was quick."""
-    solver = str(h.getOptionValue("solver")[1])  # highspy returns (status, value)
+    saved = {k: h.getOptionValue(k)[1] for k in ("solver", "presolve", "run_crossover")}  # highspy: (status, value)
     for attempt in range(3):
         left = None if deadline is None else max(deadline - time.perf_counter(), 0.01)
         capped = attempt == 0 and first_cap is not None and (left is None or first_cap < left)
@@ -223,9 +223,10 @@ def _run(h: highspy.Highs, deadline: float | None, first_cap: float | None = Non
         h.setOptionValue("time_limit", INF if budget is None else float(h.getRunTime() + budget))
         h.run()
         st = h.getModelStatus()
-        if attempt == 2:
-            h.setOptionValue("solver", solver)
         if (st in (_H.kOptimal, _H.kInfeasible) or (st == _H.kTimeLimit and not capped)) or attempt == 2:
+            for key, value in saved.items():
+                if value is not None and attempt > 0:
+                    h.setOptionValue(key, value)
             return st
         h.clearSolver()
         h.setOptionValue("presolve", "off")
@@ -372,7 +373,8 @@ class _Sub:
     def solve(self, zY: NDArray[np.float64], deadline: float | None
               ) -> tuple[str, float, NDArray[np.float64] | None, float, NDArray[np.float64] | None]:
         """(kind, const, g, value, z_X). kind ``opt``: cut w ≥ const + g·z_Y, value = optimum; ``feas``: cut
-        const + g·z_Y ≤ 0; otherwise kind is the HiGHS status text (time limit, Unknown...) and nothing else."""
+        const + g·z_Y ≤ 0; otherwise kind is a HiGHS status text (a time limit, or the failure of the phase-1 twin
+        or of the loosened re-solve) and nothing else."""
         rhs = self.h + self.B @ zY
         idx = np.arange(self.n_pair_rows, dtype=np.int32)
         lo = np.full(self.n_pair_rows, -INF)
@@ -405,8 +407,11 @@ class _Sub:
         sigma = np.maximum(np.array(self.ph1.getSolution().col_value)[self.nx * self.m:], 0.0) / self.big
         self.loosened = True
         self.lp.changeRowsBounds(self.n_pair_rows, idx, lo, rhs + sigma)  # type: ignore[attr-defined]  # not in the stubs
-        if _run(self.lp, deadline) != _H.kOptimal:
+        st = _run(self.lp, deadline)
+        if st in (_H.kInfeasible, _H.kUnboundedOrInfeasible):
             return "feas", const, g, value, None
+        if st != _H.kOptimal:  # a time limit or a failure: said, never passed off as a feasibility cut
+            return "loosened: " + self.lp.modelStatusToString(st), 0.0, None, 0.0, None
         const, g, value = self._duals(self.lp, phase1=False, h_vec=self.h + sigma)
         z = np.maximum(np.array(self.lp.getSolution().col_value), 0.0).reshape(self.nx, self.m)
         return "opt", const, g, value, z
@@ -847,8 +852,9 @@ class _BendersRun:
         rule asks (the reserve was ours), the limit named; otherwise the limit's own status."""
         g_now = self.ub_best - self.lb
         if self.reserve > 0 and np.isfinite(g_now) and g_now <= self.target + self.reserve:
-            cert, text = self._certified(it, g_now, reserve_met=False)
-            return cert, f"{text}; the {status} came before the reserve for the exact repair was met"
+            met = g_now <= self.target
+            cert, text = self._certified(it, g_now, reserve_met=met)
+            return cert, text + ("" if met else f"; the {status} came before the reserve for the exact repair was met")
         return status, message
 
     def _add_round_cuts(self, it: int, lam: float, rnd: _Round) -> _Stop | None:
@@ -930,5 +936,5 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
             status, message = stop
             break
     if status in ("time limit", "iteration limit"):
-        status, message = run.within_xi(it, status, message)
+        status, message = run.within_xi(len(run.history), status, message)  # iterations completed
     return run.outcome(status, message, it, t_start)
