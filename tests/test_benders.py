@@ -240,7 +240,7 @@ def test_a_solve_ending_unknown_is_retried_cold_then_by_interior_point() -> None
     assert benders._run(h, time.perf_counter() + 60.0) == H.kTimeLimit and len(h.runs) == 1
 
 
-def _run_state(pb, stabilise: float = 1.0, row_cuts: bool = False):
+def _run_state(pb, stabilise: float = 1.0, row_cuts: bool = False, reserve: float = 0.0):
     """A Benders run of the paper's LP on ``pb`` (k-m-DV), before its first iteration."""
     pi, pj = neighbour_pairs(pb.d, ETA)
     labels = benders.partition("kmeans-dv", 25, pb.d, pb.xy_km, pi, pj)
@@ -248,7 +248,7 @@ def _run_state(pb, stabilise: float = 1.0, row_cuts: bool = False):
 
     return benders._BendersRun(pb.p[:, None] * pb.c, pi, pj, EPS * pb.d[pi, pj], labels, gap_m=0.01, cuts="needed",
                                slack=0.0, deadline=None, progress=benders.no_progress, core=em_matrix(pb, EPS),
-                               stabilise=stabilise, floor=1e-9, row_cuts=row_cuts)
+                               stabilise=stabilise, floor=1e-9, row_cuts=row_cuts, reserve=reserve)
 
 
 def test_the_master_adds_its_pair_rows_lazily_and_solves_the_same_lp(rome) -> None:
@@ -297,11 +297,7 @@ def test_a_limit_within_xi_but_not_within_the_reserve_is_still_certified(rome) -
     """Benders stops at ξ less the reserve kept for the exact repair; a run that a limit stops with a gap within ξ
     is certified by the paper's rule (the limit named), one outside ξ keeps the limit's status."""
     pb, _ = rome
-    pi, pj = neighbour_pairs(pb.d, ETA)
-    labels = benders.partition("kmeans-dv", 25, pb.d, pb.xy_km, pi, pj)
-    run = benders._BendersRun(pb.p[:, None] * pb.c, pi, pj, EPS * pb.d[pi, pj], labels, gap_m=0.01, cuts="needed",
-                              slack=0.0, deadline=None, progress=benders.no_progress, core=None, stabilise=1.0,
-                              floor=1e-9, row_cuts=False, reserve=0.5)
+    run = _run_state(pb, reserve=0.5)
     run.lb, run.ub_best = 1000.0, 1000.007  # within ξ = 0.01, not within ξ/2
     status, message = run.within_xi(7, "time limit", "time limit after 7 iterations")
     assert status == "optimal" and "time limit came before the reserve" in message and "kept for" not in message

@@ -224,8 +224,8 @@ def _run(h: highspy.Highs, deadline: float | None, first_cap: float | None = Non
         h.run()
         st = h.getModelStatus()
         if (st in (_H.kOptimal, _H.kInfeasible) or (st == _H.kTimeLimit and not capped)) or attempt == 2:
-            for key, value in saved.items():
-                if value is not None and attempt > 0:
+            if attempt:
+                for key, value in saved.items():
                     h.setOptionValue(key, value)
             return st
         h.clearSolver()

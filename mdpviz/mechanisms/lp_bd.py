@@ -29,6 +29,7 @@ SCOPES = ("neighbours", "all-pairs")
 # Rome, K = 1,000, it once pushed a gap of 0.008 m past ξ = 0.01 m), and the result must still be certified within ξ;
 # with the authors' slack (never re-checked against ξ after the repair) there is nothing to keep it for
 REPAIR_RESERVE = 0.5
+STABILISED_LAMBDA = 0.3  # λ of the 'stabilised' preset (with row-sum cuts): `bench benders` measures it
 PAPER = ("Qiu: Enhancing scalability of metric differential privacy via secret dataset partitioning and Benders "
          "decomposition (IJCAI 2024)")
 
@@ -132,8 +133,8 @@ def _solve_lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, t
         if (not everyone and out.status in ("time limit", "iteration limit") and params["stabilise"] >= 1.0
                 and not params["row_cuts"]):
             notes.append("plain Benders, as in the paper, converges slowly on large domains; the 'stabilised' preset "
-                         "(ours: in-out λ = 0.3 and row-sum cuts) solves the same LP in fewer iterations "
-                         "(`python -m mdpviz bench benders`)")
+                         f"(ours: in-out λ = {STABILISED_LAMBDA:g} and row-sum cuts) solves the same LP in fewer "
+                         "iterations (`python -m mdpviz bench benders`)")
     return Result("lp-bd", params, Z, status, eps, claim=claim, timings=timings, lp_size=out.size,
                   objective_m=objective, bound_m=out.lower, message="; ".join(notes), degenerate=degenerate,
                   diagnostics=diag)
@@ -147,10 +148,11 @@ PRESETS = (
                    ("partitioner", "kmeans-dv"), ("gap_m", 0.01))),
     Preset("stabilised", "LP+BD stabilised (ours, the paper's LP)",
            "The paper's LP and partition (k-means on distance rows, 25 subsets, η = 2 km, ε = 10 km⁻¹, ξ = 0.01) "
-           "solved by our faster path: in-out stabilisation λ = 0.3 from the exponential mechanism, and row-sum "
-           "cuts. Neither changes the LP or its optimum, only the Benders iterations that reach it.",
+           f"solved by our faster path: in-out stabilisation λ = {STABILISED_LAMBDA:g} from the exponential mechanism, "
+           "and row-sum cuts. Neither changes the LP or its optimum, only the Benders iterations that reach it.",
            params=(("eps", 10.0), ("scope", "neighbours"), ("eta", 2.0), ("subsets", 25),
-                   ("partitioner", "kmeans-dv"), ("gap_m", 0.01), ("stabilise", 0.3), ("row_cuts", True))),
+                   ("partitioner", "kmeans-dv"), ("gap_m", 0.01), ("stabilise", STABILISED_LAMBDA),
+                   ("row_cuts", True))),
     Preset("authors-code", "LP+BD as in the authors' code",
            "The authors' MATLAB code (chenxiunt/MetricDP_BendersDecomposition): an additive slack δ = 0.01 on every "
            "mDP row and master entries ≥ 0.001 (with |Y| = 100 that spreads 10% of each boundary row uniformly), an "
@@ -192,8 +194,8 @@ LP_BD = register(Mechanism(
                   "which changes the LP; 0 = none)", low=0.0, high=0.01, label="master floor τ"),
             Param("stabilise", float, 1.0, "in-out stabilisation λ: subproblems are solved at λ·(master point) + "
                   "(1 − λ)·(a feasible core point: the exponential mechanism, then the best point found); 1 = plain "
-                  "Benders as in the paper; 0.3 with row-sum cuts in the 'stabilised' preset. Changes the path, never "
-                  "the optimum", low=0.05, high=1.0, label="stabilisation λ"),
+                  f"Benders as in the paper; {STABILISED_LAMBDA:g} with row-sum cuts in the 'stabilised' preset. Changes "
+                  "the path, never the optimum", low=0.05, high=1.0, label="stabilisation λ"),
             Param("row_cuts", bool, False, "row-sum cuts (ours, not the paper's): before the subproblems, cut the "
                   "master point with Σ_y z_x = 1 of each internal record bounded through its paths to boundary "
                   "records; removes the feasibility cuts; changes the path, never the LP or its optimum",
