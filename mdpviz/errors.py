@@ -23,5 +23,9 @@ class SolverError(MdpvizError):
     """A solver failed in a way that leaves no usable mechanism."""
 
 
+class CacheError(MdpvizError):
+    """The on-disk cache cannot be used at all (its ``results`` path is a file, not a folder)."""
+
+
 class CacheWarning(UserWarning):
     """The on-disk cache could not be written (full disk, no permission...): the result is kept, not cached."""

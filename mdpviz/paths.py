@@ -6,10 +6,12 @@ import contextlib
 import json
 import os
 import socket
+import stat
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
@@ -66,61 +68,98 @@ def remove_stale_tmp(folder: Path, older_than_s: float = STALE_TMP_S) -> int:
     return removed
 
 
-def _lock_is_stale(path: Path, stale_s: float) -> bool:
-    """True when the lock's holder is gone: its process has died (same host), or it stopped refreshing the file."""
+@dataclass(frozen=True)
+class LockState:
+    """What :func:`file_lock` got: the lock (``held``), or why not (``problem``; empty when another holder merely
+    kept it for the whole wait). Truthy exactly when held."""
+
+    held: bool
+    problem: str = ""
+
+    def __bool__(self) -> bool:
+        return self.held
+
+
+def _lock_owner(path: Path, stale_s: float) -> str:
+    """Who holds the lock file ``path``: ``live``, ``stale`` (its holder died or stopped refreshing it),
+    ``foreign`` (not a lock file of mdpviz: a folder, a link, or a file that is not its JSON), or ``free``."""
     try:
-        age = time.time() - path.stat().st_mtime
+        info = path.lstat()
     except OSError:
-        return False  # released meanwhile: not stale, just free
-    if age > stale_s:
-        return True
+        return "free"  # released meanwhile
+    if not stat.S_ISREG(info.st_mode):
+        return "foreign"
+    if time.time() - info.st_mtime > stale_s:
+        return "stale"
     try:
-        owner = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return False  # released, or still being written by a holder that is starting: its age decides later
-    if not isinstance(owner, dict):
-        return False
-    if owner.get("host") == socket.gethostname() and isinstance(owner.get("pid"), int):
+        text = path.read_text()
+        owner = json.loads(text) if text else None
+    except OSError:
+        return "free"
+    except ValueError:
+        return "foreign"
+    if owner is None:
+        return "live"  # created by a holder that has not written its name yet: its age decides later
+    if not isinstance(owner, dict) or not {"pid", "host"} <= owner.keys():
+        return "foreign"
+    if owner["host"] == socket.gethostname() and isinstance(owner["pid"], int):
         try:
             os.kill(owner["pid"], 0)
         except ProcessLookupError:
-            return True
+            return "stale"
         except OSError:  # e.g. another user's process: alive
-            return False
-    return False
+            return "live"
+    return "live"
 
 
 @contextlib.contextmanager
 def file_lock(path: Path, wait_s: float, *, poll_s: float = 0.1, stale_s: float = LOCK_STALE_S,
-              on_wait: Callable[[float], None] | None = None) -> Iterator[bool]:
-    """Hold the lock file ``path`` while the block runs; yields True once held, False when not held.
+              on_wait: Callable[[float], None] | None = None) -> Iterator[LockState]:
+    """Hold the lock file ``path`` while the block runs; yields a :class:`LockState` (truthy once held).
 
-    Another holder is waited for up to ``wait_s`` seconds (``on_wait(waited_s)`` is called while waiting). A lock
-    whose holder died (process gone, or its file not refreshed for ``stale_s`` s) is broken, so a killed process
-    never blocks others for long. The holder refreshes the file every few seconds from a background thread.
-    Yields False when the wait ran out or the lock cannot be created (read-only folder, full disk): the caller
-    then goes on without it. At worst two processes then do the same work; neither sees a half-written file.
+    Another holder is waited for up to ``wait_s`` seconds (``on_wait(waited_s)`` is called while waiting); no wait
+    lasts longer, whatever happens meanwhile. A lock whose holder died (process gone, or its file not refreshed
+    for ``stale_s`` s) is broken, so a killed process never blocks others for long. The holder refreshes the file
+    every few seconds from a background thread. The lock is not held, and the caller goes on without it, when the
+    wait ran out (``problem`` empty), or at once, with ``problem`` saying why, when the lock cannot be used: a
+    stale lock that cannot be deleted (read-only or sticky folder), a ``path`` that is not a lock file of mdpviz
+    (a folder, a link, another program's file), or a lock that cannot be created (no such folder, full disk).
     """
     t0 = time.monotonic()
     fd = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # e.g. a file where the folder belongs
+        yield LockState(False, f"the folder of the lock `{path}` cannot be made ({type(e).__name__}: {e})")
+        return
     while fd is None:
+        waited = time.monotonic() - t0
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o644)
         except FileExistsError:
-            if _lock_is_stale(path, stale_s):
-                with contextlib.suppress(OSError):
+            owner = _lock_owner(path, stale_s)
+            if owner == "foreign":
+                yield LockState(False, f"`{path}` is not a lock file of mdpviz (a folder, a link or another "
+                                       "program's file)")
+                return
+            if owner == "stale":
+                try:
                     path.unlink()
+                except FileNotFoundError:
+                    pass
+                except OSError as e:
+                    yield LockState(False, f"the stale lock `{path}` cannot be deleted ({type(e).__name__}: {e})")
+                    return
+            if owner in ("stale", "free") and waited < wait_s:
                 continue
-            waited = time.monotonic() - t0
             if waited >= wait_s:
-                yield False
+                yield LockState(False)
                 return
             if on_wait is not None:
                 on_wait(waited)
             time.sleep(min(poll_s, max(wait_s - waited, 0.0)))
-        except OSError:
-            yield False
+        except OSError as e:
+            yield LockState(False, f"the lock `{path}` cannot be created ({type(e).__name__}: {e})")
             return
     try:
         os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}).encode())
@@ -136,7 +175,7 @@ def file_lock(path: Path, wait_s: float, *, poll_s: float = 0.1, stale_s: float 
     beat = threading.Thread(target=heartbeat, name=f"lock {path.name}", daemon=True)
     beat.start()
     try:
-        yield True
+        yield LockState(True)
     finally:
         stop.set()
         beat.join()

@@ -2,9 +2,11 @@
 
 Cache entries are data, not code (``mdpviz.result_store``): one ``.npz`` per key under ``<cache>/results/``, keyed
 by the problem's fingerprint, the mechanism, its validated parameters and :func:`mdpviz.code_version` (so a code
-change never serves an older result), checked against the problem on every load, written atomically. A solve of
-a key that another thread or process is already solving waits for it (a lock file beside the entry) instead of
-repeating the work. A failed write costs the cache entry, never the result: it becomes a ``CacheWarning`` and a
+change never serves an older result), checked against the problem on every load (its fingerprint, stored in the
+entry, and the shape of Z), written atomically. A solve of a key that another thread or process is already solving
+waits for it (a lock file beside the entry; never longer than the time limit, nor than ``LOCK_WAIT_S``) instead of
+repeating the work; a lock that nobody can clear (undeletable, or not mdpviz's) is named in the result's message
+and bypassed: the solve runs without the cache. A failed write costs the cache entry, never the result: it becomes a ``CacheWarning`` and a
 sentence in ``Result.message``.
 """
 
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import code_version
-from .errors import CacheWarning, MdpvizError, ParameterError, SolverError
+from .errors import CacheError, CacheWarning, MdpvizError, ParameterError, SolverError
 from .mechanisms import get_mechanism
 from .mechanisms.base import Mechanism, Result
 from .progress import Progress
@@ -31,7 +33,7 @@ from .result_store import CACHEABLE, StoreError, encode, problems, read
 
 __all__ = ["CACHEABLE", "cache_key", "cached_result", "check_time_limit", "solve"]
 
-LOCK_WAIT_S = 900.0  # without a time limit, wait this long for another solve of the same key, then solve anyway
+LOCK_WAIT_S = 900.0  # the ceiling of any wait for another solve of the same key (the time limit, if shorter, wins)
 _TIDIED: set[Path] = set()  # results folders already cleared of stale temporary files by this process
 
 
@@ -58,6 +60,8 @@ def _load(path: Path, key: str, problem: Problem, mechanism: str, params: dict[s
         return None, str(e)
     if meta.get("key") != key or meta.get("code") != code_version():
         return None, "it was written for other inputs or by other code"
+    if meta.get("problem") != problem.fingerprint:
+        return None, "it was written for another problem (its fingerprint differs)"
     if why := problems(result, problem.k, problem.m, mechanism, params):
         return None, "; ".join(why)
     return result, ""
@@ -104,11 +108,12 @@ def _write_bytes(path: Path, data: bytes) -> None:
     path.write_bytes(data)
 
 
-def _store(path: Path, key: str, result: Result) -> Result:
+def _store(path: Path, key: str, problem: Problem, result: Result) -> Result:
     """Write ``result`` to the cache; on failure, return it with a note (and warn) instead of losing it."""
     folder = path.parent
     try:
-        data = encode(result, {"key": key, "code": code_version(), "mechanism": result.mechanism})
+        data = encode(result, {"key": key, "code": code_version(), "problem": problem.fingerprint,
+                               "mechanism": result.mechanism})
         if folder not in _TIDIED:
             folder.mkdir(parents=True, exist_ok=True)
             remove_stale_tmp(folder)
@@ -137,6 +142,7 @@ def solve(problem: Problem, mechanism: str, params: dict[str, Any] | None = None
 
     Raises:
         ParameterError: unknown mechanism, unknown parameter, a value out of range, or a bad time limit.
+        CacheError: with ``use_cache``, the cache's ``results`` path exists but is not a folder.
         SolverError: the mechanism failed unexpectedly (the message names it; the cause is chained).
     """
     mech = get_mechanism(mechanism)
@@ -147,17 +153,25 @@ def solve(problem: Problem, mechanism: str, params: dict[str, Any] | None = None
         return _run(mech, problem, clean, progress, time_limit)
     key = cache_key(problem, mech.name, clean)
     path = _path(key)
+    if path.parent.exists() and not path.parent.is_dir():
+        raise CacheError(f"The result cache `{path.parent}` is not a folder, so nothing can be cached there; move "
+                         "that file away, set MDPVIZ_CACHE_DIR to another folder, or solve without the cache.")
     hit, bad = _load(path, key, problem, mech.name, clean)
     if hit is not None:
         return hit
     t0 = time.monotonic()
-    wait_s = LOCK_WAIT_S if time_limit is None else time_limit
+    wait_s = LOCK_WAIT_S if time_limit is None else min(time_limit, LOCK_WAIT_S)
 
     def waiting(waited: float) -> None:
         progress(f"waiting for another solve of the same inputs ({waited:.0f} s)", None)
 
     with file_lock(path.with_suffix(".lock"), wait_s, on_wait=waiting) as held:
         waited = time.monotonic() - t0
+        if held.problem:  # a lock nobody can clear: solve here, and leave the cache alone
+            left = None if time_limit is None else max(time_limit - waited, 0.01)
+            result = _run(mech, problem, clean, progress, left)
+            return _with_note(result, f"Not cached: {held.problem}; solved without the cache. Delete it to cache "
+                                      "these inputs again.")
         hit, _ = _load(path, key, problem, mech.name, clean)  # another solve may have finished meanwhile
         if hit is not None:
             return hit
@@ -171,7 +185,7 @@ def solve(problem: Problem, mechanism: str, params: dict[str, Any] | None = None
         if waited > 0.05:
             result = dataclasses.replace(result, timings={**result.timings, "wait_s": waited})
         if result.status in CACHEABLE:
-            result = _store(path, key, result)
+            result = _store(path, key, problem, result)
         if bad:
             result = _with_note(result, f"(A cache entry for these inputs was unusable and was recomputed: {bad}.)")
         return result
