@@ -1,21 +1,28 @@
-"""Writing a solved mechanism to disk: Z and metadata as .npz, .csv or .json (chosen by extension)."""
+"""Writing a solved mechanism to disk, the format chosen by extension: Z and metadata as .npz, .csv or .json, or
+the secrets and outputs as map layers for a GIS (.geojson, .gpkg). Every file says first what the result is: its
+verdict, whether it is degenerate, its privacy claim and the violations measured against it."""
 
 from __future__ import annotations
 
 import io
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
+import geopandas as gpd
 import numpy as np
+import pandas as pd
 
+from . import metrics
 from .errors import MdpvizError
 from .mechanisms.base import Result
 from .paths import atomic_write
 from .problem import Problem
+from .verdict import claim_check, claims_all_pairs, degenerate_text, verdict
 
-FORMATS = (".npz", ".csv", ".json")
+FORMATS = (".npz", ".csv", ".json", ".geojson", ".gpkg")
 
 
 def _jsonable(value: Any) -> Any:
@@ -32,19 +39,100 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def privacy(result: Result, evaluation: dict[str, Any] | None) -> dict[str, Any]:
+    """What the file must say about privacy: the verdict, the degenerate flag, the claim and its measured check."""
+    v = verdict(result, evaluation)
+    out: dict[str, Any] = {"verdict": {"level": v.level, "headline": v.headline, "claim_line": v.claim_line,
+                                       "short": v.short},
+                           "degenerate": bool(degenerate_text(result)), "degenerate_why": degenerate_text(result),
+                           "claim": result.claim, "claim_covers_all_pairs": claims_all_pairs(result.claim)}
+    if evaluation is not None:
+        all_pairs = evaluation["violations"]
+        out["all_pairs"] = {"violated": all_pairs["violated_pairs"], "checked": all_pairs["checked_pairs"],
+                            "tolerance_relative": all_pairs["tolerance"]}
+        found = claim_check(result)
+        if claims_all_pairs(result.claim):
+            out["against_claim"] = {**out["all_pairs"], "unit": "ordered pairs", "check": "all pairs"}
+        elif found is not None:
+            name, bad, total, unit = found
+            out["against_claim"] = {"violated": bad, "checked": total, "unit": unit, "check": name}
+    return out
+
+
 def metadata(problem: Problem, result: Result, evaluation: dict[str, Any] | None) -> dict[str, Any]:
-    """Everything but Z, JSON-ready: problem settings, parameters, status, timings, sizes, diagnostics, metrics."""
+    """Everything but Z, JSON-ready: first the verdict and privacy (see :func:`privacy`), then problem settings,
+    parameters, status, timings, sizes, diagnostics, metrics."""
     return _jsonable({
+        **privacy(result, evaluation),
         "mechanism": result.mechanism, "params": result.params, "status": result.status, "message": result.message,
-        "eps_km_inv": result.eps, "claim": result.claim, "timings_s": result.timings, "lp_size": result.lp_size,
+        "eps_km_inv": result.eps, "timings_s": result.timings, "lp_size": result.lp_size,
         "objective_m": result.objective_m, "lower_bound_m": result.bound_m, "diagnostics": result.diagnostics,
         "metrics": evaluation, "problem": problem.summary(),
     })
 
 
+def _csv_comments(meta: dict[str, Any]) -> str:
+    """The lines a CSV starts with (``#``: skipped by ``numpy.loadtxt`` and ``pandas.read_csv(comment="#")``)."""
+    lines = [f"verdict: {meta['verdict']['headline']}", f"degenerate: {meta['degenerate_why'] or 'no'}",
+             f"claim: {meta['claim']}"]
+    if against := meta.get("against_claim"):
+        lines.append(f"against the claim: {against['violated']} of {against['checked']} {against['unit']} violate "
+                     f"epsilon-mDP ({against['check']})")
+    return "".join(f"# {line}\n" for line in lines)
+
+
+def geo_frames(problem: Problem, result: Result) -> tuple[gpd.GeoDataFrame, gpd.GeoDataFrame]:
+    """(secrets, outputs) as point layers in WGS 84 for a GIS.
+
+    Secrets: index, prior, expected loss (m), the most likely report (its output index, position and
+    probability), and ``breaches``: the ordered pairs (this secret, another) whose ratio exceeds e^{ε·d} in the
+    claim's metric (all pairs; for a narrower claim some of them are outside it, see the file's ``claim``).
+    Outputs: index and the probability that a report is this output.
+    """
+    if result.Z is None:
+        raise MdpvizError(f"There is no mechanism to export (status {result.status}).")
+    Z = result.Z
+    top = Z.argmax(axis=1)
+    b = metrics.cone_breaches(Z, result.eps * metrics.check_distance(problem, result.check_metric))
+    secrets = gpd.GeoDataFrame({
+        "secret": np.arange(problem.k), "lat": problem.x_lat, "lon": problem.x_lon, "prior": problem.p,
+        "expected_loss_m": metrics.per_secret_loss_m(problem, Z), "likely_report": top,
+        "likely_report_lat": problem.y_lat[top], "likely_report_lon": problem.y_lon[top],
+        "likely_report_prob": Z[np.arange(problem.k), top],
+        "breaches": np.bincount(b.i, minlength=problem.k)},
+        geometry=gpd.points_from_xy(problem.x_lon, problem.x_lat), crs="EPSG:4326")
+    outputs = gpd.GeoDataFrame({"output": np.arange(problem.m), "lat": problem.y_lat, "lon": problem.y_lon,
+                                "report_prob": problem.p @ Z},
+                               geometry=gpd.points_from_xy(problem.y_lon, problem.y_lat), crs="EPSG:4326")
+    return secrets, outputs
+
+
+def _geo_bytes(fmt: str, problem: Problem, result: Result, meta: dict[str, Any]) -> bytes:
+    """GeoJSON (one collection: secrets, then outputs, ``kind`` telling them apart; the metadata as a foreign
+    member ``mdpviz``) or GeoPackage (layers ``secrets`` and ``outputs``; the metadata as its JSON in the dataset
+    metadata item ``mdpviz``)."""
+    secrets, outputs = geo_frames(problem, result)
+    if fmt == ".geojson":
+        both = pd.concat([secrets.assign(kind="secret"), outputs.assign(kind="output")], ignore_index=True)
+        collection = json.loads(both.to_json(na="drop", drop_id=True))
+        return json.dumps({**collection, "mdpviz": meta}).encode()
+    with tempfile.TemporaryDirectory(prefix="mdpviz-gpkg-") as folder:
+        path = Path(folder) / "result.gpkg"
+        secrets.to_file(path, layer="secrets", driver="GPKG", engine="pyogrio",
+                        dataset_metadata={"mdpviz": json.dumps(meta)})
+        outputs.to_file(path, layer="outputs", driver="GPKG", engine="pyogrio", append=False)
+        return path.read_bytes()
+
+
 def result_bytes(fmt: str, problem: Problem, result: Result, evaluation: dict[str, Any] | None) -> bytes:
-    """The file content for ``fmt`` (``.npz``, ``.csv`` or ``.json``); used by the CLI and download buttons."""
+    """The file content for ``fmt`` (one of :data:`FORMATS`); used by the CLI and download buttons.
+
+    Every format carries the verdict, the degenerate flag, the claim and the privacy measured against it: in its
+    metadata (JSON, NPZ, GeoJSON, GeoPackage) or as ``#`` lines before the header (CSV).
+    """
     meta = metadata(problem, result, evaluation)
+    if fmt in (".geojson", ".gpkg"):
+        return _geo_bytes(fmt, problem, result, meta)
     Z = result.Z if result.Z is not None else np.zeros((0, 0))
     if fmt == ".json":
         return json.dumps({**meta, "Z": Z.tolist(), "x_latlon": np.column_stack([problem.x_lat, problem.x_lon]).tolist(),
@@ -54,7 +142,7 @@ def result_bytes(fmt: str, problem: Problem, result: Result, evaluation: dict[st
         header = "x_lat,x_lon," + ",".join(f"y{k}_{lat:.6f}_{lon:.6f}" for k, (lat, lon) in
                                            enumerate(zip(problem.y_lat, problem.y_lon, strict=True)))
         rows = np.column_stack([problem.x_lat, problem.x_lon, Z]) if Z.size else np.zeros((0, 2))
-        np.savetxt(buf, rows, delimiter=",", header=header, comments="", fmt="%.12g")
+        np.savetxt(buf, rows, delimiter=",", header=_csv_comments(meta) + header, comments="", fmt="%.12g")
         return buf.getvalue().encode()
     if fmt == ".npz":
         buf2 = io.BytesIO()
@@ -69,7 +157,8 @@ def check_output(path: str | Path, what: str = "output") -> Path:
 
     Raises:
         MdpvizError: an unknown extension, a folder that does not exist (it is not created), a path that is a
-            folder, or a folder this user cannot write; the message names ``what`` (e.g. ``--out``) and the path.
+            folder, a folder this user cannot write, or an existing file that is read-only; the message names
+            ``what`` (e.g. ``--out``) and the path.
     """
     path = Path(path)
     if path.is_dir():
@@ -83,6 +172,10 @@ def check_output(path: str | Path, what: str = "output") -> Path:
                           "create it first or choose another path.")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise MdpvizError(f"{what} `{path}`: the folder `{folder}` is not writable by this user.")
+    if path.is_file() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222):
+        # a rename would replace it even so (and root may write anything): respect its read-only bits
+        raise MdpvizError(f"{what} `{path}` exists and is read-only; it is not replaced. Choose another path or "
+                          "make it writable first.")
     return path
 
 

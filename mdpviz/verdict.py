@@ -109,6 +109,17 @@ def _collapsed(Z: np.ndarray | None) -> bool:
     return Z is not None and len(Z) > 1 and bool(np.allclose(Z, Z[0], rtol=1e-9, atol=0.0))
 
 
+def degenerate_text(result: Result) -> str:
+    """Why the release is degenerate in plain words: the mechanism's own flag, else a collapse measured here;
+    empty for a genuine mechanism."""
+    if result.degenerate:
+        return result.degenerate
+    if _collapsed(result.Z):
+        return ("Collapsed: every secret reports with the same distribution, so a report says nothing about where "
+                "the user is (private, but useless).")
+    return ""
+
+
 def verdict(result: Result, evaluation: dict[str, Any] | None = None, *, label: str | None = None) -> Verdict:
     """The plain-words verdict on ``result``; ``evaluation`` is ``mdpviz.metrics.evaluate``'s dict for its Z.
 
@@ -168,10 +179,7 @@ def verdict(result: Result, evaluation: dict[str, Any] | None = None, *, label: 
                        f"{all_txt} {'are' if bad else 'is'} violated.")
             claim_line = f"What it claims: {result.claim}."
             short = "narrower claim, not measured"
-    degenerate = result.degenerate
-    if not degenerate and _collapsed(result.Z):
-        degenerate = ("Collapsed: every secret reports with the same distribution, so a report says nothing "
-                      "about where the user is (private, but useless).")
+    degenerate = degenerate_text(result)
     headline = f"{name} {promise}"
     if degenerate:
         level = "error" if level == "error" else "warning"

@@ -56,3 +56,34 @@ def test_lp_spanner_pairs_are_private_and_cost_at_least_the_optimum() -> None:
     assert np.allclose(span.Z.sum(axis=1), 1.0, atol=1e-12) and span.Z.min() >= 0
     assert span.objective_m >= full.objective_m * (1 - 1e-9)
     assert metrics.utility_loss_m(pb, span.Z) == pytest.approx(span.objective_m, rel=1e-9)
+
+
+def _breached_pairs_by_hand(Z: np.ndarray, d: np.ndarray, eps: float) -> set[tuple[int, int]]:
+    """The oracle, written apart from ``metrics``: (i, j) with Z[i,y] > e^{ε·d}·Z[j,y]·(1 + 1e-9) for some y."""
+    n, m = Z.shape
+    return {(i, j) for i in range(n) for j in range(n) for y in range(m)
+            if i != j and Z[i, y] > math.exp(eps * d[i, j]) * Z[j, y] * (1 + 1e-9)}
+
+
+@pytest.mark.parametrize(("excess", "breached"), [(0.5e-9, False), (2e-9, True), (1e-6, True), (1e-4, True)])
+def test_the_violation_check_is_relative_1e9_with_no_absolute_slack(line: object, excess: float,
+                                                                     breached: bool) -> None:
+    """Pinned with its tolerance written out (1e-9, relative; no absolute slack), against a hand-written oracle:
+    a check loosened to 1e-3, tightened to 1e-8, or given an absolute slack fails here.
+
+    Rows 1 and 2 are equal; row 0 equals them but for y_0, where Z[0,0] = e^{ε·1 km}·Z[1,0]·(1 + excess), so only
+    the pair (0, 1) can breach. A second matrix puts 1e-300 over 1e-310 (a ratio of 1e10, far over e^{ε·d}: an
+    absolute slack would hide it) and a positive entry over 0 (an infinite breach).
+    """
+    eps = 1.0
+    d = np.asarray(line.d)  # type: ignore[attr-defined]
+    Z = np.array([[0.2, 0.3, 0.5]] * 3)
+    Z[0, 0] = math.exp(eps * d[0, 1]) * Z[1, 0] * (1 + excess)
+    v = metrics.violations(line, Z, eps)  # type: ignore[arg-type]
+    assert v.tolerance == 1e-9
+    assert v.violated_pairs == len(_breached_pairs_by_hand(Z, d, eps)) == int(breached)
+    tiny = np.array([[1e-300, 0.5, 0.5], [1e-310, 0.5, 0.5], [0.0, 0.5, 0.5]])
+    oracle = _breached_pairs_by_hand(tiny, d, eps)
+    assert oracle == {(0, 1), (0, 2), (1, 2)}
+    assert metrics.violations(line, tiny, eps).violated_pairs == 3  # type: ignore[arg-type]
+    assert metrics.evaluate(line, Z, eps)["violations"]["tolerance"] == 1e-9  # type: ignore[arg-type,index]

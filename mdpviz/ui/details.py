@@ -62,9 +62,9 @@ def _time_tab(t_time: Any, result: Result, key: str) -> None:
 
 
 def downloads(prob: Problem, result: Result, ev: dict[str, Any] | None, key: str) -> None:
-    """Z as CSV and NPZ, metrics and metadata as JSON (built only when clicked)."""
+    """Z as CSV and NPZ, metrics and metadata as JSON, secrets and outputs as GeoJSON (built only when clicked)."""
     stem = f"mdpviz-{prob.city or 'points'}-K{prob.k}-{result.mechanism}"
-    c1, c2, c3 = st.columns(3)
+    c1, c2, c3, c4 = st.columns(4)
     c1.download_button("Z (CSV)", data=lambda: result_bytes(".csv", prob, result, ev), file_name=f"{stem}.csv",
                        mime="text/csv", on_click="ignore", key=f"dl-csv-{key}", icon=":material/download:")
     c2.download_button("Z + coordinates (NPZ)", data=lambda: result_bytes(".npz", prob, result, ev),
@@ -73,8 +73,15 @@ def downloads(prob: Problem, result: Result, ev: dict[str, Any] | None, key: str
     c3.download_button("Metrics (JSON)", data=lambda: result_bytes(".json", prob, result, ev),
                        file_name=f"{stem}.json", mime="application/json", on_click="ignore",
                        key=f"dl-json-{key}", icon=":material/download:")
-    st.caption("CSV: one row per secret (lat, lon, then Pr of each output). JSON: settings, metrics, timings, "
-               "diagnostics and Z.")
+    if result.ok:
+        c4.download_button("Map layers (GeoJSON)", data=lambda: result_bytes(".geojson", prob, result, ev),
+                           file_name=f"{stem}.geojson", mime="application/geo+json", on_click="ignore",
+                           key=f"dl-geojson-{key}", icon=":material/download:")
+    st.caption("Every file first says what the result is: its verdict, whether it is degenerate, its claim and "
+               "the violations measured against it (CSV: as `#` lines above the header). CSV: one row per secret "
+               "(lat, lon, then Pr of each output). JSON: settings, metrics, timings, diagnostics and Z. GeoJSON "
+               "(for QGIS): secrets with their expected loss (m), most likely report and pairs over ε·d, and "
+               "outputs; `python -m mdpviz solve --out r.gpkg` writes the same as a GeoPackage.")
 
 
 def problem_table(prob: Problem) -> None:

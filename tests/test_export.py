@@ -1,0 +1,137 @@
+"""Exported files say what the result is (issue 29, item 4): the verdict, the degenerate flag, the claim and the
+privacy measured against it, in every format; and a GIS user can take secrets and outputs into QGIS."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pyogrio
+import pytest
+
+from mdpviz import metrics
+from mdpviz.cli import main
+from mdpviz.errors import MdpvizError
+from mdpviz.export import FORMATS, check_output, result_bytes
+from mdpviz.mechanisms import Result
+from mdpviz.problem import Problem, build_problem
+from mdpviz.solve import solve
+
+
+@pytest.fixture(scope="module")
+def pb() -> Problem:
+    return build_problem("kotka", 25, n_outputs=8, cost="distance", seed=3)
+
+
+def collapsed(pb: Problem) -> Result:
+    """Every secret reports with the same distribution: private, useless, and it reads 'optimal'."""
+    return Result("panda-e", {"eps": 5.0}, np.full((pb.k, pb.m), 1 / pb.m), "optimal", 5.0,
+                  claim="(ε, δ)-PmDP over anchors",
+                  diagnostics={"violations": {"claim": {"violated": 7, "checked": 40, "unit": "user pairs"}}})
+
+
+def meta_of(fmt: str, data: bytes, tmp_path: Path) -> dict:
+    """The metadata a file of ``fmt`` carries, read back the way a user of that format would."""
+    if fmt == ".json":
+        return json.loads(data)
+    if fmt == ".npz":
+        return json.loads(str(np.load(io.BytesIO(data))["metadata"]))
+    if fmt == ".geojson":
+        return json.loads(data)["mdpviz"]
+    if fmt == ".gpkg":
+        path = tmp_path / "r.gpkg"
+        path.write_bytes(data)
+        return json.loads(pyogrio.read_info(path, layer="secrets")["dataset_metadata"]["mdpviz"])
+    raise AssertionError(fmt)
+
+
+@pytest.mark.parametrize("fmt", [f for f in FORMATS if f != ".csv"])
+def test_a_collapsed_release_never_reads_as_a_plain_optimum(pb: Problem, fmt: str, tmp_path: Path) -> None:
+    r = collapsed(pb)
+    ev = metrics.evaluate(pb, r.Z, r.eps)
+    meta = meta_of(fmt, result_bytes(fmt, pb, r, ev), tmp_path)
+    assert meta["degenerate"] is True and meta["degenerate_why"].startswith("Collapsed")
+    assert meta["verdict"]["level"] == "error" and "Collapsed" in meta["verdict"]["headline"]
+    assert meta["claim"] == "(ε, δ)-PmDP over anchors" and meta["claim_covers_all_pairs"] is False
+    assert meta["against_claim"] == {"violated": 7, "checked": 40, "unit": "user pairs",
+                                     "check": "violations.claim"}
+    assert meta["all_pairs"]["checked"] == pb.k * (pb.k - 1) and meta["all_pairs"]["tolerance_relative"] == 1e-9
+
+
+def test_the_csv_says_it_in_comment_lines_that_readers_skip(pb: Problem) -> None:
+    r = collapsed(pb)
+    text = result_bytes(".csv", pb, r, metrics.evaluate(pb, r.Z, r.eps)).decode()
+    head = text.splitlines()[:4]
+    assert head[0].startswith("# verdict: panda-e: Collapsed") and head[1].startswith("# degenerate: Collapsed")
+    assert head[2] == "# claim: (ε, δ)-PmDP over anchors"
+    assert head[3] == "# against the claim: 7 of 40 user pairs violate epsilon-mDP (violations.claim)"
+    table = pd.read_csv(io.StringIO(text), comment="#")
+    assert table.shape == (pb.k, 2 + pb.m) and np.allclose(table.iloc[:, 2:].sum(axis=1), 1.0)
+    assert np.loadtxt(io.StringIO(text), delimiter=",", skiprows=5).shape == (pb.k, 2 + pb.m)
+
+
+def test_a_sound_release_says_it_kept_its_promise(pb: Problem) -> None:
+    r = solve(pb, "em", {"eps": 2.0})
+    meta = json.loads(result_bytes(".json", pb, r, metrics.evaluate(pb, r.Z, r.eps)))
+    assert meta["degenerate"] is False and meta["degenerate_why"] == "" and meta["verdict"]["level"] == "ok"
+    assert meta["against_claim"]["violated"] == 0 and meta["against_claim"]["check"] == "all pairs"
+
+
+def _breaches_by_loops(Z: np.ndarray, E: np.ndarray) -> np.ndarray:
+    """Per secret i: the j ≠ i with some y where Z[i,y] > e^{E[i,j]}·Z[j,y]·(1 + 1e-9) (independent loops)."""
+    out = np.zeros(len(Z), dtype=int)
+    for i in range(len(Z)):
+        for j in range(len(Z)):
+            if i != j and any(Z[i, y] > np.exp(E[i, j]) * Z[j, y] * (1 + 1e-9) for y in range(Z.shape[1])):
+                out[i] += 1
+    return out
+
+
+@pytest.mark.parametrize("fmt", [".geojson", ".gpkg"])
+def test_gis_layers_hold_each_secrets_loss_report_and_breaches(pb: Problem, fmt: str, tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    Z = rng.random((pb.k, pb.m)) ** 4
+    Z /= Z.sum(axis=1, keepdims=True)  # a broken mechanism, so that breaches are there to count
+    r = Result("em", {"eps": 5.0}, Z, "closed form", 5.0)
+    path = tmp_path / f"r{fmt}"
+    path.write_bytes(result_bytes(fmt, pb, r, metrics.evaluate(pb, Z, 5.0)))
+    if fmt == ".geojson":
+        both = gpd.read_file(path)
+        secrets, outputs = both[both["kind"] == "secret"], both[both["kind"] == "output"]
+    else:
+        assert sorted(pyogrio.list_layers(path)[:, 0]) == ["outputs", "secrets"]
+        secrets, outputs = gpd.read_file(path, layer="secrets"), gpd.read_file(path, layer="outputs")
+    assert secrets.crs.to_epsg() == 4326 and len(secrets) == pb.k and len(outputs) == pb.m
+    np.testing.assert_allclose(secrets.geometry.y, pb.x_lat) and np.testing.assert_allclose(secrets.geometry.x, pb.x_lon)
+    np.testing.assert_allclose(secrets["expected_loss_m"], (pb.c * Z).sum(axis=1), rtol=1e-12)
+    assert (secrets["likely_report"].to_numpy() == Z.argmax(axis=1)).all()
+    np.testing.assert_allclose(secrets["likely_report_lat"], pb.y_lat[Z.argmax(axis=1)])
+    expected = _breaches_by_loops(Z, 5.0 * pb.d)
+    assert expected.sum() > 0 and (secrets["breaches"].to_numpy() == expected).all()
+    np.testing.assert_allclose(outputs["report_prob"].sum(), 1.0)
+
+
+def test_cli_writes_a_geopackage_and_refuses_to_replace_a_read_only_file(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "r.gpkg"
+    argv = ["solve", "--city", "kotka", "--k", "25", "--outputs", "8", "--seed", "3", "--mechanism", "em",
+            "--out", str(out)]
+    assert main(argv) == 0 and len(gpd.read_file(out, layer="secrets")) == 25
+    out.chmod(0o444)
+    before = out.read_bytes()
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --out") and "read-only" in err and out.read_bytes() == before
+    with pytest.raises(MdpvizError, match="read-only"):
+        check_output(out)
+
+
+def test_there_is_no_map_of_a_mechanism_that_does_not_exist(pb: Problem) -> None:
+    r = Result("lp", {"eps": 5.0}, None, "time limit", 5.0)
+    with pytest.raises(MdpvizError, match="no mechanism to export"):
+        result_bytes(".geojson", pb, r, None)
