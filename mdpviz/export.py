@@ -62,13 +62,14 @@ def privacy(result: Result, evaluation: dict[str, Any] | None) -> dict[str, Any]
 def metadata(problem: Problem, result: Result, evaluation: dict[str, Any] | None) -> dict[str, Any]:
     """Everything but Z, JSON-ready: first the verdict and privacy (see :func:`privacy`), then problem settings,
     parameters, status, timings, sizes, diagnostics, metrics."""
-    return _jsonable({
+    meta: dict[str, Any] = _jsonable({
         **privacy(result, evaluation),
         "mechanism": result.mechanism, "params": result.params, "status": result.status, "message": result.message,
         "eps_km_inv": result.eps, "timings_s": result.timings, "lp_size": result.lp_size,
         "objective_m": result.objective_m, "lower_bound_m": result.bound_m, "diagnostics": result.diagnostics,
         "metrics": evaluation, "problem": problem.summary(),
     })
+    return meta
 
 
 def _csv_comments(meta: dict[str, Any]) -> str:

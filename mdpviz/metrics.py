@@ -151,6 +151,12 @@ def utility_loss_m(problem: Problem, Z: NDArray[np.float64]) -> float:
     return float(problem.p @ np.einsum("ij,ij->i", problem.c, Z))
 
 
+def floor_m(problem: Problem) -> float:
+    """The no-privacy floor: every secret reports its cheapest output, Σ_x p_x min_y c(x, y), metres. No mechanism
+    goes below it; a loss minus the floor is what privacy costs (see ``mdpviz.reference``)."""
+    return float(problem.p @ np.asarray(problem.c).min(axis=1))
+
+
 def per_secret_loss_m(problem: Problem, Z: NDArray[np.float64]) -> NDArray[np.float64]:
     """Expected loss of each secret, Σ_y c_xy Z_xy, metres."""
     loss: NDArray[np.float64] = np.einsum("ij,ij->i", problem.c, Z)
@@ -215,11 +221,14 @@ def row_errors(Z: NDArray[np.float64]) -> tuple[float, float]:
 
 
 def evaluate(problem: Problem, Z: NDArray[np.float64], eps: float, metric: str = "") -> dict[str, object]:
-    """Every metric of a mechanism in one dict (loss and adversary error in metres).
+    """Every metric of a mechanism in one dict (loss, the no-privacy floor, the privacy cost = loss − floor and the
+    adversary error, all in metres).
 
     ``metric`` is the distance the privacy claim refers to (``Result.check_metric``).
     """
     v = violations(problem, Z, eps, metric=metric)
     row_err, neg = row_errors(Z)
-    return {"utility_loss_m": utility_loss_m(problem, Z), "adversary_error_m": adversary_error_m(problem, Z),
+    loss, floor = utility_loss_m(problem, Z), floor_m(problem)
+    return {"utility_loss_m": loss, "floor_m": floor, "privacy_cost_m": loss - floor,
+            "adversary_error_m": adversary_error_m(problem, Z),
             "violations": {**v.as_dict(), "metric": metric or problem.metric}, "row_sum_error": row_err, "min_entry": neg}

@@ -28,7 +28,7 @@ def cache_dir() -> Path:
     return Path(base) / "mdpviz"
 
 
-def atomic_write(path: Path, write: Callable[[Path], None], *, make_parents: bool = True) -> None:
+def atomic_write(path: Path, write: Callable[[Path], object], *, make_parents: bool = True) -> None:
     """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it over ``path``.
 
     A crash or an exception leaves either the old file or no file, never a half-written one (a process killed

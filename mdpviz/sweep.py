@@ -93,26 +93,41 @@ def grid(problems: Iterable[Mapping[str, Any]], mechanisms: Iterable[tuple[str, 
 class ResultsFile:
     """A JSON-lines file of finished points: one record per line, appended and flushed as each point ends.
 
-    A line torn by a crash is ignored on reading (its point is simply computed again).
+    A line torn by a crash, or one that is not UTF-8 JSON, is skipped on reading (its point is simply computed
+    again); ``skipped`` counts the lines the last ``records`` call skipped.
     """
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
+        self.skipped = 0
 
     def records(self) -> dict[str, dict[str, Any]]:
-        """Finished records by point key (the last one wins when a point appears twice)."""
+        """Finished records by point key (the last one wins when a point appears twice).
+
+        Raises:
+            MdpvizError: the path is a folder, or the file cannot be read (permissions); a missing file is empty.
+        """
         out: dict[str, dict[str, Any]] = {}
+        self.skipped = 0
         try:
-            text = self.path.read_text(encoding="utf-8")
+            data = self.path.read_bytes()
         except FileNotFoundError:
             return out
-        for line in text.splitlines():
+        except OSError as e:  # a folder, no permission...: say which file, never a traceback
+            raise MdpvizError(f"The points file `{self.path}` cannot be read ({type(e).__name__}: {e}); give the "
+                              "path of a JSON-lines file (it is created when missing).") from e
+        for line in data.split(b"\n"):
+            if not line.strip():
+                continue
             try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut short by a crash
+                rec = json.loads(line.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                self.skipped += 1  # a line cut short by a crash, or bytes that are not UTF-8 JSON
+                continue
             if isinstance(rec, dict) and "key" in rec:
                 out[rec["key"]] = rec
+            else:
+                self.skipped += 1
         return out
 
     def append(self, record: Mapping[str, Any]) -> None:
@@ -220,7 +235,7 @@ def flatten(data: Mapping[str, Any], prefix: str = "", max_list: int = 64) -> di
 
 
 def result_row(problem: Any, result: Any, *, check: bool = True) -> dict[str, Any]:
-    """The measurements of one Result: status, words, loss (m), violations in its claim's metric and the Bayes
+    """The measurements of one Result: status, words, loss, the no-privacy floor and privacy cost (m), violations in its claim's metric and the Bayes
     adversary's error (m) unless ``check`` is False, timings (s), LP size and the mechanism's scalar diagnostics
     (``d.`` keys)."""
     from . import metrics
@@ -235,6 +250,8 @@ def result_row(problem: Any, result: Any, *, check: bool = True) -> dict[str, An
     row.update(flatten(result.diagnostics, "d."))
     if result.Z is not None:
         row["loss_m"] = metrics.utility_loss_m(problem, result.Z)
+        row["floor_m"] = metrics.floor_m(problem)
+        row["privacy_cost_m"] = row["loss_m"] - row["floor_m"]
         if check:
             v = metrics.violations(problem, result.Z, result.eps, metric=result.check_metric)
             row.update(violated_pairs=v.violated_pairs, checked_pairs=v.checked_pairs, violation_ratio=v.ratio,
@@ -313,6 +330,7 @@ class SweepRun:
     stopped: bool
     backend: str
     total: int = 0
+    skipped: int = 0  # lines of the results file that could not be read (torn, not UTF-8 JSON) and were skipped
 
 
 def run_sweep(points: Sequence[Point], results: Path | str | None = None, *, workers: int = 0,
@@ -376,7 +394,8 @@ def run_sweep(points: Sequence[Point], results: Path | str | None = None, *, wor
                 break
             finish(run_point(p.as_dict(), use_cache))
     ordered = [records.get(p.key) for p in unique]
-    return SweepRun([r for r in ordered if r is not None], len(records) - reused, reused, stopped, backend, total)
+    return SweepRun([r for r in ordered if r is not None], len(records) - reused, reused, stopped, backend, total,
+                    store.skipped if store is not None else 0)
 
 
 def _run_dask(todo: list[Point], finish: Callable[[dict[str, Any]], None], scheduler: str | None, workers: int,

@@ -1,5 +1,5 @@
-"""The headline numbers of one result beside the map: the verdict box, utility loss, violations against the
-claim, adversary error, solve time per phase and the LP's size in words."""
+"""The headline numbers of one result beside the map: the verdict box, the privacy cost (loss − the no-privacy
+floor, against the exact LP's), utility loss, violations against the claim, adversary error, solve time per phase and the LP's size in words."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import streamlit as st
 from mdpviz.explain import format_s
 from mdpviz.mechanisms import Result
 from mdpviz.problem import Problem
+from mdpviz.reference import cached_reference
 from mdpviz.verdict import Verdict, verdict
 
 
@@ -67,7 +68,18 @@ def metrics_panel(prob: Problem, result: Result, ev: dict[str, Any], v: Verdict 
     viol = ev["violations"]
     if v is not None and v.meaning:
         st.caption(v.meaning)
-    st.metric("Utility loss (m)", f"{ev['utility_loss_m']:.1f}",
+    ref = cached_reference(prob, result.eps)
+    loss = float(ev["utility_loss_m"])
+    share = ref.share_of_lp(loss)
+    st.metric("Privacy cost (m)", f"{ref.privacy_cost_m(loss):.1f}",
+              delta=None if share is None else f"{share:.3g}× the exact LP's", delta_color="off",
+              help="Utility loss minus the no-privacy floor, in metres: what privacy costs the user. The floor is "
+                   "the loss if every secret reported its cheapest output (no privacy at all); no mechanism goes "
+                   "below it. The exact LP (Optimal LP, ε-mDP on all pairs) has the least privacy cost of all.")
+    lp_text = (f"; the exact LP's privacy cost is {ref.lp_m - ref.floor_m:.1f} m" if ref.lp_m is not None else
+               "; solve the Optimal LP on this problem to compare with the least possible")
+    st.caption(f"= utility loss {loss:.1f} m − no-privacy floor {ref.floor_m:.1f} m{lp_text}")
+    st.metric("Utility loss (m)", f"{loss:.1f}",
               help="Expected cost Σ_x p_x Σ_y c(x, y)·Z[x, y] in metres: lower is better for the user.")
     st.metric("mDP violation ratio (pairs)", f"{viol['ratio']:.3g}",
               help=f"Ordered pairs (x, x') with some y where Z[x,y] > e^(ε·d)·Z[x',y] (relative tolerance "

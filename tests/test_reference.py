@@ -1,0 +1,49 @@
+"""The yardsticks of a loss (issue 26, item 1): the no-privacy floor, the privacy cost, the exact LP's share."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mdpviz import metrics
+from mdpviz.problem import Problem, build_problem
+from mdpviz.reference import cached_reference, reference
+from mdpviz.solve import solve
+
+
+@pytest.fixture(scope="module")
+def pb() -> Problem:
+    return build_problem("kotka", 60, n_outputs=12, cost="distance", seed=4)
+
+
+def test_the_floor_is_the_loss_of_reporting_the_cheapest_output(pb: Problem) -> None:
+    nearest = np.zeros((pb.k, pb.m))
+    nearest[np.arange(pb.k), [int(np.argmin(row)) for row in pb.c]] = 1.0  # by loops, not by the library's min
+    assert metrics.floor_m(pb) == pytest.approx(metrics.utility_loss_m(pb, nearest), rel=1e-12)
+    rng = np.random.default_rng(1)
+    for _ in range(20):  # no release at all, private or not, goes below it
+        Z = rng.random((pb.k, pb.m))
+        Z /= Z.sum(axis=1, keepdims=True)
+        assert metrics.utility_loss_m(pb, Z) >= metrics.floor_m(pb)
+
+
+def test_privacy_costs_are_read_against_the_exact_lp(pb: Problem) -> None:
+    eps = 2.0
+    assert cached_reference(pb, eps).lp_m is None  # nothing solved yet: the floor only, never a solve
+    ref = reference(pb, eps)
+    lp = solve(pb, "lp", {"eps": eps})
+    assert ref.lp_status == "optimal" and ref.lp_m == pytest.approx(metrics.utility_loss_m(pb, lp.Z), rel=1e-12)
+    assert cached_reference(pb, eps) == ref  # now it is cached
+    em = solve(pb, "em", {"eps": eps})
+    ev = metrics.evaluate(pb, em.Z, eps)
+    assert ev["floor_m"] == ref.floor_m and ev["privacy_cost_m"] == pytest.approx(ev["utility_loss_m"] - ref.floor_m)
+    assert ref.floor_m < ref.lp_m < ev["utility_loss_m"]
+    assert ref.share_of_lp(ref.lp_m) == pytest.approx(1.0)
+    share = ref.share_of_lp(ev["utility_loss_m"])
+    assert share is not None and share > 1
+    assert "above the no-privacy floor" in ref.words(ev["utility_loss_m"]) and "exact LP" in ref.words(ev["utility_loss_m"])
+
+
+def test_a_stopped_lp_gives_its_bound_not_an_optimum(pb: Problem) -> None:
+    ref = reference(pb, 3.0, time_limit=1e-6, use_cache=False)
+    assert ref.lp_status == "time limit" and ref.lp_m is None and ref.share_of_lp(1e9) is None
