@@ -7,6 +7,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from .errors import MdpvizError
@@ -35,16 +36,29 @@ def _problem_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=int, default=0, help="seed for X, Y and tasks (default 0)")
 
 
+# the library's names of the problem settings -> the options that set them (for messages)
+PROBLEM_OPTIONS = {"k": "--k", "n_outputs": "--outputs", "n_tasks": "--tasks", "seed": "--seed",
+                   "prior_points": "--prior-points"}
+
+
 def problem_from_args(a: argparse.Namespace) -> Any:
-    """Build the Problem the shared options describe."""
+    """Build the Problem the shared options describe (a refusal names the option, e.g. `--outputs`)."""
     from .problem import build_problem, problem_from_points
 
-    if a.points:
-        return problem_from_points(a.points, a.city, n_outputs=a.outputs, all_outputs=a.all_outputs,
-                                   metric=a.metric, cost=a.cost, n_tasks=a.tasks, seed=a.seed)
-    return build_problem(a.city, a.k, n_outputs=a.outputs, all_outputs=a.all_outputs, metric=a.metric,
-                         prior=a.prior, prior_points=a.prior_points, cost=a.cost or "travel", n_tasks=a.tasks,
-                         seed=a.seed, region=a.region)
+    try:
+        if a.points:
+            return problem_from_points(a.points, a.city, n_outputs=a.outputs, all_outputs=a.all_outputs,
+                                       metric=a.metric, cost=a.cost, n_tasks=a.tasks, seed=a.seed)
+        return build_problem(a.city, a.k, n_outputs=a.outputs, all_outputs=a.all_outputs, metric=a.metric,
+                             prior=a.prior, prior_points=a.prior_points, cost=a.cost or "travel", n_tasks=a.tasks,
+                             seed=a.seed, region=a.region)
+    except MdpvizError as e:
+        text = str(e)
+        for name, option in PROBLEM_OPTIONS.items():
+            text = text.replace(f"`{name}` = ", f"`{option}` = ").replace(f"needs `{name}`", f"needs `{option}`")
+        if text == str(e):
+            raise
+        raise type(e)(text) from None
 
 
 def cmd_cities(a: argparse.Namespace) -> int:
@@ -62,10 +76,27 @@ def cmd_cities(a: argparse.Namespace) -> int:
     return 0
 
 
+NETWORK_TYPES = ("drive", "drive_service", "walk", "bike", "all", "all_public")  # osmnx 2's network types
+
+
 def cmd_download(a: argparse.Namespace) -> int:
     """`download`: fetch a road network with osmnx (needs internet) and save it as a city."""
-    from .cities import download_city
+    from .cities import bundled_cities, download_city, slugify
 
+    if a.place is not None and not a.place.strip():
+        raise MdpvizError("`--place` is empty; give a place name, e.g. --place \"Piedmont, California, USA\".")
+    if a.name is not None:
+        if not any(c.isascii() and c.isalnum() for c in a.name):  # the slug keeps only a-z and 0-9
+            raise MdpvizError(f"`--name` = {a.name!r} has no letters or digits; give a short name such as "
+                              "--name piedmont.")
+        if slugify(a.name) in {c.slug for c in bundled_cities()}:
+            raise MdpvizError(f"`--name {a.name}` is the name of a bundled city, which would hide the download; "
+                              "choose another name.")
+    if a.bbox is not None:
+        s, w, n, e = a.bbox
+        if not (-90 <= s < n <= 90 and -180 <= w < e <= 180):  # NaN fails every comparison
+            raise MdpvizError(f"`--bbox {' '.join(f'{b:g}' for b in a.bbox)}` is not S W N E in degrees with "
+                              "-90 ≤ S < N ≤ 90 and -180 ≤ W < E ≤ 180, e.g. --bbox 37.81 -122.25 37.83 -122.22.")
     bbox = tuple(a.bbox) if a.bbox else None
     info = download_city(place=a.place, bbox=bbox, network_type=a.network_type, name=a.name)  # type: ignore[arg-type]
     print(f"saved {info.slug}: {info.nodes} nodes, {info.edges} edges; load it with --city {info.slug}")
@@ -130,9 +161,23 @@ def check_problem_args(a: argparse.Namespace) -> None:
     """Refuse option values that argparse lets through but that mean nothing (before any work starts)."""
     if a.city is not None and not a.city.strip():
         raise MdpvizError("`--city` is empty; give a city slug from `python -m mdpviz cities`, or leave it out.")
+    if not a.region.strip():
+        raise MdpvizError("`--region` is empty; give `whole` (the whole city, the default), `centre:R` (km), "
+                          "`LAT,LON,R` or `S,W,N,E`, or leave it out.")
     for option, value in (("--points", a.points), ("--prior-points", a.prior_points)):
         if value is not None and not value.strip():
             raise MdpvizError(f"`{option}` is empty; give the path of a CSV file (lat, lon[, weight]).")
+        if value is not None and Path(value).is_dir():
+            raise MdpvizError(f"`{option} {value}` is a folder; give the path of a CSV file (lat, lon[, weight]).")
+
+
+def check_writable(path: Any, option: str) -> None:
+    """Refuse a file in a read-only folder, or a read-only file, by the mode bits too (root writes anywhere)."""
+    from .benchmarks.options import read_only
+
+    if read_only(path.parent) or (path.exists() and read_only(path)):
+        raise MdpvizError(f"{option} `{path}`: " + (f"the folder `{path.parent}`" if read_only(path.parent) else
+                                                     "the file") + " is read-only; nothing is written there.")
 
 
 def check_solve_args(a: argparse.Namespace) -> None:
@@ -144,7 +189,12 @@ def check_solve_args(a: argparse.Namespace) -> None:
 
     check_problem_args(a)
     if a.out is not None:
-        check_output(a.out, "--out")
+        if not a.out.strip():
+            from .export import FORMATS
+
+            raise MdpvizError(f"`--out` is empty; give a file name ending in {', '.join(FORMATS)}, or leave it out.")
+        path = check_output(a.out, "--out")
+        check_writable(path, "--out")
     get_mechanism(a.mechanism).validate(mechanism_params(a))
     try:
         check_time_limit(a.time_limit)
@@ -191,7 +241,10 @@ def cmd_solve(a: argparse.Namespace) -> int:
               f"(ratio {v['ratio']:.3g}, tolerance {v['tolerance']:g}, worst loss factor {v['worst_factor']:.4f}; "  # type: ignore[index]
               f"claim: {result.claim})")
         print(f"evaluated in   {time.perf_counter() - t1:.2f} s")
-    if a.out:
+    if a.out and result.Z is None:
+        print(f"nothing written to {a.out}: the solve returned no mechanism (status {result.status}), so there is "
+              "no Z to save.", file=sys.stderr)
+    elif a.out:
         write_result(a.out, problem, result, evaluation)
         print(f"wrote          {a.out}")
     return 0 if result.Z is not None else 1
@@ -199,6 +252,8 @@ def cmd_solve(a: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m mdpviz`` with every subcommand."""
+    from .export import FORMATS
+
     parser = argparse.ArgumentParser(prog="python -m mdpviz",
                                      description="Build, solve and evaluate metric-DP mechanisms on road networks.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -210,7 +265,8 @@ def build_parser() -> argparse.ArgumentParser:
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--place", help='a place name, e.g. "Piedmont, California, USA"')
     where.add_argument("--bbox", type=float, nargs=4, metavar=("S", "W", "N", "E"), help="a box in degrees")
-    p.add_argument("--network-type", default="drive", help="osmnx network type (default drive)")
+    p.add_argument("--network-type", default="drive", choices=NETWORK_TYPES,
+                   help="osmnx network type (default drive)")
     p.add_argument("--name", help="slug to store it under")
     p.set_defaults(func=cmd_download)
 
@@ -229,8 +285,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="another mechanism parameter (repeatable)")
     p.add_argument("--time-limit", type=float, default=None, help="seconds for the solver")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
-    p.add_argument("--out", metavar="FILE", help="write Z and metadata: .npz, .csv or .json by extension (checked "
-                   "before solving; the folder must exist)")
+    p.add_argument("--out", metavar="FILE",
+                   help=f"write Z and metadata, the format by extension: {', '.join(FORMATS)} (checked before "
+                        "solving; the folder must exist; nothing is written when the solve gives no Z)")
     p.add_argument("-v", "--verbose", action="store_true", help="print progress to stderr")
     p.set_defaults(func=cmd_solve)
 
@@ -247,7 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="PAnDA, DISTA-LP: as the paper writes it (default) or as the authors' code ran it")
     p.add_argument("--workers", type=int, default=0, help="start a Dask LocalCluster with N worker processes")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on an existing Dask cluster")
-    p.add_argument("--out", default=None, help="folder of the reports (default ./mdpviz-reproduce)")
+    p.add_argument("--out", default=None, help="folder of the reports (default ./mdpviz-reproduce); created if "
+                   "missing, in a folder that must exist")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the solve cache")
     p.add_argument("--fresh", action="store_true", help="recompute every point (default: resume from the points file)")
     p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
@@ -279,22 +337,42 @@ def cmd_bench(a: argparse.Namespace) -> int:
         module = importlib.import_module(f"mdpviz.benchmarks.{a.suite}")
     except ModuleNotFoundError as e:
         raise MdpvizError(f"Benchmark `{a.suite}` is not built yet ({e}).") from e
-    return int(module.main(a.rest))
+    try:
+        return int(module.main(a.rest))
+    except SystemExit as e:  # the suite's argparse printed its usage error (exit 2) or --help (exit 0)
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
 
 
 def cmd_reproduce(a: argparse.Namespace) -> int:
     """`reproduce`: list the papers' experiments, or rerun the named ones and write their reports."""
+    import math
+
+    from .benchmarks.grid import check_workers
     from .reproduce import DEFAULT_OUT, experiments, get_experiment, reproduce
+    from .reproduce.run import check_out
 
     if a.list or not a.names:
         for e in experiments():
             print(f"{e.name:<20} {e.title}" + (f"  [modes: {', '.join(e.modes)}]" if len(e.modes) > 1 else ""))
         return 0
-    names = [e.name for e in experiments()] if a.names == ["all"] else a.names
-    for name in names:
-        get_experiment(name)  # unknown names fail before anything runs
-    if a.budget is not None and a.budget <= 0:
-        raise MdpvizError(f"`--budget` = {a.budget:g} s is invalid: give a positive number of seconds.")
+    names = [e.name for e in experiments()] if a.names == ["all"] else list(dict.fromkeys(a.names))
+    for name in names:  # unknown names, sizes and modes fail before anything runs
+        exp = get_experiment(name)
+        try:
+            exp.check(a.size, a.mode)
+        except MdpvizError as e:
+            raise MdpvizError(f"`--mode {a.mode}`: {e}" if a.mode not in exp.modes else str(e)) from None
+    if a.budget is not None and not (math.isfinite(a.budget) and a.budget > 0):
+        raise MdpvizError(f"`--budget` = {a.budget:g} s is invalid: give a positive, finite number of seconds (or "
+                          "leave it out: no budget).")
+    check_workers(a.workers, a.scheduler)
+    if a.out is not None and not a.out.strip():
+        raise MdpvizError("`--out` is empty; give the folder of the reports, or leave it out (./mdpviz-reproduce).")
+    out_dir = Path(a.out) if a.out is not None else DEFAULT_OUT
+    check_out(out_dir, names, a.size, a.mode, "--out")
+    if not out_dir.exists():
+        out_dir.mkdir()  # only the folder named: its parent exists (checked above)
+        print(f"created the folder {out_dir}", flush=True)
     t_start = time.perf_counter()
     for name in names:
         t0 = time.perf_counter()
@@ -311,7 +389,7 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
             f" --budget {a.budget:g}" if a.budget else "")
         stop = None if a.budget is None else (lambda: time.perf_counter() - t_start > a.budget)
         print(f"{name}: {a.size} form, {a.mode} mode", flush=True)
-        path, cmp = reproduce(name, size=a.size, mode=a.mode, out_dir=a.out or DEFAULT_OUT, workers=a.workers,
+        path, cmp = reproduce(name, size=a.size, mode=a.mode, out_dir=out_dir, workers=a.workers,
                               scheduler=a.scheduler, use_cache=not a.no_cache, fresh=a.fresh, command=command,
                               progress=progress, stop=stop)
         counts: dict[str, int] = {}
@@ -331,5 +409,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except MdpvizError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print("error: " + " ".join(line.strip() for line in str(e).splitlines() if line.strip()), file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`... | head -1`): stop quietly, as well-behaved CLIs do
+        quiet_stdout()
+        return 128 + 13  # the shell's code for a process ended by SIGPIPE
+
+
+def quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush into a closed pipe raises nothing."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (captured in tests): nothing to flush
+        pass

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..mechanisms import get_mechanism
 from ..sweep import Point, problem_of
-from . import grid, report
+from . import grid, options, report
 
 FLOOR = "floor (cheapest output, not private)"
 
@@ -122,9 +122,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="cell sides of the cells sweep, km")
     ap.add_argument("--lp-max-k", type=int, default=300, help="run the exact LP only up to this K (default 300)")
     ap.add_argument("--time-limit", type=float, default=600.0, help="seconds per solve (default 600)")
-    ap.add_argument("--out", default="aipo", help="name of the CSV/Markdown files in docs/benchmarks")
+    ap.add_argument("--out", default="aipo", help=report.OUT_HELP)
     grid.add_options(ap)
     a = ap.parse_args(argv)
+    # every option is checked before any work: a bad value is one error line, not a report of refused rows
+    info = options.check_city(a.city)
+    options.check_ks([a.k], info, "--k")
+    options.check_outputs(a.outputs, [a.k])
+    options.check_param("aipo", "eps", a.eps, "--eps")
+    options.check_param("aipo", "eps", a.cells_eps, "--cells-eps")
+    options.check_param("aipo", "cell_km", a.cell_km, "--cell-km")
+    options.check_whole(a.lp_max_k, "--lp-max-k", 0, "the largest K of the exact LP")
+    options.check_time_limit(a.time_limit)
+    grid.check_options(a)
+    stem = report.out_stem(a.out)
 
     preset = get_mechanism("aipo").preset("paper") if a.preset == "paper" else None
     problem: dict[str, Any] = {"city": a.city, "k": a.k, "n_outputs": min(a.outputs, a.k), "cost": a.cost}
@@ -133,9 +144,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         problem.update(preset.problem_dict())
         aipo_params.update(preset.param_dict())
     eps_values = list(dict.fromkeys(a.eps))
-    survey = points(problem, aipo_params, a.sweeps, eps_values, a.cells_eps, a.cell_km, a.lp_max_k, a.time_limit)
+    # the standing and cells problem (seed 0), for the floor and the notes: built first, so that a setting it
+    # refuses (|Y| of the preset above K...) stops the run before any solve
+    pb = options.build_first(lambda: problem_of(Point(problem)),
+                             {"k": "--k"} if preset is not None else {"k": "--k", "n_outputs": "--outputs"})
+    survey = points(problem, aipo_params, list(dict.fromkeys(a.sweeps)), eps_values, a.cells_eps,
+                    list(dict.fromkeys(a.cell_km)), a.lp_max_k, a.time_limit)
     rows, done = grid.run(survey, a)
-    pb = problem_of(Point(problem))  # the standing and cells problem (seed 0), for the floor and the notes
     floor_m = float(pb.p @ pb.c.min(axis=1))  # every secret reports its cheapest output: no privacy at all
     rows = with_references(rows, eps_values, floor_m)
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -146,10 +161,14 @@ def main(argv: Sequence[str] | None = None) -> int:
              "`loss_m`: the true loss on the secrets, metres; `vs_em_pct` against EM at the same ε; the floor row is "
              "the loss of reporting each secret's cheapest output (no privacy). Violations are checked over all "
              "ordered pairs of X in each claim's metric (planar ℓ2 for AIPO, laplace-d and laplace).")
-    path = report.write(rows, a.out, "AIPO benchmark: standing against EM and the paper's baselines", notes=notes)
+    path = report.write(rows, stem, "AIPO benchmark: standing against EM and the paper's baselines", notes=notes)
     print(f"wrote {path}")
     return 0
 
 
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+if __name__ == "__main__":  # pragma: no cover - through the CLI: one error line for bad input, never a traceback
+    import sys
+
+    from ..cli import main as cli_main
+
+    raise SystemExit(cli_main(["bench", "aipo", *sys.argv[1:]]))

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from ..sweep import Point, SweepRun, problem_of
-from . import grid
-from .report import DOCS, load, machine, table, write
+from . import grid, options
+from .report import DOCS, OUT_HELP, load, machine, out_stem, table, write
 
 PAPER_TABLE3 = ("The paper's Table 3 (IJCAI 2024, road data, N = 500, k-m-DV): 290.7 ± 33.5 s for Benders, on a "
                 "desktop with a 13th Gen Intel Core i7 (16 cores), MATLAB linprog; quoted, not reproduced. Its Fig. 4: "
@@ -188,10 +188,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="lp-bd runs as partitioner:λ:row-cuts (on/off); default: the paper's plain Benders with "
                          "k-m-DV, ours (the 'stabilised' preset: in-out λ and row-sum cuts, same LP), and spectral (BSC)")
     ap.add_argument("--time-limit", type=float, default=900.0, help="seconds per solve")
-    ap.add_argument("--name", default="benders", help="output file stem under docs/benchmarks")
+    ap.add_argument("--name", default="benders", help=OUT_HELP)
     ap.add_argument("--no-write", action="store_true", help="print only")
     grid.add_options(ap)
     a = ap.parse_args(list(argv) if argv is not None else None)
+    # every option is checked before any work: a bad value is one error line, not a report of refused rows
+    info = options.check_city(a.city)
+    a.k = list(dict.fromkeys(a.k))
+    options.check_ks(a.k, info, "--k")
+    options.check_param("lp-bd", "eps", a.eps, "--eps")
+    options.check_param("lp-bd", "eta", a.eta, "--eta")
+    options.check_outputs(a.outputs, a.k, clamped=False)
+    options.check_whole(a.seed, "--seed", 0, "the seed")
+    options.check_time_limit(a.time_limit)
+    grid.check_options(a)
+    stem = None if a.no_write else out_stem(a.name, "--name", DOCS)
     load0 = load()
     print(f"machine: {machine()}; {load0}")
     solves, parts, done = run(a)
@@ -208,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                  "boundary records (cuts above the coefficient cap are left out in both). In the solve table, "
                  "master_rows_added = the master's pair rows that HiGHS held at the end (added lazily, once broken), "
                  "of master_pairs × |Y|.")
-        path = write(solves, a.name, f"Benders decomposition (lp-bd) on {a.city}: the paper's neighbour LP", notes,
+        path = write(solves, stem, f"Benders decomposition (lp-bd) on {a.city}: the paper's neighbour LP", notes,
                      DOCS)
         print(f"wrote {path} and its .csv")
     return 0

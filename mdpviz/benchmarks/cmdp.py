@@ -27,7 +27,7 @@ from ..cmdp.pipeline import CmdpData, prepare
 from ..mechanisms import get_mechanism
 from ..mechanisms.cmdp import data_settings
 from ..sweep import Point, problem_of
-from . import grid, report
+from . import grid, options, report
 
 
 PAPER_EPS = (0.5, 2.5)  # the paper's ε range, km⁻¹ (Fig. 10)
@@ -117,13 +117,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--baseline-cost", choices=("no-motion", "context-averaged"), default="context-averaged",
                     help="cost ConstOPT (lp-em) optimises (default context-averaged); lp runs on both")
     ap.add_argument("--time-limit", type=float, default=300.0, help="seconds per solve (default 300)")
-    ap.add_argument("--out", default="cmdp", help="name of the CSV/Markdown files in docs/benchmarks")
+    ap.add_argument("--out", default="cmdp", help=report.OUT_HELP)
     grid.add_options(ap)
     a = ap.parse_args(argv)
+    # every option is checked before any work: a bad value is one error line, not a report of refused rows
+    info = options.check_city(a.city)
+    options.check_region(a.region, info)
+    options.check_ks([a.k], info, "--k")
+    options.check_whole(a.problem_seed, "--problem-seed", 0, "the seed")
+    options.check_param("cmdp", "eps", a.eps, "--eps")
+    options.check_param("cmdp", "vehicles", a.vehicles, "--vehicles")
+    options.check_time_limit(a.time_limit)
+    grid.check_options(a)
+    stem = report.out_stem(a.out)
 
-    survey = points(a.city, a.region, a.k, a.problem_seed, a.eps, a.vehicles, a.baseline_cost, a.time_limit)
+    survey = points(a.city, a.region, a.k, a.problem_seed, list(dict.fromkeys(a.eps)), a.vehicles, a.baseline_cost,
+                    a.time_limit)
+    # built first: a region with fewer than K nodes stops the run before any solve
+    pb = options.build_first(lambda: problem_of(survey[0]), {"k": "--k", "seed": "--problem-seed"})
     rows, done = grid.run(survey, a, _show)
-    pb = problem_of(survey[0])
     # the preparation's facts, from a row of a point that ran (each process prepared the same corpus)
     facts = next((r for r in rows if "_prep_s" in r), {})
     prep_s, clf = facts.get("_prep_s", float("nan")), facts.get("_classifier")
@@ -151,10 +163,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"pooled blanket {facts.get('_pooled_blanket')}. Blanket classifier, test split: {clf}.\n\n"
         "The paper's magnitudes (real Rome/Porto taxi traces, 18–50 m) are not comparable: this corpus is synthetic "
         "(momentum walks between stations); only orderings and relative gains are meaningful.")
-    path = report.write(rows, a.out, "C-mDP benchmark (seed 002): loss and runtime against ε", notes=notes)
+    path = report.write(rows, stem, "C-mDP benchmark (seed 002): loss and runtime against ε", notes=notes)
     print(f"wrote {path}")
     return 0
 
 
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+if __name__ == "__main__":  # pragma: no cover - through the CLI: one error line for bad input, never a traceback
+    import sys
+
+    from ..cli import main as cli_main
+
+    raise SystemExit(cli_main(["bench", "cmdp", *sys.argv[1:]]))

@@ -33,7 +33,7 @@ from ..mechanisms.em import em_matrix
 from ..problem import build_problem
 from ..solve import solve
 from ..sweep import Point
-from . import grid, report
+from . import grid, options, report
 
 SETTINGS: dict[str, dict[str, Any]] = {
     "default": {},
@@ -143,13 +143,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--direct", action="store_true", help="also solve the LP in one piece (a check on Benders)")
     ap.add_argument("--seed", type=int, default=0, help="seed of users, audit and noise (default 0)")
     ap.add_argument("--time-limit", type=float, default=600.0, help="seconds per solve (default 600)")
-    ap.add_argument("--out", default="dista", help="name of the CSV/Markdown files in docs/benchmarks")
+    ap.add_argument("--out", default="dista", help=report.OUT_HELP)
     grid.add_options(ap)
     a = ap.parse_args(argv)
+    # every option is checked before any work: a bad value is one error line, not a report of refused rows
+    info = options.check_city(a.city)
+    options.check_ks([a.k], info, "--k")
+    options.check_outputs(a.outputs, [a.k], clamped=False)
+    options.check_param("dista-lp", "eps", a.eps, "--eps")
+    options.check_param("dista-lp", "users", a.users, "--users")
+    options.check_whole(a.seed, "--seed", 0, "the seed")
+    options.check_time_limit(a.time_limit)
+    grid.check_options(a)
+    stem = report.out_stem(a.out)
 
-    survey = points(a.city, a.k, a.outputs, a.cost, a.settings, a.eps, a.users, a.direct, a.seed, a.time_limit)
+    survey = points(a.city, a.k, a.outputs, a.cost, list(dict.fromkeys(a.settings)), list(dict.fromkeys(a.eps)),
+                    list(dict.fromkeys(a.users)), a.direct, a.seed, a.time_limit)
+    pb = options.build_first(lambda: build_problem(a.city, a.k, n_outputs=a.outputs, cost=a.cost),  # for the notes
+                             {"k": "--k", "n_outputs": "--outputs"})  # built before any solve
     rows, done = grid.run(survey, a)
-    pb = build_problem(a.city, a.k, n_outputs=a.outputs, cost=a.cost)
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     notes = (f"`python -m mdpviz bench dista {' '.join(argv or [])}`; {pb.city}, K = {pb.k} over the whole city (d "
              f"up to {pb.d.max():.0f} km), |Y| = {pb.m}, cost {a.cost}, |N_m| = |Y_m| = 20, SVD rank 5 unless the "
@@ -167,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
              "Loss is per user, from the user's own row, metres; EM uses the full ε over all of Y on the same "
              "records. `violated`/`checked` are per-constraint counts inside the neighbourhoods under the true "
              "metric at ε_pt (the claim).")
-    path = report.write(rows, a.out, "DISTA-LP benchmark", notes=notes)
+    path = report.write(rows, stem, "DISTA-LP benchmark", notes=notes)
     print(f"wrote {path}")
     return 0
 
@@ -175,5 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--one":
         print(json.dumps(_one(json.loads(sys.argv[2])), default=float))
-    else:
-        sys.exit(main(sys.argv[1:]))
+    else:  # through the CLI: one error line for bad input, never a traceback
+        from ..cli import main as cli_main
+
+        sys.exit(cli_main(["bench", "dista", *sys.argv[1:]]))

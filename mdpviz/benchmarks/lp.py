@@ -23,8 +23,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import MdpvizError
 from ..sweep import Point, SweepRun, problem_of
-from . import grid, report
+from . import grid, options, report
+from .options import comma_list
+from .report import OUT_HELP
 
 METHODS: dict[str, tuple[str, dict[str, Any]]] = {
     "structured": ("lp", {"solver": "structured"}),
@@ -134,9 +137,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mdpviz bench lp", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--city", default=None, help="city (default: the default city)")
-    parser.add_argument("--ks", default="100,200,500,1000,2000", help="comma-separated K values")
+    parser.add_argument("--ks", default=[100, 200, 500, 1000, 2000],
+                        type=comma_list(int, "a whole number", "100,200"),
+                        help="comma-separated K values (default 100,200,500,1000,2000)")
     parser.add_argument("--outputs", type=int, default=100, help="|Y| (default 100)")
-    parser.add_argument("--eps", default="5", help="comma-separated ε values in km⁻¹ (default 5)")
+    parser.add_argument("--eps", default=[5.0], type=comma_list(float, "a number", "1,5"),
+                        help="comma-separated ε values in km⁻¹ (default 5)")
     parser.add_argument("--metric", default="haversine", choices=("haversine", "road"), help="mDP metric")
     parser.add_argument("--cost", default="distance", choices=("distance", "travel"),
                         help="utility cost (default distance: the papers' Euclidean loss)")
@@ -148,17 +154,28 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="seconds per run; a method that passes it is skipped for larger K (default 300)")
     parser.add_argument("--monolithic-max-k", type=int, default=150,
                         help="largest K for the monolithic runs (default 150: K = 200 needs 4M rows, ~3 GB)")
-    parser.add_argument("--out", default="lp", help="name of the CSV/Markdown files in docs/benchmarks")
+    parser.add_argument("--out", default="lp", help=OUT_HELP)
     grid.add_options(parser)
     a = parser.parse_args(argv)
     a.command = "python -m mdpviz bench lp " + " ".join(sys.argv[1:] if argv is None else argv)
 
-    ks = [int(k) for k in a.ks.split(",") if k.strip()]
-    epss = [float(e) for e in a.eps.split(",") if e.strip()]
-    methods = [m.strip() for m in a.methods.split(",") if m.strip()]
-    unknown = set(methods) - set(METHODS)
-    if unknown:
-        parser.error(f"unknown methods {sorted(unknown)}; choose from {', '.join(METHODS)}")
+    ks, epss = a.ks, a.eps
+    methods = list(dict.fromkeys(m.strip() for m in a.methods.split(",") if m.strip()))
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        raise MdpvizError(f"`--methods {a.methods}`: " + (f"unknown method(s) {', '.join(unknown)}" if unknown else
+                                                          "no method") + f"; choose from {', '.join(METHODS)}.")
+    # every option is checked before any work: a bad value is one error line, not a report of refused rows
+    info = options.check_city(a.city)
+    options.check_ks(ks, info, "--ks")
+    options.check_param("lp", "eps", epss, "--eps")
+    options.check_outputs(a.outputs, ks)
+    options.check_whole(a.seed, "--seed", 0, "the seed")
+    options.check_param("lp", "gap_tol", a.gap_tol, "--gap-tol")
+    options.check_time_limit(a.time_limit)
+    options.check_whole(a.monolithic_max_k, "--monolithic-max-k", 0, "the largest K of the monolithic runs")
+    grid.check_options(a)
+    a.stem = report.out_stem(a.out)
     load0 = os.getloadavg()
     skipped: dict[float, set[str]] = {eps: set() for eps in epss}
     stages: dict[tuple[float, int], list[dict[str, Any]]] = {}
@@ -222,4 +239,4 @@ def _write(rows: list[dict[str, Any]], a: argparse.Namespace, load0: tuple[float
              "(including HiGHS); `certified_gap` is (objective − certified lower bound) / objective; violations are "
              "ordered pairs (x, x') breaking ε-mDP for some output, over all pairs, relative tolerance 1e-9; "
              "`speedup` is monolithic's wall time over this run's on the same instance. " + grid.summary(done))
-    report.write(table, a.out, "Exact LP engines (`python -m mdpviz bench lp`)", notes=notes)
+    report.write(table, a.stem, "Exact LP engines (`python -m mdpviz bench lp`)", notes=notes)

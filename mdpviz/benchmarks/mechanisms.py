@@ -25,7 +25,7 @@ from ..errors import MdpvizError
 from ..mechanisms import get_mechanism, mechanisms
 from ..problem import Problem
 from ..sweep import Point, problem_of
-from . import grid, report
+from . import grid, options, report
 
 NOTE_CHARS = 160  # the Markdown table shortens messages; the CSV keeps them whole
 
@@ -107,18 +107,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--eps", type=float, nargs="+", default=[5.0], help="ε values in km⁻¹ (default 5)")
     ap.add_argument("--only", nargs="+", default=None, help="mechanism names (default: all registered)")
     ap.add_argument("--time-limit", type=float, default=300.0, help="seconds per solve (default 300)")
-    ap.add_argument("--out", default=None,
-                    help="name of the CSV/Markdown files in docs/benchmarks (default mechanisms[_CITY])")
+    ap.add_argument("--out", default=None, help=report.OUT_HELP + " (default mechanisms[_CITY])")
     grid.add_options(ap)
     a = ap.parse_args(argv)
-    names = a.only or [m.name for m in mechanisms()]
+    names = list(dict.fromkeys(a.only or [m.name for m in mechanisms()]))
     for name in names:
-        get_mechanism(name)  # an unknown name fails before any work
+        try:
+            get_mechanism(name)  # an unknown name fails before any work
+        except MdpvizError as e:
+            raise MdpvizError(f"`--only`: {e}") from None
+    # every option is checked before any work: a bad value is one error line, not a report of refused rows
+    info = options.check_city(a.city)
+    options.check_ks(a.ks, info, "--ks")
+    options.check_outputs(a.outputs, a.ks)
+    options.check_param("em", "eps", a.eps, "--eps")
+    options.check_time_limit(a.time_limit)
+    grid.check_options(a)
+    stem = report.out_stem(a.out if a.out is not None else
+                           ("mechanisms" if a.city is None else f"mechanisms_{info.slug}"))
     t_start = time.perf_counter()
-    survey = points(a.city, a.ks, a.outputs, a.costs, a.eps, names, a.time_limit)
+    survey = points(a.city, list(dict.fromkeys(a.ks)), a.outputs, list(dict.fromkeys(a.costs)),
+                    list(dict.fromkeys(a.eps)), names, a.time_limit)
     rows, done = grid.run(survey, a, lambda row: str(_short(row)))
-    city = problem_of(survey[0]).city
-    out = a.out or ("mechanisms" if a.city is None else f"mechanisms_{city}")
+    city = info.slug
     command = (f"python -m mdpviz bench mechanisms --city {city} --ks {' '.join(map(str, a.ks))} --outputs "
                f"{a.outputs} --costs {' '.join(a.costs)} --eps {' '.join(f'{e:g}' for e in a.eps)} --time-limit "
                f"{a.time_limit:g}" + (f" --only {' '.join(a.only)}" if a.only else "")
@@ -132,6 +143,6 @@ def main(argv: Sequence[str] | None = None) -> int:
              "C-mDP: augmented secrets; DISTA-LP: neighbourhoods) are expected to show violations here; their own "
              "checks are in their diagnostics and in tests/test_paper_scale.py. Statuses: `refused` = the library "
              "declined the problem with a message; `killed` = no result by 2 × time limit + 30 s.")
-    path = report.write(rows, out, f"Every mechanism on {city}", notes=notes, table_rows=[_short(r) for r in rows])
+    path = report.write(rows, stem, f"Every mechanism on {city}", notes=notes, table_rows=[_short(r) for r in rows])
     print(f"wrote {path}")
     return 0

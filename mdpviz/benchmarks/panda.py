@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from ..sweep import Point, problem_of
-from . import grid
-from .report import DOCS, load, machine, write
+from . import grid, options
+from .report import DOCS, OUT_HELP, load, machine, out_stem, write
 
 BASELINES = ("em", "em-br", "lp-em", "lp")
 
@@ -145,10 +145,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--lp-max-k", type=int, default=500, help="run the optimal LP only up to this K")
     ap.add_argument("--check-max-k", type=int, default=1000, help="all-pairs check of baselines up to this K")
     ap.add_argument("--time-limit", type=float, default=600.0, help="seconds per solve")
-    ap.add_argument("--name", default="panda", help="output file stem under docs/benchmarks")
+    ap.add_argument("--name", default="panda", help=OUT_HELP)
     ap.add_argument("--no-write", action="store_true", help="print only")
     grid.add_options(ap)
     a = ap.parse_args(list(argv) if argv is not None else None)
+    # every option is checked before any work: a bad value is one error line, not a report of refused rows
+    info = options.check_city(a.city)
+    a.k = list(dict.fromkeys(a.k))
+    options.check_ks(a.k, info, "--k")
+    options.check_param("panda-e", "n_users", a.users, "--users")
+    options.check_outputs(a.outputs, a.k, clamped=False)
+    options.check_param("panda-e", "eps", a.eps, "--eps")
+    options.check_whole(a.seed, "--seed", 0, "the seed")
+    options.check_whole(a.lp_max_k, "--lp-max-k", 0, "the largest K of the LP")
+    options.check_whole(a.check_max_k, "--check-max-k", 0, "the largest K of the all-pairs check")
+    options.check_time_limit(a.time_limit)
+    grid.check_options(a)
+    stem = None if a.no_write else out_stem(a.name, "--name", DOCS)
     load0 = load()
     print(f"machine: {machine()}; {load0}")
     grid_points = points(a.city, a.k, a.variants, a.modes, a.baselines, a.users, a.outputs, a.cost, a.seed, a.eps,
@@ -160,6 +173,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         notes = (f"Command: `{command.strip()}`. City {a.city} (whole city), |Y| = {a.outputs}, N = {a.users} users, "
                  f"ε = {a.eps} km⁻¹, cost {a.cost}, seed {a.seed}, time limit {a.time_limit:g} s per solve. "
                  f"At the start: {load0}; at the end: {load()}. {grid.summary(done)}\n\n" + NOTES)
-        path = write(rows, a.name, f"PAnDA on {a.city}: paper and authors'-code modes against baselines", notes, DOCS)
+        path = write(rows, stem, f"PAnDA on {a.city}: paper and authors'-code modes against baselines", notes, DOCS)
         print(f"wrote {path} and its .csv")
     return 0

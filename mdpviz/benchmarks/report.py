@@ -14,10 +14,12 @@ import numpy as np
 import pandas as pd
 
 from .. import metrics
+from ..errors import MdpvizError
 from ..mechanisms.base import Result
 from ..paths import atomic_write
 from ..problem import Problem
 from ..solve import solve
+from .options import check_file, check_folder, read_only
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "benchmarks"
 
@@ -87,19 +89,73 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join([head, rule, *body])
 
 
-def write(rows: list[dict[str, Any]], name: str, title: str, notes: str = "", folder: Path | None = None,
+OUT_SUFFIXES = (".csv", ".md")
+OUT_HELP = ("a name: NAME.csv and NAME.md in docs/benchmarks; or a path with a /: PATH.csv and PATH.md in an "
+            "existing folder (`..` is refused, no folder is created)")
+
+
+def out_stem(out: str, option: str = "--out", folder: Path | None = None) -> Path:
+    """Where a benchmark writes its report, checked before any work: the path of its files without the suffix.
+
+    A *name* (no ``/``) is a file name in ``folder`` (default docs/benchmarks): ``NAME.csv`` and ``NAME.md`` there.
+    A *path* (with a ``/``) is relative to the current folder or absolute: ``PATH.csv`` and ``PATH.md``, in a folder
+    that must exist (it is never created). A trailing ``.csv`` or ``.md`` is dropped. Refused: an empty value,
+    ``..`` (a name never leaves its folder; a path says where it goes without it), control characters, a missing
+    or read-only folder, and a target that is a folder or a read-only file.
+    """
+    folder = DOCS if folder is None else Path(folder)
+    shown = f"`{option} {out}`"
+    text = out.strip()
+    for suffix in OUT_SUFFIXES:
+        if text.lower().endswith(suffix):
+            text = text[:-len(suffix)]
+    if not text or text.endswith("/") or Path(text).name in ("", "."):
+        raise MdpvizError(f"`{option}` = {out!r} gives no file name; give a name (written to {folder}/NAME.csv and "
+                          ".md) or a path ending in a file name.")
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise MdpvizError(f"`{option}` = {out!r} holds control characters; give a plain name.")
+    if ".." in Path(text).parts:
+        raise MdpvizError(f"{shown}: `..` is not allowed: a name is written in {folder} (NAME.csv and NAME.md) and "
+                          "never outside it; to write elsewhere give a path to an existing folder without `..`.")
+    if "/" in text:
+        stem = Path(text)
+        check_folder(stem.parent, shown)
+        if stem.is_dir():
+            raise MdpvizError(f"{shown} is a folder; give a file name in it, e.g. {option} {text.rstrip('/')}/NAME "
+                              "(NAME.csv and NAME.md are written).")
+    else:
+        stem = folder / text
+        if folder.exists() or not folder.parent.is_dir():
+            check_folder(folder, shown)
+        elif read_only(folder.parent):  # the default folder is created at the first write, in an existing parent
+            raise MdpvizError(f"{shown}: the folder `{folder.parent}` is read-only; `{folder.name}` cannot be "
+                              "created in it.")
+    for suffix in OUT_SUFFIXES:
+        check_file(stem.with_name(stem.name + suffix), shown)
+    return stem
+
+
+def write(rows: list[dict[str, Any]], name: str | Path, title: str, notes: str = "", folder: Path | None = None,
           table_rows: list[dict[str, Any]] | None = None) -> Path:
-    """Write ``<folder>/<name>.csv`` and ``.md`` (default folder docs/benchmarks); return the Markdown path.
+    """Write ``<name>.csv`` and ``.md`` (a name in ``folder``, default docs/benchmarks, or a stem from
+    :func:`out_stem`); return the Markdown path.
 
     ``table_rows`` (optional) is what the Markdown table shows, e.g. with long texts shortened; the CSV has ``rows``.
-    The header records date, machine and the load average when the run ended.
+    The header records date, machine and the load average when the run ended. Only the default folder itself is
+    created when missing (never its parents, nor the folder of a path).
     """
-    folder = folder or DOCS
+    stem = name if isinstance(name, Path) else out_stem(name, "--out", folder)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     md = (f"# {title}\n\n{stamp} on {machine()}; {load()} at the end of the run.\n\n"
           f"{table(table_rows if table_rows is not None else rows)}\n" + (f"\n{notes}\n" if notes else ""))
     csv = io.StringIO()
     pd.DataFrame(rows).to_csv(csv, index=False)
-    atomic_write(folder / f"{name}.csv", lambda p: p.write_text(csv.getvalue()))
-    atomic_write(folder / f"{name}.md", lambda p: p.write_text(md))
-    return folder / f"{name}.md"
+    try:
+        if not stem.parent.exists():
+            stem.parent.mkdir()
+            print(f"created the folder {stem.parent}")
+        atomic_write(stem.with_name(stem.name + ".csv"), lambda p: p.write_text(csv.getvalue()), make_parents=False)
+        atomic_write(stem.with_name(stem.name + ".md"), lambda p: p.write_text(md), make_parents=False)
+    except OSError as e:  # changed since the check at the start (full disk, permissions)
+        raise MdpvizError(f"Could not write `{stem}.csv`/`.md` ({type(e).__name__}: {e}).") from e
+    return stem.with_name(stem.name + ".md")

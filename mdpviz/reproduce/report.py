@@ -125,6 +125,8 @@ def markdown(exp: Experiment, cmp: Comparison, meta: Mapping[str, Any]) -> str:
              f"({meta['computed']} computed now, {meta['reused']} reused from the points file, {meta['errors']} "
              f"errors{', stopped early' if meta.get('stopped') else ''}), wall time {meta['wall_s']:.0f} s",
              f"code: mdpviz {meta['version']}" + (f", commit {meta['commit']}" if meta.get("commit") else ""),
+             *([f"points file: {meta['skipped_lines']} unreadable line(s) skipped (torn by a crash, or not UTF-8 "
+                "JSON): their points count as not finished"] if meta.get("skipped_lines") else []),
              f"the paper's numbers: `mdpviz/reproduce/paper_values.json` (from {info['spec']} §7); the paper ran "
              f"{info['hardware']}"]
     out.write("".join(f"- {h}\n" for h in head) + "\n")
@@ -153,8 +155,9 @@ def markdown(exp: Experiment, cmp: Comparison, meta: Mapping[str, Any]) -> str:
 
 def write_report(exp: Experiment, cmp: Comparison, records: Sequence[Mapping[str, Any]], meta: Mapping[str, Any],
                  folder: Path) -> Path:
-    """Write the report folder; return the path of ``report.md``."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """Write the report folder; return the path of ``report.md``. Its parent folder must exist (nothing above the
+    folder named is created)."""
+    folder.mkdir(exist_ok=True)
     frame = pd.DataFrame(cmp.rows, columns=[*COLUMNS, "paper_id"])
     atomic_write(folder / "comparison.csv", lambda p: frame.to_csv(p, index=False))
     measured = pd.DataFrame(rows_of(records))

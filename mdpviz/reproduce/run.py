@@ -7,16 +7,17 @@ import os
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
 from ..benchmarks.report import machine
+from ..errors import MdpvizError
 from ..sweep import Point, run_sweep
 from .base import Comparison
 from .registry import get_experiment
-from .report import folder_name, write_index, write_report
+from .report import NOTES_FILE, PLOTLY_JS, folder_name, write_index, write_report
 
 DEFAULT_OUT = Path("mdpviz-reproduce")
 
@@ -43,6 +44,40 @@ def points_file(out_dir: Path, experiment: str, size: str) -> Path:
     return out_dir / "_points" / f"{exp.grid_name or exp.name}-{size}.jsonl"
 
 
+REPORT_FILES = ("comparison.csv", "points.csv", "chart.html", "meta.json", "report.md")
+
+
+def check_out(out_dir: Path, names: Sequence[str], size: str, mode: str, option: str = "--out") -> None:
+    """Refuse, before any work, an output folder the run could not write in full: ``out_dir`` a file or read-only
+    (by its mode bits too), or missing in a folder that does not exist (only ``out_dir`` itself is created); or,
+    inside it, a points file, report folder or report file of these experiments that is read-only or of the
+    wrong kind (a folder where a file goes, a file where a folder goes)."""
+    from ..benchmarks.options import check_file, check_folder
+
+    shown = f"`{option} {out_dir}`"
+    if out_dir.exists() or out_dir.is_symlink():
+        if not out_dir.is_dir():
+            raise MdpvizError(f"{shown} is a file, not a folder; give a folder for the reports (created if "
+                              "missing, in an existing folder).")
+        check_folder(out_dir, shown)
+    else:
+        check_folder(out_dir.parent, shown)
+        return  # a new folder: nothing in it to check
+    folders = [out_dir / "_points"] + [out_dir / folder_name(n, size, mode) for n in names]
+    for folder in folders:
+        if folder.exists() and not folder.is_dir():
+            raise MdpvizError(f"{shown}: `{folder}` is a file where the run writes a folder; move it away first.")
+        if folder.is_dir():
+            check_folder(folder, shown)
+    files = [points_file(out_dir, n, size) for n in names] + [out_dir / "README.md", out_dir / PLOTLY_JS]
+    files += [out_dir / folder_name(n, size, mode) / f for n in names for f in REPORT_FILES]
+    for path in files:
+        check_file(path, shown)
+    notes = out_dir / NOTES_FILE
+    if notes.exists() and not notes.is_file():
+        raise MdpvizError(f"{shown}: `{notes}` is not a file; the index reads it as hand-written notes.")
+
+
 def not_run(points: list[Point], finished: set[str]) -> list[str]:
     """The grid's points without a record, grouped as 'label, city, K = k, ε = e: n points' (empty when all ran)."""
     counts: Counter[str] = Counter()
@@ -62,17 +97,25 @@ def reproduce(name: str, *, size: str = "quick", mode: str = "paper", out_dir: P
               stop: Callable[[], bool] | None = None) -> tuple[Path, Comparison]:
     """Rerun experiment ``name`` and write its report folder under ``out_dir``; return (report.md path, rows).
 
+    ``out_dir`` is created when missing (the CLI checks it first: see :func:`check_out`); a read-only points file,
+    report folder or report file in it is refused before any work.
+
     Finished points are kept in ``out_dir/_points/`` so an interrupted run resumes where it stopped (records of
     other library code are recomputed; ``fresh`` recomputes every point).
     """
     exp = get_experiment(name)
     exp.check(size, mode)
     out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)  # the CLI has checked and made it (only the folder named)
+    check_out(out_dir, [name], size, mode, "out_dir")
     points = exp.points(size, mode)
     load_start, t0 = _load(), time.perf_counter()
     date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     run = run_sweep(points, points_file(out_dir, name, size), workers=workers, scheduler=scheduler,
                     use_cache=use_cache, fresh=fresh, stop=stop, on_record=progress)
+    if run.skipped:
+        print(f"skipped {run.skipped} unreadable line(s) of {points_file(out_dir, name, size)} (torn by a crash, or "
+              "not UTF-8 JSON): their points count as not finished", flush=True)
     cmp = exp.compare(run.records, size, mode)
     finished = sorted(r["finished"] for r in run.records if r.get("finished"))
     loads = [r["load"] for r in run.records if isinstance(r.get("load"), (int, float))]
@@ -86,7 +129,7 @@ def reproduce(name: str, *, size: str = "quick", mode: str = "paper", out_dir: P
             "points_finished": [finished[0], finished[-1]] if finished else [],
             "points_load": [min(loads), max(loads)] if loads else [],
             "points_wall_s": sum(float(r.get("wall_s") or 0.0) for r in run.records),
-            "not_run": not_run(points, {r["key"] for r in run.records})}
+            "not_run": not_run(points, {r["key"] for r in run.records}), "skipped_lines": run.skipped}
     path = write_report(exp, cmp, run.records, meta, out_dir / folder_name(name, size, mode))
     write_index(out_dir)
     return path, cmp
