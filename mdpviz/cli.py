@@ -171,15 +171,6 @@ def check_problem_args(a: argparse.Namespace) -> None:
             raise MdpvizError(f"`{option} {value}` is a folder; give the path of a CSV file (lat, lon[, weight]).")
 
 
-def check_writable(path: Any, option: str) -> None:
-    """Refuse a file in a read-only folder, or a read-only file, by the mode bits too (root writes anywhere)."""
-    from .benchmarks.options import read_only
-
-    if read_only(path.parent) or (path.exists() and read_only(path)):
-        raise MdpvizError(f"{option} `{path}`: " + (f"the folder `{path.parent}`" if read_only(path.parent) else
-                                                     "the file") + " is read-only; nothing is written there.")
-
-
 def check_solve_args(a: argparse.Namespace) -> None:
     """Validate every option of ``solve`` that can be checked before any work: output path, mechanism and its
     parameters, time limit, city."""
@@ -193,8 +184,7 @@ def check_solve_args(a: argparse.Namespace) -> None:
             from .export import FORMATS
 
             raise MdpvizError(f"`--out` is empty; give a file name ending in {', '.join(FORMATS)}, or leave it out.")
-        path = check_output(a.out, "--out")
-        check_writable(path, "--out")
+        check_output(a.out, "--out")
     get_mechanism(a.mechanism).validate(mechanism_params(a))
     try:
         check_time_limit(a.time_limit)

@@ -18,7 +18,7 @@ import pandas as pd
 from . import metrics
 from .errors import MdpvizError
 from .mechanisms.base import Result
-from .paths import atomic_write
+from .paths import atomic_write, read_only
 from .problem import Problem
 from .verdict import claim_check, claims_all_pairs, degenerate_text, verdict
 
@@ -171,10 +171,9 @@ def check_output(path: str | Path, what: str = "output") -> Path:
     if not folder.is_dir():
         raise MdpvizError(f"{what} `{path}`: the folder `{folder}` does not exist (it is not created for you); "
                           "create it first or choose another path.")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise MdpvizError(f"{what} `{path}`: the folder `{folder}` is not writable by this user.")
-    if path.is_file() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222):
-        # a rename would replace it even so (and root may write anything): respect its read-only bits
+    if read_only(folder) or not os.access(folder, os.X_OK):
+        raise MdpvizError(f"{what} `{path}`: the folder `{folder}` is read-only; nothing is written there.")
+    if path.is_file() and read_only(path):  # a rename would replace it even so: respect its read-only bits
         raise MdpvizError(f"{what} `{path}` exists and is read-only; it is not replaced. Choose another path or "
                           "make it writable first.")
     return path

@@ -28,6 +28,16 @@ def cache_dir() -> Path:
     return Path(base) / "mdpviz"
 
 
+def read_only(path: Path) -> bool:
+    """True when this user may not write ``path``: by ``os.access``, or by its mode bits (no write bit for anyone),
+    which root's ``os.access`` ignores but which say the file or folder is meant to be left alone."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not os.access(path, os.W_OK) or not mode & 0o222
+
+
 def atomic_write(path: Path, write: Callable[[Path], object], *, make_parents: bool = True) -> None:
     """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it over ``path``.
 

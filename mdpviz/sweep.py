@@ -235,28 +235,41 @@ def flatten(data: Mapping[str, Any], prefix: str = "", max_list: int = 64) -> di
 
 
 def result_row(problem: Any, result: Any, *, check: bool = True) -> dict[str, Any]:
-    """The measurements of one Result: status, words, loss, the no-privacy floor and privacy cost (m), violations in its claim's metric and the Bayes
-    adversary's error (m) unless ``check`` is False, timings (s), LP size and the mechanism's scalar diagnostics
-    (``d.`` keys)."""
+    """The measurements of one Result: status, words, loss, the no-privacy floor and privacy cost (m), timings
+    (s), LP size and the mechanism's scalar diagnostics (``d.`` keys); unless ``check`` is False also the
+    violations of ε-mDP on all pairs in its claim's metric, the violations against its own claim (``claim_*``:
+    all pairs, or the narrower check the mechanism reports), the Bayes adversary's error (m) and the verdict."""
     from . import metrics
+    from .verdict import claim_check, claims_all_pairs, degenerate_text, verdict
 
     row: dict[str, Any] = {"status": result.status, "message": result.message,
-                           "degenerate": getattr(result, "degenerate", ""), "claim": result.claim,
+                           "degenerate": degenerate_text(result), "claim": result.claim,
                            "eps": result.eps, "k": problem.k, "m": problem.m,
                            "objective_m": result.objective_m, "bound_m": result.bound_m,
                            "time_s": result.timings.get("total_s", sum(result.timings.values()))}
     row.update({f"t.{k}": v for k, v in result.timings.items()})
     row.update({f"lp.{k}": v for k, v in result.lp_size.items()})
     row.update(flatten(result.diagnostics, "d."))
-    if result.Z is not None:
-        row["loss_m"] = metrics.utility_loss_m(problem, result.Z)
-        row["floor_m"] = metrics.floor_m(problem)
-        row["privacy_cost_m"] = row["loss_m"] - row["floor_m"]
-        if check:
-            v = metrics.violations(problem, result.Z, result.eps, metric=result.check_metric)
-            row.update(violated_pairs=v.violated_pairs, checked_pairs=v.checked_pairs, violation_ratio=v.ratio,
-                       worst_factor=v.worst_factor, check_metric=result.check_metric or problem.metric,
-                       adversary_error_m=metrics.adversary_error_m(problem, result.Z))
+    if result.Z is None:
+        row["verdict"] = verdict(result).level
+        return row
+    row["loss_m"] = metrics.utility_loss_m(problem, result.Z)
+    row["floor_m"] = metrics.floor_m(problem)
+    row["privacy_cost_m"] = row["loss_m"] - row["floor_m"]
+    if check:
+        ev = metrics.evaluate(problem, result.Z, result.eps, metric=result.check_metric)
+        v = ev["violations"]
+        assert isinstance(v, dict)
+        row.update(violated_pairs=v["violated_pairs"], checked_pairs=v["checked_pairs"], violation_ratio=v["ratio"],
+                   worst_factor=v["worst_factor"], check_metric=result.check_metric or problem.metric,
+                   adversary_error_m=ev["adversary_error_m"])
+        found = claim_check(result)
+        if claims_all_pairs(result.claim):
+            row.update(claim_violated=v["violated_pairs"], claim_checked=v["checked_pairs"], claim_check="all pairs")
+        elif found is not None:
+            row.update(claim_violated=found[1], claim_checked=found[2], claim_check=found[0])
+        said = verdict(result, ev)
+        row.update(verdict=said.level, verdict_short=said.short)
     return row
 
 

@@ -21,8 +21,10 @@ from .mechanisms.base import Result
 # a claim over every ordered pair of X: "all pairs", "all pairs in the planar projection", "all pairs of points of
 # the plane ..." (X is part of the plane); not "all pairs at 2ε", which is a claim at another budget
 _ALL_PAIRS = re.compile(r"^all pairs($|[;,.]| in | of )")
-# diagnostics that hold the measured check of a narrower claim, in order of preference
-_CLAIM_CHECK_NAMES = ("claim", "enforced")
+# diagnostics that hold the measured check of a narrower claim, in order of preference: the mechanism's own claim
+# check; PAnDA's V_pair (its claim is (ε, δ)-PmDP between the users' true secrets, which is what V_pair measures,
+# leaks of the uploaded anchor sets included); last, the constraints the solver enforced
+_CLAIM_CHECK_NAMES = ("claim", "v_pair", "enforced")
 
 
 @dataclass(frozen=True)
@@ -88,14 +90,16 @@ def measured_checks(diagnostics: dict[str, Any]) -> Iterator[tuple[str, int, int
 def claim_check(result: Result) -> tuple[str, int, int, str] | None:
     """(name, violated, checked, unit) of the check that measures a narrower claim, from the diagnostics, or None.
 
-    A check whose name says ``claim`` wins over one that says ``enforced`` (the constraints the solver enforced).
+    A check whose name says ``claim`` wins over PAnDA's ``V_pair`` (its claim between users), which wins over one
+    that says ``enforced`` (the constraints the solver enforced).
     The unit is the check's own ``unit`` (e.g. ``triples (i, j, y)``), else ``pairs``.
     """
     checks = list(measured_checks(result.diagnostics))
     for needle in _CLAIM_CHECK_NAMES:
         for name, bad, total, check in checks:
             if needle in name.lower().rsplit(".", 1)[-1] and total > 0:
-                unit = str(check.get("unit") or "pairs").split(" (")[0]
+                default = "user pairs" if needle == "v_pair" else "pairs"
+                unit = str(check.get("unit") or default).split(" (")[0]
                 return name, bad, total, unit
     return None
 

@@ -40,12 +40,19 @@ def test_narrower_claim_is_measured_against_its_own_check() -> None:
     assert v.level == "ok" and "kept its narrower promise: 0 of 4,032 claimed triples" in v.headline
     assert v.claim_line == ("0 of 4,032 claimed triples violated; 0.79 of all pairs (2,787 of 3,540) violated, "
                             "which this mechanism does not claim.")
-    # a claim check beats an "enforced" one; a nested "enforced" check is found when it is the only one
+    # PAnDA's claim is between users: V_pair (its leak through the uploaded anchor sets, not in Z) beats the
+    # constraints the solver enforced (issue 27: the first figure is the one against the claim)
     nested = Result("panda-e", {}, _z(), "optimal", 5.0, claim="(ε, δ)-PmDP",
                     diagnostics={"violations": {"V_pair": {"violated": 3, "checked": 12},
-                                                "enforced": {"violated": 1, "checked": 1_482}}})
-    assert claim_check(nested) == ("violations.enforced", 1, 1_482, "pairs")
-    assert verdict(nested, _ev(0, 3_540)).level == "error"  # one enforced pair broken is a broken promise
+                                                "enforced": {"violated": 0, "checked": 1_482}}})
+    assert claim_check(nested) == ("violations.V_pair", 3, 12, "user pairs")
+    said = verdict(nested, _ev(0, 3_540))
+    assert said.level == "error" and "broke its promise: 3 of 12 claimed user pairs" in said.headline
+    # a nested "enforced" check is found when it is the only one, and one broken pair is a broken promise
+    enforced = Result("panda-e", {}, _z(), "optimal", 5.0, claim="(ε, δ)-PmDP",
+                      diagnostics={"violations": {"enforced": {"violated": 1, "checked": 1_482}}})
+    assert claim_check(enforced) == ("violations.enforced", 1, 1_482, "pairs")
+    assert verdict(enforced, _ev(0, 3_540)).level == "error"
 
 
 def test_unmeasured_narrower_claim_is_information_not_alarm() -> None:

@@ -16,16 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MdpvizError, ParameterError
-
-
-def read_only(path: Path) -> bool:
-    """True when this user may not write ``path``: by ``os.access``, or by its mode bits (no write bit for anyone),
-    which root's ``os.access`` ignores but which say the file or folder is meant to be left alone."""
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return False
-    return not os.access(path, os.W_OK) or not mode & 0o222
+from ..paths import read_only
 
 
 def check_folder(folder: Path, what: str) -> None:

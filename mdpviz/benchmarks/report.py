@@ -19,7 +19,8 @@ from ..mechanisms.base import Result
 from ..paths import atomic_write
 from ..problem import Problem
 from ..solve import solve
-from .options import check_file, check_folder, read_only
+from ..paths import read_only
+from .options import check_file, check_folder
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "benchmarks"
 
