@@ -196,7 +196,9 @@ def cmd_solve(a: argparse.Namespace) -> int:
     """`solve`: build a problem, solve one mechanism, print status, loss and the privacy check; optionally write Z."""
     from . import metrics
     from .export import write_result
+    from .reference import reference
     from .solve import solve
+    from .verdict import degenerate_text, verdict
 
     check_solve_args(a)
     t0 = time.perf_counter()
@@ -213,8 +215,9 @@ def cmd_solve(a: argparse.Namespace) -> int:
     print(f"problem        {problem.city or 'points'}: K = {problem.k}, |Y| = {problem.m}, metric {problem.metric}, "
           f"built in {build_s:.2f} s")
     print(f"status         {result.status}" + (f" ({result.message})" if result.message else ""))
-    if result.degenerate:
-        print(f"DEGENERATE     {result.degenerate}")
+    degenerate = degenerate_text(result)
+    if degenerate:
+        print(f"DEGENERATE     {degenerate}")
     print("timings        " + ", ".join(f"{k} {v:.3f}" for k, v in result.timings.items()))
     if result.lp_size:
         print("LP size        " + ", ".join(f"{k} {v:,}" for k, v in result.lp_size.items()))
@@ -222,15 +225,20 @@ def cmd_solve(a: argparse.Namespace) -> int:
         print(f"lower bound    {result.bound_m:.3f} m")
     evaluation = None
     if result.Z is not None:
+        ref = reference(problem, result.eps, time_limit=a.time_limit, use_cache=not a.no_cache,
+                        solve_lp=a.reference)
         t1 = time.perf_counter()
         evaluation = metrics.evaluate(problem, result.Z, result.eps, result.check_metric)
         v = evaluation["violations"]
-        print(f"utility loss   {evaluation['utility_loss_m']:.2f} m")
+        loss = float(evaluation["utility_loss_m"])  # type: ignore[arg-type]
+        print(f"privacy cost   {ref.privacy_cost_m(loss):.2f} m = utility loss {loss:.2f} m − no-privacy floor "
+              f"{ref.floor_m:.2f} m" + (f" ({ref.words(loss).split('; ', 1)[1]})" if "; " in ref.words(loss) else ""))
         print(f"adversary err  {evaluation['adversary_error_m']:.2f} m")
         print(f"violations     {v['violated_pairs']:,} / {v['checked_pairs']:,} ordered pairs "  # type: ignore[index]
               f"(ratio {v['ratio']:.3g}, tolerance {v['tolerance']:g}, worst loss factor {v['worst_factor']:.4f}; "  # type: ignore[index]
               f"claim: {result.claim})")
         print(f"evaluated in   {time.perf_counter() - t1:.2f} s")
+    print(f"VERDICT        {verdict(result, evaluation).text()}".replace("\n", "\n               "))
     if a.out and result.Z is None:
         print(f"nothing written to {a.out}: the solve returned no mechanism (status {result.status}), so there is "
               "no Z to save.", file=sys.stderr)
@@ -275,6 +283,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="another mechanism parameter (repeatable)")
     p.add_argument("--time-limit", type=float, default=None, help="seconds for the solver")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
+    p.add_argument("--reference", action="store_true",
+                   help="also solve the exact LP (Optimal LP, ε-mDP on all pairs; cached, within --time-limit) and "
+                        "state the privacy cost as a share of the LP's")
     p.add_argument("--out", metavar="FILE",
                    help=f"write Z and metadata, the format by extension: {', '.join(FORMATS)} (checked before "
                         "solving; the folder must exist; nothing is written when the solve gives no Z)")

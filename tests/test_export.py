@@ -135,3 +135,18 @@ def test_there_is_no_map_of_a_mechanism_that_does_not_exist(pb: Problem) -> None
     r = Result("lp", {"eps": 5.0}, None, "time limit", 5.0)
     with pytest.raises(MdpvizError, match="no mechanism to export"):
         result_bytes(".geojson", pb, r, None)
+
+
+def test_the_cli_says_a_collapsed_release_is_degenerate_in_its_verdict(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """PAnDA-e in the paper's setting on the whole of Rome collapses (status 'optimal'): the CLI and the file say so."""
+    out = tmp_path / "panda.json"
+    assert main(["solve", "--city", "rome", "--k", "500", "--outputs", "100", "--cost", "distance", "--mechanism",
+                 "panda-e", "--eps", "5", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "\nDEGENERATE     Collapsed" in text and "\nVERDICT        panda-e: Collapsed" in text
+    assert "broke its promise" in text.split("VERDICT", 1)[1]
+    assert "privacy cost" in text and "no-privacy floor" in text
+    meta = json.loads(out.read_text())
+    assert meta["status"] == "optimal" and meta["degenerate"] is True and meta["verdict"]["level"] == "error"
+    assert meta["against_claim"]["check"] == "violations.V_pair" and meta["against_claim"]["violated"] > 0
