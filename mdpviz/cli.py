@@ -315,6 +315,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "run, and a rerun resumes them")
     p.set_defaults(func=cmd_reproduce, size="full")
 
+    p = sub.add_parser("regimes", help="where each mechanism wins: the regime grid (ε × region × K × cost × city)")
+    from .regimes.run import add_arguments as regimes_arguments
+
+    regimes_arguments(p)
+    p.set_defaults(func=cmd_regimes)
+
     p = sub.add_parser("bench", help="benchmarks that print timings (lp, panda, ...)")
     p.add_argument("suite", help="which benchmark: " + ", ".join(BENCHMARKS))
     p.add_argument("rest", nargs=argparse.REMAINDER, help="options of that benchmark (see `bench SUITE --help`)")
@@ -342,6 +348,13 @@ def cmd_bench(a: argparse.Namespace) -> int:
         return int(module.main(a.rest))
     except SystemExit as e:  # the suite's argparse printed its usage error (exit 2) or --help (exit 0)
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+
+
+def cmd_regimes(a: argparse.Namespace) -> int:
+    """`regimes`: run the regime grid (resuming), write its cell table, charts and README."""
+    from .regimes.run import main as regimes
+
+    return regimes(a, say=lambda text: print(text, flush=True))
 
 
 def cmd_reproduce(a: argparse.Namespace) -> int:

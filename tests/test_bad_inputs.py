@@ -368,6 +368,17 @@ CLI_CASES: dict[str, tuple[list[str], Any, str]] = {
                                               r"`--mode authors`: Experiment `aipo-tables` has no mode `authors`"),
     "reproduce size unknown": (["reproduce", "aipo-tables", "--size", "huge"], None,
                                r"argument --size: invalid choice"),
+    # regimes: refused before any point runs
+    "regimes method unknown": (["regimes", "--tiny", "--only", "nope", "--out", "{in}/reg"], None,
+                               r"Unknown method\(s\) \['nope'\]"),
+    "regimes out an existing file": (["regimes", "--tiny", "--out", "{in}/file.txt"], None,
+                                     r"`--out .*file\.txt` is a file"),
+    "regimes out read-only folder": (["regimes", "--tiny", "--out", "{in}/ro"], None, r"`--out .*ro` is read-only"),
+    "regimes out nested missing": (["regimes", "--tiny", "--out", "{in}/new/deeper"], None,
+                                   r"the folder `.*new` does not exist"),
+    "regimes budget -1": (["regimes", "--tiny", "--budget", "-1", "--out", "{in}/reg"], None,
+                          r"`--budget` = -1 s is invalid"),
+    "regimes size unknown": (["regimes", "--size", "huge"], None, r"argument --size: invalid choice"),
 }
 
 
@@ -445,8 +456,13 @@ def test_every_subcommand_has_bad_input_cases() -> None:
         counts[key] = counts.get(key, 0) + 1
     from mdpviz.cli import BENCHMARKS
 
-    for command in ("cities", "download", "problem", "mechanisms", "solve", "reproduce",
-                    *(f"bench {suite}" for suite in BENCHMARKS)):
+    import argparse
+
+    from mdpviz.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert {"cities", "download", "problem", "mechanisms", "solve", "reproduce", "regimes", "bench"} <= set(sub.choices)
+    for command in (*(c for c in sub.choices if c != "bench"), *(f"bench {suite}" for suite in BENCHMARKS)):
         assert counts.get(command, 0) >= 1, command
     assert sum(n for k, n in counts.items() if k.split()[0] in ("bench", "reproduce", "mechanisms", "download")) >= 40
 
