@@ -13,6 +13,7 @@ st.set_page_config(page_title="mdpviz: metric DP on maps", page_icon=str(Path(__
 PAGES = [
     st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True),
     st.Page("app_pages/explore.py", title="Explore", icon=":material/map:", url_path="explore"),
+    st.Page("app_pages/which.py", title="Which mechanism?", icon=":material/rule:", url_path="which"),
     st.Page("app_pages/compare.py", title="Compare", icon=":material/compare:", url_path="compare"),
     st.Page("app_pages/tradeoff.py", title="Trade-off", icon=":material/show_chart:", url_path="tradeoff"),
     st.Page("app_pages/trajectories.py", title="Trajectories", icon=":material/route:", url_path="trajectories"),

@@ -73,22 +73,54 @@ def test_the_grid_covers_every_mechanism_and_preset_but_cmdp() -> None:
     assert {p.tags["eps"] for p in full} == {0.5, 1.0, 2.0, 5.0, 10.0, 15.0} and {p.seed for p in full} == {0, 1, 2}
 
 
-def test_the_tiny_grid_runs_writes_and_resumes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out = tmp_path / "regimes"
-    argv = ["regimes", "--tiny", "--only", "em", "lp", "panda-e", "--out", str(out)]
-    assert main(argv) == 0
-    table = load_cells(out)
+TINY = ["regimes", "--tiny", "--only", "em", "lp", "panda-e"]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny grid of three methods, run once through the command."""
+    out = tmp_path_factory.mktemp("grid") / "regimes"
+    assert main([*TINY, "--out", str(out)]) == 0
+    return out
+
+
+def test_the_tiny_grid_runs_writes_and_resumes(tiny: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    table = load_cells(tiny)
     assert table is not None and set(table["method"]) == {"em", "lp", "panda-e"}
-    assert (out / "README.md").read_text().startswith("# Where each mechanism wins")
-    assert (out / "charts" / "panda-e.html").is_file()
-    lines = (out / POINTS_FILE).read_text().splitlines()
+    assert (tiny / "README.md").read_text().startswith("# Where each mechanism wins")
+    assert (tiny / "charts" / "panda-e.html").is_file()
+    lines = (tiny / POINTS_FILE).read_text().splitlines()
     assert len(lines) == 12 and all("rows" in json.loads(line) for line in lines)
     grid = method_map(table, "lp", city="rome", K=40, cost="distance")
     assert list(grid.index) == ["centre:2", "whole"] and list(grid.columns) == [1.0, 5.0]
     capsys.readouterr()
-    assert main(argv) == 0
+    assert main([*TINY, "--out", str(tiny)]) == 0
     assert "0 computed, 12 reused" in capsys.readouterr().out
-    assert pd.read_csv(out / CELLS_FILE).equals(table)
+    assert pd.read_csv(tiny / CELLS_FILE).equals(table)
+
+
+def test_the_which_page_ranks_a_cell_and_says_where_a_method_never_wins(tiny: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    from mdpviz.ui import which
+
+    monkeypatch.setattr(which, "SHIPPED_DIR", tiny)
+    st.cache_data.clear()
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60)
+    at.switch_page("app_pages/which.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "Optimal LP" in at.success[0].value and "least privacy cost" in at.success[0].value
+    ranked = at.dataframe[0].value
+    assert list(ranked["method"])[0] == "Optimal LP" and "privacy cost" in ranked.columns
+    assert any("PAnDA-e" in w.value and "beats the exponential mechanism in no cell" in w.value for w in at.warning)
+    at.selectbox(key="which_eps").set_value(1.0).run()
+    assert not at.exception and "ε = 1 km⁻¹" in at.success[0].value
+    next(b for b in at.button if b.key == "which_open").click().run()
+    assert not at.exception and at.session_state["mech"] == "lp" and at.session_state["mp.lp.eps"] == 1.0
+    st.cache_data.clear()
 
 
 @pytest.mark.parametrize("argv,message", [

@@ -7,8 +7,8 @@ city) × K × cost, at one ε; each method runs on it once per seed (X, Y and ta
 
 Sizes:
 - ``full``: the grid as specified (ε ∈ {0.5, 1, 2, 5, 10, 15} km⁻¹; discs of 2, 5 and 15 km and the whole city;
-  K ∈ {200, 500, 2,000} and 5,000 for the methods built for it; distance and travel cost; Rome and London;
-  3 seeds). Hundreds of CPU hours: for a cluster (``--scheduler``).
+  K ∈ {200, 500, 2,000} and 5,000 for the methods built for it; distance cost, and the travel cost of the
+  authors' artifact: the discrepancy of road travel to one task node; Rome and London; 3 seeds). Hundreds of CPU hours: for a cluster (``--scheduler``).
 - ``committed``: what ``docs/regimes/`` holds, shrunk to a few hours on 2 workers (see ``COMMITTED_LEFT_OUT``).
 - ``tiny``: a few seconds per method, for CI.
 
@@ -43,19 +43,23 @@ class Size:
     outputs: int = 100
     time_limit: float = 60.0
     only: tuple[str, ...] = ()  # methods to run (empty: all)
+    skip: tuple[str, ...] = ()  # methods left out
 
 
 FULL = Size("full", ("rome", "london"), tuple(REGIONS_KM), (200, 500, 2000), (5000,), (0.5, 1.0, 2.0, 5.0, 10.0, 15.0),
             ("distance", "travel"), (0, 1, 2), time_limit=600.0)
 COMMITTED = Size("committed", ("rome", "london"), tuple(REGIONS_KM), (500,), (), (0.5, 1.0, 2.0, 5.0, 10.0, 15.0),
-                 ("distance", "travel"), (0, 1, 2), time_limit=60.0)
+                 ("distance", "travel"), (0,), time_limit=30.0, skip=("lp-bd", "lp-bd:authors-code"))
 TINY = Size("tiny", ("rome",), ("centre:2", "whole"), (40,), (), (1.0, 5.0), ("distance",), (0,), outputs=20,
             time_limit=30.0, only=("em", "em-br", "laplace", "lp", "panda-e", "panda-e:authors-code", "aipo-e",
                                    "dista-lp"))
 SIZES = {s.name: s for s in (TINY, COMMITTED, FULL)}
-COMMITTED_LEFT_OUT = ("K = 200, 2,000 and 5,000 (only K = 500, the papers' common size); a 60 s limit per solve "
-                      "instead of 600 s, so slow methods (the LP at small ε, Benders, AIPO's budget search) end in "
-                      "'time limit' where a longer run might finish")
+COMMITTED_LEFT_OUT = ("K = 200, 2,000 and 5,000 (only K = 500, the papers' common size); seeds 1 and 2 (one seed, "
+                      "so no intervals: `--size committed` with more seeds resumes from the points file); Benders' "
+                      "plain and authors'-code presets (only `lp-bd:stabilised`, the one that finishes soonest: the "
+                      "three solve the same neighbour LP); a 30 s limit per solve instead of 600 s, so slow methods "
+                      "(the LP at small ε, Benders, AIPO's budget search) end in 'time limit' where a longer run "
+                      "might finish")
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,7 @@ def regime_points(size: Size | str, only: Sequence[str] = ()) -> list[Point]:
         raise MdpvizError(f"Unknown method(s) {sorted(unknown)}; `python -m mdpviz regimes --list` names them.")
     points = []
     for method in methods():
-        if wanted and method.name not in wanted:
+        if (wanted and method.name not in wanted) or method.name in size.skip:
             continue
         ks = [k for k in (*size.ks, *size.large_ks)
               if k in size.ks or method.max_k is None or k <= method.max_k]
@@ -115,7 +119,7 @@ def regime_points(size: Size | str, only: Sequence[str] = ()) -> list[Point]:
                         for eps in size.eps:
                             for seed in size.seeds:
                                 problem = {"city": city, "k": k, "n_outputs": min(size.outputs, k), "cost": cost,
-                                           "region": region}
+                                           "region": region, **({"n_tasks": 1} if cost == "travel" else {})}
                                 tags = {"method": method.name, "city": city, "region": region, "K": k, "cost": cost,
                                         "eps": eps}
                                 points.append(Point(problem, method.mechanism, {**dict(method.params), "eps": eps},

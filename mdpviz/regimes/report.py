@@ -97,7 +97,8 @@ def readme(table: pd.DataFrame, labels: Mapping[str, str], size: Size, meta: Map
         f"{', '.join(region_label(r) for r in size.regions)}; K = {', '.join(f'{k:,}' for k in size.ks)}"
         + (f" (and {', '.join(f'{k:,}' for k in size.large_ks)} for the methods built for it)" if size.large_ks else "")
         + f"; |Y| = min({size.outputs}, K); ε = {', '.join(f'{e:g}' for e in size.eps)} km⁻¹; "
-        f"{' and '.join(size.costs)} cost; seeds {', '.join(map(str, size.seeds))}; {size.time_limit:g} s per solve.",
+        f"{' and '.join(size.costs)} cost (travel: the discrepancy of road travel to one task node, as in the "
+        "authors' artifact); seeds {', '.join(map(str, size.seeds))}; {size.time_limit:g} s per solve.",
         *([f"Left out: {left_out}.", ""] if left_out else []),
         "Each cell's outcome (`mdpviz/regimes/cells.py`): **beats EM** = keeps its claim (measured), not degenerate, "
         "and a loss at least 1 % below the exponential mechanism's on every seed; **trails EM** = sound but not lower on every "

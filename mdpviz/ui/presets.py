@@ -103,17 +103,22 @@ def apply(preset_id: str) -> str | None:
     if preset is None:
         state.notify(f"Unknown preset `{preset_id}`; known: {', '.join(p['id'] for p in presets())}.")
         return None
+    return apply_values(preset["values"], preset["page"], preset["label"])
+
+
+def apply_values(values: dict[str, Any], page: str, label: str) -> str:
+    """Copy dashboard settings (keyed like the widgets) into session state and mark ``page`` to open and solve
+    once (a preset, or a cell of the regime grid); returns the page file."""
     ss = st.session_state
-    for key, value in preset["values"].items():
+    for key, value in values.items():
         ss[key] = list(value) if isinstance(value, list) else value
-    ss.setdefault("source", "sample")
     ss["source"] = "sample"
     ss["secret"] = None
     ss["point"] = None
-    ss["_auto_solve"] = preset["page"]
-    ss["_preset"] = preset["label"]
-    ss["_switch_to"] = PAGES[preset["page"]]
-    return PAGES[preset["page"]]
+    ss["_auto_solve"] = page
+    ss["_preset"] = label
+    ss["_switch_to"] = PAGES[page]
+    return PAGES[page]
 
 
 def follow() -> None:

@@ -1,0 +1,146 @@
+"""The "Which mechanism?" view: the committed regime grid (``docs/regimes/``) answered for one cell, and one
+method's map over ε × region. Reads a CSV; never solves (a click opens the cell on Explore, which does)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from mdpviz.regimes.cells import rank
+from mdpviz.regimes.grid import method_labels, methods
+from mdpviz.regimes.report import COLOURS, SHIPPED_DIR, chart, load_cells, region_label
+
+from . import presets
+
+OUTCOME_WORDS = {
+    "beats EM": "keeps its claim and beats the exponential mechanism (by ≥ 1 % on every seed)",
+    "reference": "the exponential mechanism itself: the yardstick",
+    "trails EM": "keeps its claim, but does not beat the exponential mechanism here",
+    "claim not measured": "claims privacy only on some pairs and reports no check of it",
+    "degenerate": "degenerate here: its reports say (almost) nothing, or it is not ε-mDP by design",
+    "breaks its claim": "breaks its own privacy claim here (measured by our exact check)",
+    "no result": "no mechanism here: time limit, error, or a region with fewer than K road nodes",
+}
+
+
+@st.cache_data(show_spinner=False)
+def cells() -> pd.DataFrame | None:
+    """The committed cell table (None when the repository holds no grid)."""
+    return load_cells(SHIPPED_DIR)
+
+
+def _pick(label: str, options: list[Any], key: str, fmt: Any = str, default: Any = None) -> Any:
+    index = options.index(default) if default in options else 0
+    return st.selectbox(label, options, index=index, format_func=fmt, key=key)
+
+
+def cell_controls(table: pd.DataFrame) -> dict[str, Any]:
+    """City, ε, region, K and cost, from the values the grid holds."""
+    c1, c2, c3, c4, c5 = st.columns(5)
+    with c1:
+        city = _pick("City", sorted(table["city"].unique()), "which_city", str.title, "rome")
+    with c2:
+        eps = _pick("ε (km⁻¹)", sorted(table["eps"].unique()), "which_eps", lambda e: f"{e:g}", 5.0)
+    with c3:
+        regions = sorted(table["region"].unique(), key=lambda r: (r == "whole", r))
+        region = _pick("Where the secrets are", regions, "which_region", region_label, "whole")
+    with c4:
+        k = _pick("K (secrets)", sorted(int(v) for v in table["K"].unique()), "which_k", lambda v: f"{v:,}", 500)
+    with c5:
+        cost = _pick("Cost", sorted(table["cost"].unique()), "which_cost", lambda c: f"{c} cost", "distance")
+    return {"city": city, "region": region, "K": k, "cost": cost, "eps": eps}
+
+
+def _fmt_m(v: float) -> str:
+    return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:,.0f} m"
+
+
+def ranking(table: pd.DataFrame, cell: dict[str, Any]) -> pd.DataFrame:
+    """The cell's methods, sound first by privacy cost, in words and units."""
+    labels = method_labels()
+    rows = rank(table, **cell)
+    shown = pd.DataFrame({
+        "method": [labels.get(m, m) for m in rows["method"]],
+        "verdict here": rows["outcome"].to_list(),
+        "privacy cost": [_fmt_m(v) + ("" if math.isnan(ci) else f" ± {ci:,.0f}")
+                         for v, ci in zip(rows["privacy_cost_m"], rows["privacy_cost_ci95_m"], strict=True)],
+        "loss ÷ EM's": ["–" if math.isnan(v) else f"{v:.2f}" for v in rows["vs_em"]],
+        "cost ÷ LP's": ["–" if math.isnan(v) else f"{v:.3g}" for v in rows["share_of_lp"]],
+        "time": ["–" if math.isnan(v) else f"{v:.1f} s" for v in rows["time_s"]],
+        "why not": [("" if o in ("beats EM", "reference", "trails EM") else str(w))
+                    for o, w in zip(rows["outcome"], rows["why"].fillna(""), strict=True)],
+    })
+    shown.index = list(rows["method"])
+    return shown
+
+
+def _style(frame: pd.DataFrame) -> Any:
+    return frame.style.map(lambda o: f"background-color: {COLOURS.get(o, '')}33" if o in COLOURS else "",
+                           subset=["verdict here"])
+
+
+def cell_view(table: pd.DataFrame) -> None:
+    """The question, the ranked answer and a button that opens the winner on Explore."""
+    cell = cell_controls(table)
+    rows = ranking(table, cell)
+    if rows.empty:
+        st.info("The grid has no such cell; pick another combination.", icon=":material/info:")
+        return
+    seeds = int(table[(table["city"] == cell["city"]) & (table["eps"] == cell["eps"])]["seeds"].max())
+    floor = rank(table, **cell)["floor_m"].mean()
+    sound = rows[rows["verdict here"].isin(["beats EM", "reference", "trails EM"])]
+    best = sound.index[0] if len(sound) else None
+    where = (f"{cell['city'].title()}, {region_label(cell['region'])}, K = {cell['K']:,}, {cell['cost']} cost, "
+             f"ε = {cell['eps']:g} km⁻¹")
+    if best is not None:
+        st.success(f"**{rows.loc[best, 'method']}** has the least privacy cost among the mechanisms that keep "
+                   f"their claim here ({where}): {rows.loc[best, 'privacy cost']} above the no-privacy floor of "
+                   f"{_fmt_m(floor)}.", icon=":material/emoji_events:")
+    st.caption(f"Cell: {where}; mean over {seeds} seed(s) of the committed grid. Privacy cost = utility loss − "
+               "the no-privacy floor (every secret reporting its cheapest output); ± is a 95 % interval over seeds.")
+    st.dataframe(_style(rows), hide_index=True, width="stretch", column_config={
+        "method": st.column_config.TextColumn(width="medium"),
+        "loss ÷ EM's": st.column_config.TextColumn(help="utility loss divided by the exponential mechanism's"),
+        "cost ÷ LP's": st.column_config.TextColumn(help="privacy cost divided by the exact LP's (the least "
+                                                   "possible for ε-mDP on all pairs)"),
+        "why not": st.column_config.TextColumn(width="large", help="for a method that does not keep its claim or "
+                                               "gives no mechanism here: its own words")})
+    if best is not None:
+        mech = next(m for m in methods() if m.name == best)
+        values = {"city": cell["city"], "region": cell["region"], "k": cell["K"], "m": min(100, cell["K"]),
+                  "cost": cell["cost"], "seed": 0, "mech": mech.mechanism, f"mp.{mech.mechanism}.eps": cell["eps"],
+                  **{f"mp.{mech.mechanism}.{k}": v for k, v in mech.params}}
+        st.button(f"Open {rows.loc[best, 'method']} on this cell in Explore (seed 0)", icon=":material/map:",
+                  on_click=presets.apply_values, args=(values, "explore", f"Regime grid: {where}"),
+                  key="which_open")
+
+
+def method_view(table: pd.DataFrame) -> None:
+    """One method's outcomes over ε × region, and where it wins (or that it wins nowhere)."""
+    labels = method_labels()
+    names = list(dict.fromkeys(table["method"]))
+    name = st.selectbox("Method", names, format_func=lambda n: labels.get(n, n), key="which_method",
+                        index=names.index("panda-e") if "panda-e" in names else 0)
+    rows = table[table["method"] == name]
+    wins = rows[rows["outcome"] == "beats EM"]
+    if name == "em":
+        st.info("The exponential mechanism is the yardstick of every cell.", icon=":material/info:")
+    elif wins.empty:
+        counts = rows["outcome"].value_counts()
+        top = counts.index[0]
+        example = rows[rows["outcome"] == top]["why"].dropna()
+        st.warning(f"**{labels.get(name, name)} beats the exponential mechanism in no cell of the grid.** Most "
+                   f"often ({counts.iloc[0]} of {len(rows)} cells) it {OUTCOME_WORDS[top].split(': ')[0]}"
+                   + (f": {example.iloc[0][:220]}" if len(example) and example.iloc[0] else "."),
+                   icon=":material/do_not_disturb_on:")
+    else:
+        best = wins.sort_values("vs_em").iloc[0]
+        st.success(f"{labels.get(name, name)} beats the exponential mechanism in {len(wins)} of {len(rows)} cells; "
+                   f"best: {best['city'].title()}, {region_label(best['region'])}, K = {best['K']:,}, "
+                   f"{best['cost']} cost, ε = {best['eps']:g} km⁻¹ ({best['vs_em']:.2f}× EM's loss).",
+                   icon=":material/check_circle:")
+    st.plotly_chart(chart(table, name, labels.get(name, name)), width="stretch", config={"displayModeBar": False})
+    st.caption(" · ".join(f"**{o}**: {w}" for o, w in OUTCOME_WORDS.items()))
