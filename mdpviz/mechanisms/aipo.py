@@ -25,7 +25,7 @@ from ..lattice import AnchorInterpolant, Lattice, interpolate_rows
 from ..lp.colgen import lipschitz_repair
 from ..lp.highs import MAX_PAIR_ROWS, LPOutcome
 from ..lp.mdp_lp import all_pairs, solve_mdp_lp
-from ..metrics import cone_breaches, utility_loss_m
+from ..metrics import cone_breaches, floor_m, utility_loss_m
 from ..problem import Problem
 from ..progress import Progress, no_progress
 from .base import Mechanism, Param, Preset, Result, epsilon_param
@@ -269,7 +269,7 @@ def _solve(variant: str, problem: Problem, params: dict[str, Any], progress: Pro
         return Result(variant, params, None, status, eps, timings=timings, lp_size=facts["size"], message=message,
                       diagnostics=diagnostics)
     loss, Z, log_anchor, e1, e2 = best
-    bound = None
+    bound = universal = None
     if variant == "aipo" and params.get("lb_grid", 0) > 0:
         left = _time_left(deadline)
         if left is None or left > 0:
@@ -279,13 +279,20 @@ def _solve(variant: str, problem: Problem, params: dict[str, Any], progress: Pro
             timings["lower_bound_s"] = time.perf_counter() - t0
         else:
             lb_status = "not started: no time left"
+        universal = bound
         if bound is None:
             message += f" No lower bound ({lb_status})."
+        elif bound < (floor := floor_m(problem)):  # the cells' cheapest costs sit below every secret's own
+            message += (f" The paper's universal lower bound ({bound:,.1f} m, from {params['lb_grid']}² cells) is "
+                        f"below the no-privacy floor ({floor:,.1f} m: every secret reporting its cheapest output), "
+                        "which no mechanism goes below, so it says nothing here; the lower bound shown is the floor.")
+            bound = floor
     claim = (f"all pairs of points of the plane, ℓ{p} distance in the planar projection" if variant != "aipo-r"
              else "anchor neighbours only, at full ε before normalisation (relaxed: not ε-mDP between points)")
     diagnostics: dict[str, Any] = {
         "budget_curve": curve, "eps1": e1, "eps2": e2, "anchors": lattice.n_anchors, "lattice": lattice_info,
         "anchor_latlon": lattice.anchor_latlon(), "lower_bound_m": bound,
+        "universal_lower_bound_m": universal,
         "dropped_outputs": int((~np.isfinite(log_anchor).all(axis=0)).sum())}
     degenerate = ""
     if variant == "aipo-r":
