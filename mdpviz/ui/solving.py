@@ -13,7 +13,7 @@ import numpy as np
 import streamlit as st
 
 from mdpviz.errors import MdpvizError
-from mdpviz.explain import format_s, solve_warning
+from mdpviz.explain import solve_warning
 from mdpviz.mechanisms import Mechanism, Result
 from mdpviz.problem import Problem
 from mdpviz.solve import solve
@@ -57,7 +57,8 @@ def run_solve(prob: Problem, mech: Mechanism, params: dict[str, Any], time_limit
     """Solve in a worker thread while this script shows the phase and elapsed time; returns the Result.
 
     The worker only records the latest phase: it never calls Streamlit (no script context there). A quick
-    solve (under 0.3 s) shows no status box at all. The box ends green only for a usable mechanism.
+    solve (under 0.3 s) shows no status box at all, and a longer one's box goes when it ends: the page's one
+    verdict says what the solve gave (never a green "optimal" beside a collapsed or broken release).
     """
     box: dict[str, Any] = {"phase": "starting", "fraction": None}
     out: dict[str, Any] = {}
@@ -79,7 +80,8 @@ def run_solve(prob: Problem, mech: Mechanism, params: dict[str, Any], time_limit
     worker.start()
     worker.join(0.3)
     if worker.is_alive():
-        with st.status(f"Solving {name}…", expanded=True) as status:
+        holder = st.empty()  # the progress box goes once the solve ends: the verdict below says what it gave
+        with holder.status(f"Solving {name}…", expanded=True):
             bar = st.progress(0.0, text="starting")
             while worker.is_alive():
                 worker.join(0.2)
@@ -88,16 +90,7 @@ def run_solve(prob: Problem, mech: Mechanism, params: dict[str, Any], time_limit
                 shown = float(frac) if frac is not None else min(0.99, el / max(time_limit, 1e-9))
                 bar.progress(min(max(shown, 0.0), 1.0),
                              text=f"{box['phase']} · {el:.1f} s elapsed (limit {time_limit:g} s)")
-            took = format_s(time.perf_counter() - t0)
-            result = out.get("result")
-            if "error" in out:
-                status.update(label=f"{name} failed after {took}", state="error", expanded=False)
-            elif result is not None and not result.ok:
-                status.update(label=f"{name}: {result.status} after {took}, no mechanism", state="error",
-                              expanded=False)
-            else:
-                status.update(label=f"{name}: {result.status if result else 'done'} in {took}", state="complete",
-                              expanded=False)
+        holder.empty()
     if "error" in out:
         raise out["error"]
     result = out["result"]
