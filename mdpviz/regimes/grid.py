@@ -106,17 +106,17 @@ def regime_points(size: Size | str, only: Sequence[str] = ()) -> list[Point]:
         from ..errors import MdpvizError
 
         raise MdpvizError(f"Unknown method(s) {sorted(unknown)}; `python -m mdpviz regimes --list` names them.")
+    chosen = [m for m in methods() if (not wanted or m.name in wanted) and m.name not in size.skip]
     points = []
-    for method in methods():
-        if (wanted and method.name not in wanted) or method.name in size.skip:
-            continue
-        ks = [k for k in (*size.ks, *size.large_ks)
-              if k in size.ks or method.max_k is None or k <= method.max_k]
-        for city in size.cities:
+    # cell by cell (every method of a cell together), so a run stopped by its budget leaves whole cells
+    for city in size.cities:
+        for cost in size.costs:
             for region in size.regions:
-                for k in ks:
-                    for cost in size.costs:
-                        for eps in size.eps:
+                for k in (*size.ks, *size.large_ks):
+                    for eps in size.eps:
+                        for method in chosen:
+                            if k not in size.ks and method.max_k is not None and k > method.max_k:
+                                continue
                             for seed in size.seeds:
                                 problem = {"city": city, "k": k, "n_outputs": min(size.outputs, k), "cost": cost,
                                            "region": region, **({"n_tasks": 1} if cost == "travel" else {})}
