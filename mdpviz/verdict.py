@@ -38,6 +38,9 @@ class Verdict:
         claim_line: the measured violations against the pairs the mechanism claims (empty without a Z).
         meaning: what the numbers mean for a user and an attacker (empty without an evaluation).
         short: a few words for a table cell ("holds on all pairs", "broken on 70 of 39,800 pairs", ...).
+        plain: at most two sentences a newcomer can read, leading with what the result is (kept its promise,
+            kept a narrower promise, broke it, no mechanism; degenerate first), then what privacy costs; the
+            technical account is ``headline``, ``claim_line`` and the mechanism's own message.
     """
 
     level: str
@@ -45,6 +48,7 @@ class Verdict:
     claim_line: str = ""
     meaning: str = ""
     short: str = ""
+    plain: str = ""
 
     def text(self) -> str:
         """Every non-empty part, one per line (for the CLI)."""
@@ -124,6 +128,66 @@ def degenerate_text(result: Result) -> str:
     return ""
 
 
+# the kinds of degenerate release the mechanisms report (the words before the colon of their note), in plain words
+PLAIN_DEGENERATE = {
+    "collapsed": "collapsed: every secret gets the same report distribution, so a report says nothing",
+    "uploads erased": "its uploads were erased: the noise wiped out what users sent, so reports ignore where "
+                      "users are",
+    "not ε-mdp": "it is not ε-mDP by design",
+    "claim covers only": "its claim covers only some pairs",
+    "no mechanism": "no mechanism came out",
+}
+
+
+def plain_degenerate(text: str) -> str:
+    """A degenerate note in plain words (the known kinds), else its words before the details; "" when the note
+    only says the claim is not met (the promise sentence says that).
+
+    >>> plain_degenerate("Collapsed: every user reports the same distribution (all 137 anchor rows merged)")
+    'collapsed: every secret gets the same report distribution, so a report says nothing'
+    >>> plain_degenerate("Claim not met: 390 of 2,442 user pairs (16%) break their bound")
+    ''
+    """
+    notes = [n.strip() for n in re.split(r"; (?=[A-Z])", text.strip()) if n.strip()]
+    words = []
+    for note in notes:
+        kind = note.split(":", 1)[0].strip().lower()
+        if kind == "claim not met":
+            continue
+        known = next((v for k, v in PLAIN_DEGENERATE.items() if kind.startswith(k)), None)
+        words.append(known or re.split(r" \(|\. ", note, maxsplit=1)[0].rstrip("."))
+    return "; ".join(dict.fromkeys(words))
+
+
+def _plain(name: str, level: str, kind: str, degenerate: str, unfinished: bool, evaluation: dict[str, Any],
+           counts: tuple[int, int, str]) -> str:
+    """The two plain sentences of a verdict with a mechanism (see :class:`Verdict`)."""
+    bad, total, unit = counts
+    v = evaluation.get("violations") or {}
+    all_bad, all_total = int(v.get("violated_pairs", 0)), max(int(v.get("checked_pairs", 0)), 1)
+    what = {"all": "kept its promise: no two secrets can be told apart by more than ε allows",
+            "narrower": f"kept its narrower promise (it protects only the {total:,} {unit} it claims)"
+                        + (f"; over all pairs of secrets, {all_bad / all_total:.0%} can be told apart by more than "
+                           "ε allows" if all_bad else ""),
+            "broken": f"broke its promise: {bad:,} of the {total:,} {unit} it protects can be told apart by more "
+                      "than ε allows",
+            "unmeasured": "protects only some pairs, and nothing here measures them"}[kind]
+    first = f"{name} {what}."
+    why = plain_degenerate(degenerate) if degenerate else ""
+    if why and not (kind == "unmeasured" and why == PLAIN_DEGENERATE["claim covers only"]):
+        first = f"{name} is degenerate ({why}), and {what}."
+    if unfinished:
+        first = f"Stopped at the time limit: {first[0].lower()}{first[1:]}"
+    loss, floor = evaluation.get("utility_loss_m"), evaluation.get("floor_m")
+    if not isinstance(loss, (int, float)):
+        return first
+    second = f"A report costs {format_m(float(loss))} on average"
+    if isinstance(floor, (int, float)):
+        second += (f"; {format_m(float(loss) - float(floor))} of it is the price of privacy (with none at all, "
+                   f"it would cost {format_m(float(floor))})")
+    return f"{first} {second}."
+
+
 def verdict(result: Result, evaluation: dict[str, Any] | None = None, *, label: str | None = None) -> Verdict:
     """The plain-words verdict on ``result``; ``evaluation`` is ``mdpviz.metrics.evaluate``'s dict for its Z.
 
@@ -144,17 +208,23 @@ def verdict(result: Result, evaluation: dict[str, Any] | None = None, *, label: 
                 "infeasible": "no mechanism exists for these settings (the LP is infeasible).",
                 "error": f"the solver failed{took}; no mechanism to show."}.get(
             result.status, f"status {result.status}{took}, no mechanism to show.")
-        return Verdict("error", f"{name}: {what}{bound}", short=f"no mechanism ({result.status})")
+        plain = {"time limit": f"{name} gave no mechanism: it reached its time limit{took} before finding one.",
+                 "infeasible": f"{name} gave no mechanism: none exists at these settings.",
+                 "error": f"{name} gave no mechanism: its solver failed."}.get(
+            result.status, f"{name} gave no mechanism ({result.status}).")
+        return Verdict("error", f"{name}: {what}{bound}", short=f"no mechanism ({result.status})", plain=plain)
     unfinished = "" if result.status not in ("time limit", "interrupted") else (
         f"Stopped at the time limit{took}: a feasible mechanism, not proven optimal. ")
     if evaluation is None:
-        return Verdict("warning" if unfinished or result.degenerate else "info",
-                       f"{name}: {unfinished}{result.degenerate or 'solved'}".strip(), short="not evaluated")
+        text = f"{name}: {unfinished}{result.degenerate or 'solved'}".strip()
+        return Verdict("warning" if unfinished or result.degenerate else "info", text, short="not evaluated",
+                       plain=f"{text.rstrip('.')}; its privacy was not checked.")
     v = evaluation["violations"]
     bad, checked, eps = int(v["violated_pairs"]), int(v["checked_pairs"]), float(v.get("eps", result.eps))
     planar = " in the planar projection" if str(v.get("metric", "")).endswith("planar") else ""
     at_eps = f"ε = {eps:g} km⁻¹{planar}"
     if claims_all_pairs(result.claim):
+        kind, counts = ("all" if bad == 0 else "broken"), (bad, checked, "pairs of secrets")
         if bad == 0:
             level, promise = "ok", f"kept its promise: ε-mDP holds for all {_pairs(checked)} ({at_eps})."
             claim_line = f"0 of {_pairs(checked)} violate ε-mDP, the claim of this mechanism."
@@ -171,6 +241,7 @@ def verdict(result: Result, evaluation: dict[str, Any] | None = None, *, label: 
                    else f"none of all {_pairs(checked)}")
         if found is not None:
             check_name, c_bad, c_total, unit = found
+            kind, counts = ("narrower" if c_bad == 0 else "broken"), (c_bad, c_total, unit)
             what = f"{c_total:,} {'enforced' if 'enforced' in check_name.lower() else 'claimed'} {unit}"
             level = "ok" if c_bad == 0 else "error"
             promise = (f"kept its narrower promise: 0 of {what} violate ε-mDP." if c_bad == 0 else
@@ -178,7 +249,7 @@ def verdict(result: Result, evaluation: dict[str, Any] | None = None, *, label: 
             claim_line = f"{c_bad:,} of {what} violated; {all_txt} violated, which this mechanism does not claim."
             short = (f"holds on its claim (0 of {what})" if c_bad == 0 else f"broken on {c_bad:,} of {what}")
         else:
-            level = "info"
+            level, kind, counts = "info", "unmeasured", (bad, checked, "pairs")
             promise = ("claims ε-mDP only on some pairs; measured over all pairs, "
                        f"{all_txt} {'are' if bad else 'is'} violated.")
             claim_line = f"What it claims: {result.claim}."
@@ -197,4 +268,5 @@ def verdict(result: Result, evaluation: dict[str, Any] | None = None, *, label: 
     meaning = (f"A report costs {format_m(float(evaluation['utility_loss_m']))} on average (utility loss); an attacker "
                f"who sees it guesses the true location {format_m(float(evaluation['adversary_error_m']))} off on "
                "average (adversary error: higher is more private).")
-    return Verdict(level, headline, claim_line, meaning, short)
+    plain = _plain(name, level, kind, degenerate, bool(unfinished), evaluation, counts)
+    return Verdict(level, headline, claim_line, meaning, short, plain)

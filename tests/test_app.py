@@ -75,8 +75,8 @@ def test_explore_default_render_then_small_solve() -> None:
     assert not at.exception
     loss = float(metric(at, "Utility loss (m)"))
     assert 0 < loss < 2000
-    assert metric(at, "mDP violation ratio (pairs)") == "0"  # EM with exp(−εd/2) is ε-mDP on every pair
-    assert "0 violated / 39,800 ordered pairs" in texts(at.caption)
+    assert metric(at, "Violations of its claim") == "0 of 39,800 pairs"  # EM with exp(−εd/2): ε-mDP on all pairs
+    assert "kept its promise" in texts(at.success) and "price of privacy" in texts(at.success)
     assert float(metric(at, "Adversary error (m)")) > 0
     assert "Per phase: build" in texts(at.caption)
     assert at.query_params["mech"] == "em" and at.query_params["eps"] == "5"
@@ -409,9 +409,10 @@ def test_time_limit_without_mechanism_is_explained() -> None:
         at = app("app_pages/explore.py", query={"mech": "test-slow", "k": "40", "m": "10"})
         solve_button(at).click().run()
         assert not at.exception, [e.value for e in at.exception]
-        assert "Test slow mechanism: time limit after" in texts(at.error)
-        assert "no mechanism to show" in texts(at.error) and "Solved" not in texts(at.markdown)
-        assert "**What happened:** stopped after 1 s." in texts(at.caption)
+        assert "Test slow mechanism gave no mechanism: it reached its time limit after" in texts(at.error)
+        assert "Solved" not in texts(at.markdown)
+        assert "**What happened:** stopped after 1 s." in texts(at.caption)  # one click away, in the expander
+        assert "no mechanism to show" in texts(at.caption)
         assert not at.metric
         at.switch_page("app_pages/compare.py").run()
         at.multiselect(key="compare").set_value(["em", "test-slow"]).run()
@@ -585,7 +586,9 @@ def test_verdict_and_message_shown_for_every_status() -> None:
         at = app("app_pages/explore.py", query={"mech": "test-said", "k": "30", "m": "10"})
         solve_button(at).click().run()
         assert not at.exception, [e.value for e in at.exception]
-        assert "Test degenerate mechanism: Collapsed: every user reports the same." in texts(at.warning)
+        assert ("Test degenerate mechanism is degenerate (collapsed: every secret gets the same report "
+                "distribution, so a report says nothing), and kept its promise") in texts(at.warning)
+        assert "Test degenerate mechanism: Collapsed: every user reports the same." in texts(at.caption)
         assert "**What happened:** Phase I used the whole budget." in texts(at.caption)
         assert metric(at, "Utility loss (m)")  # the metrics still show below the verdict
     finally:
