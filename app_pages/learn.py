@@ -3,12 +3,12 @@
 import streamlit as st
 
 from mdpviz.explain import lp_size, two_point_keep
-from mdpviz.ui import charts, learn, solving, state
+from mdpviz.ui import charts, glossary, learn, solving, state
 
 st.markdown("#### Learn: mDP in four steps")
 state.show_notices()
-s1, s2, s3, s4 = st.tabs(["1 · mDP vs local DP", "2 · What the LP optimises", "3 · Why PAnDA uses anchors",
-                          "4 · What δ buys"])
+s1, s2, s3, s4, s5 = st.tabs(["1 · mDP vs local DP", "2 · What the LP optimises", "3 · Why PAnDA uses anchors",
+                              "4 · What δ buys", "Glossary"])
 
 with s1:
     st.markdown("""
@@ -74,4 +74,7 @@ less utility loss; δ is the price. The paper sweeps δ from 10⁻⁷ to 0.15.""
     st.markdown(learn.delta_text(delta, n_users))
     st.page_link("app_pages/tradeoff.py", label="Sweep δ for PAnDA-p on the Trade-off page",
                  icon=":material/show_chart:", query_params=learn.delta_sweep_query())
+with s5:
+    st.caption("The words the dashboard uses, defined once; a verdict's tooltip shows the ones it uses.")
+    glossary.glossary_page()
 state.write_url("learn")

@@ -183,8 +183,8 @@ def _plain(name: str, level: str, kind: str, degenerate: str, unfinished: bool, 
         return first
     second = f"A report costs {format_m(float(loss))} on average"
     if isinstance(floor, (int, float)):
-        second += (f"; {format_m(float(loss) - float(floor))} of it is the price of privacy (with none at all, "
-                   f"it would cost {format_m(float(floor))})")
+        second += (f": a privacy cost of {format_m(float(loss) - float(floor))} above the no-privacy floor of "
+                   f"{format_m(float(floor))}")
     return f"{first} {second}."
 
 

@@ -76,7 +76,8 @@ def test_explore_default_render_then_small_solve() -> None:
     loss = float(metric(at, "Utility loss (m)"))
     assert 0 < loss < 2000
     assert metric(at, "Violations of its claim") == "0 of 39,800 pairs"  # EM with exp(−εd/2): ε-mDP on all pairs
-    assert "kept its promise" in texts(at.success) and "price of privacy" in texts(at.success)
+    assert "kept its promise" in texts(at.success) and "privacy cost of" in texts(at.success)
+    assert "Terms used above: ε (km⁻¹), kept its promise, no-privacy floor, privacy cost" in texts(at.caption)
     assert float(metric(at, "Adversary error (m)")) > 0
     assert "Per phase: build" in texts(at.caption)
     assert at.query_params["mech"] == "em" and at.query_params["eps"] == "5"
@@ -817,3 +818,14 @@ def test_every_scatter_layer_of_a_map_reads_the_same_columns() -> None:
         row = lay["data"][0]
         assert len(row["_fill"]) == 4 and len(row["_line"]) == 4 and row["_r"] > 0
         assert lay["getRadius"] == "@@=_r" and lay["radiusUnits"] == "pixels"
+
+
+def test_learn_has_a_glossary_of_the_words_verdicts_use() -> None:
+    from mdpviz.ui.glossary import GLOSSARY, help_for
+
+    at = app("app_pages/learn.py")
+    shown = texts(at.markdown)
+    assert all(f"**{term}**" in shown for term in GLOSSARY)
+    tip = help_for("PAnDA-e is degenerate (collapsed: ...), and broke its promise")
+    assert tip is not None and "**collapsed**: Every secret gets the same" in tip and "Glossary tab" in tip
+    assert help_for("nothing defined here") is None

@@ -13,6 +13,8 @@ from mdpviz.problem import Problem
 from mdpviz.reference import cached_reference
 from mdpviz.verdict import Verdict, claim_check, claims_all_pairs, verdict
 
+from . import glossary
+
 
 def phase_text(timings: dict[str, float]) -> str:
     """Seconds per phase as one short line (``total_s`` left out): ``anchors 0.3 ms · LP solve 1.2 s``."""
@@ -56,6 +58,7 @@ def verdict_box(result: Result, ev: dict[str, Any] | None, label: str) -> Verdic
     v = verdict(result, ev, label=label)
     box, icon = VERDICT_BOX[v.level]
     box(v.plain or v.headline, icon=icon)
+    glossary.terms_line(v.plain or v.headline)
     if not result.ok:
         st.caption("Try a smaller K or |Y|, a faster mechanism, or a longer time limit.")
     with st.expander("Technical account: the verdict and what the solver did"):
