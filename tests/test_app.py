@@ -350,7 +350,7 @@ def test_binned_histograms_and_checks_are_found_anywhere() -> None:
     assert list(binned_histograms(diag)) == ["eps_bar.hist"]
     rows = check_rows(diag)
     assert [(r["check"], r["violated"], r["checked"], r["ratio"]) for r in rows] == [
-        ("violations.V_pair", "3", "12", "0.25"), ("lp.enforced", "0", "6", "0")]
+        ("violations · V_pair (between users)", "3", "12", "0.25"), ("LP · enforced", "0", "6", "0")]
     scalars, arrays, _other = split_diagnostics(diag)
     assert set(scalars) == {"eps_bar.median"} and not arrays
 
@@ -389,7 +389,7 @@ def test_diagnostics_render_generically_for_a_new_mechanism() -> None:
         assert "**10** anchors (25.0% of K = 40)" in captions
         assert at.checkbox(key="show_extra").value  # anchors drawn on the map
         table = at.dataframe[0].value
-        assert "gamma_km" in set(table["diagnostic"])
+        assert "γ (km)" in set(table["diagnostic"]) and "gamma_km" not in set(table["diagnostic"])  # no raw key
     finally:
         _REGISTRY.pop("test-anchored", None)
 
@@ -445,7 +445,8 @@ def test_panda_internals_panel() -> None:
     assert "Anchors and privacy budget" in texts(at.markdown)
     assert "anchors (" in texts(at.caption) and "% of K = 80)" in texts(at.caption)
     checks = next(df.value for df in at.dataframe if "check" in df.value.columns)
-    assert {"violations.V_pair", "violations.V_cf", "violations.V_pure"} <= set(checks["check"])
+    assert {"violations · V_pair (between users)", "violations · V_cf (counterfactual anchors)",
+            "violations · V_pure (pure ε-mDP between users)"} <= set(checks["check"])
     assert at.checkbox(key="show_users").value and at.checkbox(key="show_extra").value
 
 

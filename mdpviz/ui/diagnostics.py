@@ -46,7 +46,7 @@ def binned_histograms(diag: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def check_rows(diag: dict[str, Any]) -> list[dict[str, Any]]:
     """Every measured check (violated / checked) in the diagnostics as table rows with numerator/denominator."""
-    return [{"check": name, "violated": f"{bad:,}", "checked": f"{total:,}",
+    return [{"check": key_label(name), "violated": f"{bad:,}", "checked": f"{total:,}",
              "ratio": f"{bad / total:.3g}" if total else "–", "exponent": str(v.get("exponent", ""))}
             for name, bad, total, v in measured_checks(diag)]
 
@@ -157,7 +157,7 @@ def diagnostics_panel(result: Result, k: int | None = None) -> None:
                                 config={"displayModeBar": False})
     scalars, arrays, other = split_diagnostics(diag)
     if scalars or other:
-        rows = [{"diagnostic": name, "value": _cell(v)} for name, v in {**scalars, **other}.items()]
+        rows = [{"diagnostic": key_label(name), "value": _cell(v)} for name, v in {**scalars, **other}.items()]
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     for name, arr in table_arrays(diag).items():
         st.plotly_chart(charts.columns_chart(arr, f"{name} (per row: {arr.shape[1]} columns)"), key=f"cols-{name}",
@@ -168,6 +168,44 @@ def diagnostics_panel(result: Result, k: int | None = None) -> None:
         with cols[n % 2]:
             st.plotly_chart(charts.histogram(finite, f"{name} ({len(arr):,} values)"), key=f"hist-{name}",
                             config={"displayModeBar": False})
+
+
+# words for the parts of diagnostic keys (the mechanisms' own names); anything else is turned into words below
+KEY_WORDS = {
+    "eps": "ε", "eps1": "ε₁ (axis 1)", "eps2": "ε₂ (axis 2)", "eps_bar": "Phase I cost ε̄", "eps_pt": "ε for the LP",
+    "xi_hat": "safety margins ξ̂", "delta": "δ", "tau": "τ", "gamma": "γ", "km_inv": "(km⁻¹)",
+    "pair_cap": "largest exponent kept on a pair row (ε·d cap)", "shrink_t": "row-sum repair: shift t",
+    "deficit_max": "row-sum repair: largest deficit added", "row_sum_max_before": "row sums before repair (max)",
+    "row_sum_min_before": "row sums before repair (min)", "gap": "certified relative gap", "lp": "LP",
+    "cy": "cost block", "dx": "x-distance block", "dy": "y-distance block", "v_pair": "V_pair (between users)",
+    "v_cf": "V_cf (counterfactual anchors)", "v_pure": "V_pure (pure ε-mDP between users)", "p_s": "p_s",
+    "anpo": "AnPO", "pl": "privacy loss", "relerr": "relative error", "lb": "lower bound",
+}
+UNIT_SUFFIXES = {"m": "m", "km": "km", "s": "s", "mb": "MB", "km_inv": "km⁻¹", "bytes": "bytes"}
+STAT_SUFFIXES = ("max", "min", "mean", "median", "total")
+
+
+def key_label(key: str) -> str:
+    """A diagnostic's dotted key in words with its unit: ``lp.size.pricing_rows_max`` → ``LP · size · pricing rows
+    (max)``; ``memory_peak_mb`` → ``memory peak (MB)``; ``pair_cap`` → its words from ``KEY_WORDS``."""
+    parts = []
+    for part in key.split("."):
+        low = part.lower()
+        if low in KEY_WORDS:
+            parts.append(KEY_WORDS[low])
+            continue
+        words = part.split("_")
+        unit = stat = ""
+        if len(words) > 2 and "_".join(words[-2:]).lower() == "km_inv":
+            unit, words = "km⁻¹", words[:-2]
+        elif len(words) > 1 and words[-1].lower() in UNIT_SUFFIXES:
+            unit, words = UNIT_SUFFIXES[words[-1].lower()], words[:-1]
+        if len(words) > 1 and words[-1].lower() in STAT_SUFFIXES:
+            stat, words = words[-1].lower(), words[:-1]
+        text = " ".join(KEY_WORDS.get(w.lower(), w) for w in words)
+        extra = ", ".join(x for x in (stat, unit) if x)
+        parts.append(f"{text} ({extra})" if extra else text)
+    return " · ".join(parts)
 
 
 def _cell(v: Any) -> str:
