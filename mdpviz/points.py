@@ -16,7 +16,9 @@ from .errors import ProblemError
 from .geo import project_km
 
 PointsSource = str | Path | IO[str] | IO[bytes] | pd.DataFrame
-_ALIASES = {"lat": ("lat", "latitude", "y"), "lon": ("lon", "lng", "long", "longitude", "x"), "weight": ("weight", "w")}
+_ALIASES = {"lat": ("lat", "latitude"), "lon": ("lon", "lng", "long", "longitude"), "weight": ("weight", "w")}
+# headers that do not say whether they hold degrees or planar coordinates, nor which is which
+_AMBIGUOUS = ("x", "y", "easting", "northing")
 
 
 def read_points(source: PointsSource) -> pd.DataFrame:
@@ -100,6 +102,10 @@ def find_columns(raw: pd.DataFrame, aliases: dict[str, tuple[str, ...]], what: s
     cols = {}
     for key, names in aliases.items():
         found = next((lower[n] for n in names if n in lower), None)
+        if found is None and key in ("lat", "lon") and (vague := [lower[n] for n in _AMBIGUOUS if n in lower]):
+            raise ProblemError(f"{what}: the columns {vague} do not say which is latitude and which longitude, nor "
+                               "that they are degrees (they may be planar metres); name them `lat` and `lon` "
+                               "(WGS 84 degrees).")
         if found is None and key not in optional:
             msg = f"{what} need a `{names[0]}` column (or one of {', '.join(names)}); found columns: {list(raw.columns)}."
             raise ProblemError(msg)

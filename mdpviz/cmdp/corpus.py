@@ -45,7 +45,7 @@ MEMORY_RULES = ("mixed", "1", "2", "3")
 START_UTC_S = 1_704_067_200.0  # 2024-01-01 00:00 UTC: day 0 of generated traces
 _ALIASES = {"traj": ("trajectory_id", "traj_id", "trajectory", "trip_id", "id", "vehicle_id"),
             "time": ("timestamp", "time", "datetime", "t"),
-            "lat": ("lat", "latitude", "y"), "lon": ("lon", "lng", "long", "longitude", "x")}
+            "lat": ("lat", "latitude"), "lon": ("lon", "lng", "long", "longitude")}
 
 
 @dataclass(frozen=True, eq=False)
