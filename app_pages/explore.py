@@ -21,9 +21,14 @@ solve_now = presets.take_auto_solve("explore") or solve_clicked
 with solving.guard():
     prob = cache.problem_from_state()
 params = state.params_of(mech)
-result, error = solving.solve_or_lookup(prob, mech, params, solve_now, float(ss["time_limit"]))
+upload_error = ss.get("_points_error")
+result, error = (None, None) if upload_error and not solve_now else solving.solve_or_lookup(
+    prob, mech, params, solve_now, float(ss["time_limit"]))
 
 st.markdown(explore.headline(prob, mech, params))
+if upload_error and result is None:  # in the main area, in place of the previous result
+    st.error(f"Your points were not loaded: {upload_error} Fix the file or remove it in the sidebar; Solve runs on "
+             "the sampled road nodes meanwhile.", icon=":material/upload_file:")
 state.show_notices()
 explore.problem_notices(prob)
 ev = key = verdict = None

@@ -703,6 +703,12 @@ def test_points_upload_is_validated_and_used() -> None:
     at.run()
     solve_button(at).click().run()
     assert not at.exception and "your points (standing alone)" in texts(at.markdown) and metric(at, "Utility loss (m)")
+    # a bad upload after a solve: its error in the main area, in place of the old result (not only in the sidebar)
+    at.session_state["_points_error"] = "`bad.csv`: Column `lon` has 1 missing or non-numeric value."
+    at.session_state["source"] = "sample"
+    at.run()
+    assert not at.exception and not at.metric and not at.success
+    assert any("Your points were not loaded: `bad.csv`" in e.value for e in at.main.error)
 
 
 def test_cosmetics_a_test_can_see() -> None:
