@@ -173,10 +173,12 @@ def test_compare_solves_two_mechanisms_side_by_side() -> None:
     solve_button(at, "Solve all").click().run()
     assert not at.exception
     table = at.dataframe[0].value
-    assert list(table["mechanism"]) == ["em", "em-br"]
-    assert (table["utility loss (m)"] > 0).all()
+    assert list(table["mechanism"]) == ["Exponential mechanism (EM)", "EM + Bayesian remapping"]
+    loss = [float(v.removesuffix(" m").replace(",", "")) for v in table["utility loss"]]
+    assert all(v > 0 for v in loss) and all(str(v).endswith(" m") for v in table["privacy cost"])
     # Bayesian remapping is post-processing that picks the cheapest output: never worse on the prior's loss
-    assert table["utility loss (m)"][1] <= table["utility loss (m)"][0] + 1e-6
+    assert loss[1] <= loss[0] + 0.1
+    assert "None" not in table.to_string() and "nan" not in table.to_string()
     assert at.query_params["compare"] == "em,em-br"
 
 
@@ -197,7 +199,7 @@ def test_compare_shows_one_mechanisms_error_and_keeps_the_others() -> None:
         assert not at.exception, [e.value for e in at.exception]
         assert "Test broken mechanism: A pricing LP failed" in texts(at.error)
         table = at.dataframe[0].value
-        assert list(table["status"]) == ["closed form", "error"]
+        assert list(table["privacy promise"]) == ["holds on all pairs", "error"]
     finally:
         _REGISTRY.pop("test-broken", None)
 
@@ -420,7 +422,8 @@ def test_time_limit_without_mechanism_is_explained() -> None:
         solve_button(at, "Solve all").click().run()
         assert not at.exception, [e.value for e in at.exception]
         table = at.dataframe[0].value
-        assert list(table["status"]) == ["closed form", "time limit"]
+        assert list(table["privacy promise"]) == ["holds on all pairs", "no mechanism (time limit)"]
+        assert list(table["utility loss"])[1] == "–"
     finally:
         _REGISTRY.pop("test-slow", None)
 
@@ -634,12 +637,14 @@ def test_presets_are_valid_and_one_click_solves() -> None:
     next(b for b in at.button if b.label == "Teach: EM vs LP on 30 points").click().run()
     assert not at.exception, [e.value for e in at.exception]
     table = at.dataframe[0].value
-    assert list(table["mechanism"]) == ["em", "lp"] and (table["privacy promise"] == "holds on all pairs").all()
-    assert table["utility loss (m)"][1] < table["utility loss (m)"][0]  # the optimal LP loses less
+    assert list(table["mechanism"]) == ["Exponential mechanism (EM)", "Optimal LP"]
+    assert (table["privacy promise"] == "holds on all pairs").all()
+    loss = [float(v.removesuffix(" m").replace(",", "")) for v in table["utility loss"]]
+    assert loss[1] < loss[0]  # the optimal LP loses less
     assert at.session_state["k"] == 30 and at.query_params["compare"] == "em,lp"
     # a shared link names the preset
     again = app(query={"preset": "teach-em-vs-lp"})
-    assert list(again.dataframe[0].value["mechanism"]) == ["em", "lp"]
+    assert list(again.dataframe[0].value["mechanism"]) == ["Exponential mechanism (EM)", "Optimal LP"]
     assert "Unknown preset `nope`" in texts(app(query={"preset": "nope"}).warning)
 
 

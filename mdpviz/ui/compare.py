@@ -36,6 +36,7 @@ def metrics_row(mech: Mechanism, result: Result | None, ev: dict[str, Any] | Non
                 "solve_s": total}
     v = ev["violations"]
     return {**row, "status": result.status, "privacy promise": promise, "utility_loss_m": ev["utility_loss_m"],
+            "privacy_cost_m": ev.get("privacy_cost_m", np.nan),
             "violation_ratio": v["ratio"],
             "violated / checked pairs": f"{v['violated_pairs']:,} / {v['checked_pairs']:,}",
             "adversary_error_m": ev["adversary_error_m"], "solve_s": total}
@@ -69,12 +70,14 @@ def _on_click(map_key: str) -> None:
 @st.fragment
 def maps_view(prob: Problem, items: list[tuple[Mechanism, Result | None]],
               evs: dict[str, dict[str, Any] | None] | None = None) -> None:
-    """The same selected secret under every mechanism, one small map each (≤ 4 maps: well under 8 WebGL charts)."""
+    """The same selected secret under every mechanism, one map each, two a row (≤ 4 maps: well under 8 WebGL
+    charts)."""
     clamp_secret(prob)
     st.columns([1, 3])[0].number_input("Selected secret x (index)", step=1, key="secret",
                                        help=f"0 to {prob.k - 1}. Or click a point on any map.")
     i = int(st.session_state["secret"])
-    cols = st.columns(len(items))
+    per_row = 2 if len(items) > 1 else 1  # two maps a row: each about 400 px wide, readable at 1280×800
+    cols = [c for start in range(0, len(items), per_row) for c in st.columns(per_row, gap="medium")][:len(items)]
     roads = cache.road_layer(prob)
     zmax = max((float(r.Z[i].max()) for _, r in items if r is not None and r.Z is not None), default=1.0)
     for col, (mech, result) in zip(cols, items, strict=True):
@@ -94,10 +97,10 @@ def maps_view(prob: Problem, items: list[tuple[Mechanism, Result | None]],
                 v = verdict(result, (evs or {}).get(mech.name), label=mech.label)
                 st.caption(f"Privacy promise: **{v.short}**")
             map_key = f"compare_map_{mech.name}_{st.session_state.get('map_generation', 0)}"
-            width_px = int(820 / len(items))  # main column at 1280×800, shared by the maps
-            st.pydeck_chart(maps.deck(prob, roads, layers, height_px=300, width_px=width_px, small=True),
+            width_px = int(820 / per_row)  # the main column at 1280×800, shared by the maps of a row
+            st.pydeck_chart(maps.deck(prob, roads, layers, height_px=340, width_px=width_px, small=True),
                             on_select=lambda k=map_key: _on_click(k), selection_mode="single-object", key=map_key,
-                            height=300, alt=f"{mech.label}: distribution of secret x{i}")
+                            height=340, alt=f"{mech.label}: distribution of secret x{i}")
             st.caption(note)
     st.html(maps.symbol_legend_html([("selected secret", maps.TRUE, "dot"), ("expected report", maps.EXPECTED, "dot"),
                                      ("secrets X", maps.SECRET, "dot")])
@@ -106,17 +109,28 @@ def maps_view(prob: Problem, items: list[tuple[Mechanism, Result | None]],
     state.write_url("compare")
 
 
+def _num(value: Any, fmt: str) -> str:
+    return "–" if value is None or (isinstance(value, float) and not np.isfinite(value)) else fmt.format(value)
+
+
+def shown_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The table as read on the page: labels, words and units, "–" where there is nothing (never None or NaN)."""
+    return pd.DataFrame({
+        "mechanism": [r["label"] for r in rows],
+        "privacy promise": [r["status"] if r["status"] in ("error", "not solved") else r["privacy promise"]
+                            for r in rows],
+        "privacy cost": [_num(r.get("privacy_cost_m"), "{:,.1f} m") for r in rows],
+        "utility loss": [_num(r["utility_loss_m"], "{:,.1f} m") for r in rows],
+        "adversary error": [_num(r["adversary_error_m"], "{:,.1f} m") for r in rows],
+        "violated / checked pairs": [r["violated / checked pairs"] or "–" for r in rows],
+        "time": [_num(r["solve_s"], "{:.3g} s") for r in rows]})
+
+
 def table_and_bars(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """The metrics table and the bar charts; returns the table."""
+    """The metrics table and the bar charts; returns the table (the CSV's columns, with raw numbers)."""
     df = pd.DataFrame(rows)
-    shown = df.drop(columns=["label"]).rename(columns={"utility_loss_m": "utility loss (m)",
-                                                       "violation_ratio": "violation ratio",
-                               "adversary_error_m": "adversary error (m)", "solve_s": "solve time (s)"})
-    st.dataframe(shown, hide_index=True, width="stretch",
-                 column_config={"utility loss (m)": st.column_config.NumberColumn(format="%.1f"),
-                                "adversary error (m)": st.column_config.NumberColumn(format="%.1f"),
-                                "violation ratio": st.column_config.NumberColumn(format="%.3g"),
-                                "solve time (s)": st.column_config.NumberColumn(format="%.3g")})
+    st.dataframe(shown_table(rows), hide_index=True, width="stretch",
+                 column_config={"privacy promise": st.column_config.TextColumn(width="medium")})
     st.download_button("Comparison table (CSV)", data=df.to_csv(index=False), file_name="mdpviz-compare.csv",
                        mime="text/csv", on_click="ignore", icon=":material/download:")
     solved = df.dropna(subset=["utility_loss_m"])
