@@ -49,7 +49,7 @@ class Size:
 FULL = Size("full", ("rome", "london"), tuple(REGIONS_KM), (200, 500, 2000), (5000,), (0.5, 1.0, 2.0, 5.0, 10.0, 15.0),
             ("distance", "travel"), (0, 1, 2), time_limit=600.0)
 COMMITTED = Size("committed", ("rome", "london"), tuple(REGIONS_KM), (500,), (), (0.5, 1.0, 2.0, 5.0, 10.0, 15.0),
-                 ("distance", "travel"), (0,), time_limit=30.0, skip=("lp-bd", "lp-bd:authors-code"))
+                 ("distance", "travel"), (0,), time_limit=20.0, skip=("lp-bd", "lp-bd:authors-code"))
 TINY = Size("tiny", ("rome",), ("centre:2", "whole"), (40,), (), (1.0, 5.0), ("distance",), (0,), outputs=20,
             time_limit=30.0, only=("em", "em-br", "laplace", "lp", "panda-e", "panda-e:authors-code", "aipo-e",
                                    "dista-lp"))
@@ -57,7 +57,7 @@ SIZES = {s.name: s for s in (TINY, COMMITTED, FULL)}
 COMMITTED_LEFT_OUT = ("K = 200, 2,000 and 5,000 (only K = 500, the papers' common size); seeds 1 and 2 (one seed, "
                       "so no intervals: `--size committed` with more seeds resumes from the points file); Benders' "
                       "plain and authors'-code presets (only `lp-bd:stabilised`, the one that finishes soonest: the "
-                      "three solve the same neighbour LP); a 30 s limit per solve instead of 600 s, so slow methods "
+                      "three solve the same neighbour LP); a 20 s limit per solve instead of 600 s, so slow methods "
                       "(the LP at small ε, Benders, AIPO's budget search) end in 'time limit' where a longer run "
                       "might finish")
 
@@ -108,12 +108,13 @@ def regime_points(size: Size | str, only: Sequence[str] = ()) -> list[Point]:
         raise MdpvizError(f"Unknown method(s) {sorted(unknown)}; `python -m mdpviz regimes --list` names them.")
     chosen = [m for m in methods() if (not wanted or m.name in wanted) and m.name not in size.skip]
     points = []
-    # cell by cell (every method of a cell together), so a run stopped by its budget leaves whole cells
-    for city in size.cities:
-        for cost in size.costs:
-            for region in size.regions:
-                for k in (*size.ks, *size.large_ks):
-                    for eps in size.eps:
+    # cell by cell (every method of a cell together), so a run stopped by its budget leaves whole cells, the
+    # cities side by side
+    for cost in size.costs:
+        for region in size.regions:
+            for k in (*size.ks, *size.large_ks):
+                for eps in size.eps:
+                    for city in size.cities:
                         for method in chosen:
                             if k not in size.ks and method.max_k is not None and k > method.max_k:
                                 continue
