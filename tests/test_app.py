@@ -546,6 +546,34 @@ def test_point_from_url_and_nearest_secret_heat_map_for_a_matrix_mechanism() -> 
     assert not at.exception, [e.value for e in at.exception]
     assert "nearest secret (piecewise constant)" in html_text(at)
     assert not [c for c in at.checkbox if c.key == "show_lattice"]
+    # the heat map follows the selected secret: another secret shows its own most likely report
+    from mdpviz.problem import build_problem
+    from mdpviz.solve import solve
+
+    prob = build_problem(at.session_state["city"], 40, n_outputs=12)
+    Z = solve(prob, "em", {"eps": 5.0}).Z
+    for secret in (3, 17):
+        at.number_input(key="secret").set_value(secret).run()
+        assert at.session_state["heat_y"] == int(np.argmax(Z[secret]))
+
+
+def test_the_heat_map_is_see_through_and_clipped_to_where_secrets_are() -> None:
+    import base64
+    import io
+
+    from PIL import Image
+
+    from mdpviz.ui.maps import PlaneGrid, heat_layer
+
+    values = np.array([0.0, 0.001, 0.5, 1.0, 1.0, 0.8])
+    inside = np.array([True, True, True, True, False, True])
+    g = PlaneGrid(lat=np.repeat([60.0, 60.01], 3), lon=np.tile([24.0, 24.01, 24.02], 2), side_m=500.0,
+                  nearest=np.zeros(6, dtype=np.int64), shape=(2, 3), values=values, vmax=1.0, inside=inside)
+    url = heat_layer(g).image.strip("'").split(",", 1)[1]
+    alpha = np.asarray(Image.open(io.BytesIO(base64.b64decode(url))))[::-1, :, 3].ravel()  # back to south first
+    assert alpha[0] == alpha[1] == 0  # nothing and almost nothing: not drawn, the roads show through
+    assert 0 < alpha[2] < alpha[3] <= 210  # the opacity grows with the value and never hides the map
+    assert alpha[4] == 0 and alpha[5] > 0  # outside the sampled area: not drawn, even at the top value
 
 
 def test_clicked_point_and_parse_point() -> None:

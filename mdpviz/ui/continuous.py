@@ -50,23 +50,30 @@ def region(prob: Problem, result: Result | None) -> tuple[float, float, float, f
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def plane_grid(_prob: Problem, fingerprint: str, bbox: tuple[float, float, float, float], cells: int = HEAT_CELLS
-               ) -> tuple[NDArray[np.float64], NDArray[np.float64], float, NDArray[np.int64], tuple[int, int]]:
+               ) -> tuple[NDArray[np.float64], NDArray[np.float64], float, NDArray[np.int64], tuple[int, int],
+                          NDArray[np.bool_]]:
     """Cell centres (lat, lon in degrees; row-major from the south-west) of a square grid over ``bbox`` (see
     :func:`region`), the cell side in metres, each centre's nearest secret (planar km, so distances are those of
-    the map) and the grid's shape (rows, columns)."""
+    the map), the grid's shape (rows, columns), and which cells lie near a secret: within twice the spacing of
+    most secrets (the 90th percentile of their nearest-neighbour distance) and two cells, so a heat map follows
+    the sampled city instead of filling its bounding box."""
     grid = Lattice.covering(np.array(bbox[:2]), np.array(bbox[2:]), cells)
     ll = grid.anchor_latlon()
     xy_x = project_km(_prob.x_lat, _prob.x_lon, grid.lat0, grid.lon0)
     xy_g = project_km(ll[:, 0], ll[:, 1], grid.lat0, grid.lon0)
-    _d, nearest = cKDTree(xy_x).query(xy_g)
-    return ll[:, 0], ll[:, 1], grid.step * 1000, np.asarray(nearest, dtype=np.int64), (grid.ny, grid.nx)
+    tree = cKDTree(xy_x)
+    dist, nearest = tree.query(xy_g)
+    spacing = float(np.quantile(tree.query(xy_x, k=2)[0][:, 1], 0.9)) if len(xy_x) > 1 else grid.step
+    inside = dist <= max(2 * spacing, 2 * grid.step)
+    return (ll[:, 0], ll[:, 1], grid.step * 1000, np.asarray(nearest, dtype=np.int64), (grid.ny, grid.nx),
+            np.asarray(inside, dtype=bool))
 
 
 @st.cache_resource(max_entries=4, show_spinner="Evaluating the mechanism over the plane…")
 def plane_values(_prob: Problem, _result: Result, key: str, cells: int = HEAT_CELLS) -> NDArray[np.float64]:
     """Pr[y | cell centre] for every cell and output, (n_cells, M): ``rows`` in one call where the mechanism
     has them, else the nearest secret's row of Z (piecewise constant)."""
-    lat, lon, _side, nearest, _shape = plane_grid(_prob, _prob.fingerprint, region(_prob, _result), cells)
+    lat, lon, _side, nearest, _shape, _inside = plane_grid(_prob, _prob.fingerprint, region(_prob, _result), cells)
     if _result.rows is not None:
         return np.asarray(_result.rows(lat, lon), dtype=float)
     assert _result.Z is not None

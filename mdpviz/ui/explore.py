@@ -159,7 +159,7 @@ def _solved_layers(prob: Problem, result: Result, ev: dict[str, Any] | None, key
         layers.row_label = who
         legends.append(maps.legend_html(f"Pr[report y | true location {who}] (probability; size and colour)",
                                         "prob", "0", f"{row.max():.3g}"))
-    _plane_controls(prob, result, key, row, layers, symbols, legends, t4, c1)
+    _plane_controls(prob, result, key, row, layers, symbols, legends, t4, c1, selected=who if pt is None else pt)
     post = _colour_layers(prob, Z, i, loss, mode, layers, symbols, legends, c1)
     _diagnostic_layers(prob, result, layers, symbols)
     _violation_layer(prob, result, ev, key, layers, symbols)
@@ -191,8 +191,8 @@ def _colour_layers(prob: Problem, Z: np.ndarray, i: int, loss: np.ndarray, mode:
     layers.secret_value_label = f"Pr[x | y{ss['attack_y']}] ="
     layers.attack_y = int(ss["attack_y"])
     symbols.append((f"observed report y{ss['attack_y']}", [124, 58, 237, 255], "ring"))
-    legends.append(maps.legend_html(f"Attacker's posterior Pr[x | y{ss['attack_y']}] (probability)", "post",
-                                    "0", f"{post.max():.3g}"))
+    legends.append(maps.legend_html(f"Attacker's posterior Pr[x | y{ss['attack_y']}] (probability, square-root "
+                                    "colour scale)", "post", "0", f"{post.max():.3g}"))
     return post
 
 
@@ -307,7 +307,7 @@ def _city_pick_grid(prob: Problem) -> maps.PlaneGrid:
     from mdpviz.cities import city_info
 
     s, w, n, e = city_info(prob.city).bbox  # type: ignore[arg-type]
-    lat, lon, side_m, nearest, shape = continuous.plane_grid(prob, prob.fingerprint, (s, n, w, e), 60)
+    lat, lon, side_m, nearest, shape, _inside = continuous.plane_grid(prob, prob.fingerprint, (s, n, w, e), 60)
     return maps.PlaneGrid(lat=lat, lon=lon, side_m=side_m, nearest=nearest, shape=shape)
 
 
@@ -356,9 +356,10 @@ def _clear_point() -> None:
 
 
 def _plane_controls(prob: Problem, result: Result, key: str, row: np.ndarray, layers: maps.MapLayers,
-                    symbols: Symbols, legends: list[str], h1: Any, h2: Any) -> None:
+                    symbols: Symbols, legends: list[str], h1: Any, h2: Any, selected: Any = None) -> None:
     """The clickable grid over the plane, the heat map of z(y | x) for a chosen output, and the anchor lattice
-    (toggles in ``h1``, the heat map's output in ``h2`` while the heat map is on)."""
+    (toggles in ``h1``, the heat map's output in ``h2`` while the heat map is on). The heat map's output follows
+    the selection: another secret or point (or another result) shows its own most likely report."""
     ss = st.session_state
     rows_ok = continuous.has_rows(result)
     lattice = continuous.lattice_of(result)
@@ -371,8 +372,10 @@ def _plane_controls(prob: Problem, result: Result, key: str, row: np.ndarray, la
                      f"over the region ({src}). Interpolating mechanisms vary smoothly; others jump at the "
                      "borders between secrets.")
     hy = ss.get("heat_y")
-    if hy is None or not 0 <= int(hy) < prob.m:
-        ss["heat_y"] = int(np.argmax(row))  # default: the most likely report of what is selected
+    follows = (key, str(selected))
+    if hy is None or not 0 <= int(hy) < prob.m or ss.get("_heat_y_for") != follows:
+        ss["heat_y"] = int(np.argmax(row))  # the most likely report of what is selected now
+        ss["_heat_y_for"] = follows
     if ss["show_heat"]:
         h2.selectbox("heat-map output y (index)", list(range(prob.m)), key="heat_y",
                      format_func=lambda k: f"y{k} (= x{prob.y_index[k]})",
@@ -389,8 +392,9 @@ def _plane_controls(prob: Problem, result: Result, key: str, row: np.ndarray, la
             symbols.append(("anchors", maps.ANCHOR, "ring"))
     if not (rows_ok or ss["show_heat"]):
         return  # no pick grid: a click on a secret selects it; empty space needs rows for any point
-    lat, lon, side_m, nearest, shape = continuous.plane_grid(prob, prob.fingerprint, continuous.region(prob, result))
-    grid = maps.PlaneGrid(lat=lat, lon=lon, side_m=side_m, nearest=nearest, shape=shape)
+    lat, lon, side_m, nearest, shape, inside = continuous.plane_grid(prob, prob.fingerprint,
+                                                                     continuous.region(prob, result))
+    grid = maps.PlaneGrid(lat=lat, lon=lon, side_m=side_m, nearest=nearest, shape=shape, inside=inside)
     if ss["show_heat"]:
         k = int(ss["heat_y"])
         values = continuous.plane_values(prob, result, key)[:, k]

@@ -24,7 +24,7 @@ from mdpviz.problem import Problem
 SCALES: dict[str, list[tuple[int, int, int]]] = {
     "prob": [(254, 240, 217), (253, 204, 138), (252, 141, 89), (227, 74, 51), (179, 0, 0)],        # OrRd
     "loss": [(68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37)],          # viridis
-    "post": [(218, 218, 235), (188, 189, 220), (158, 154, 200), (117, 107, 177), (63, 0, 125)],    # Purples
+    "post": [(203, 201, 226), (158, 154, 200), (117, 107, 177), (84, 39, 143), (63, 0, 125)],      # Purples
     "heat": [(255, 255, 204), (161, 218, 180), (65, 182, 196), (44, 127, 184), (37, 52, 148)],     # YlGnBu
 }
 ROAD = [150, 150, 150, 110]
@@ -161,6 +161,7 @@ class PlaneGrid:
     values: NDArray[np.float64] | None = None         # probability per cell, or None: invisible pick grid
     vmax: float = 1.0
     label: str = ""                                   # tooltip text before the value, e.g. "z(y3 | here) ="
+    inside: NDArray[np.bool_] | None = None           # cells near enough a secret to be drawn (None: all)
 
 
 def violation_colour(kind: str) -> list[int]:
@@ -194,7 +195,11 @@ def deck(prob: Problem, roads: pdk.Layer | None, layers: MapLayers, *, height_px
         if layers.secret_values is not None:
             v = layers.secret_values
             vmax = float(np.max(v)) if len(v) else 1.0
-            df["color"] = colours(v, float(np.min(v)), vmax, layers.secret_scale, alpha=230)
+            if layers.secret_scale == "post":  # a posterior is peaked: a square-root scale shows its tail too
+                df["color"] = colours(np.sqrt(v), 0.0, math.sqrt(vmax), "post", alpha=240)
+                radius_px += 1
+            else:
+                df["color"] = colours(v, float(np.min(v)), vmax, layers.secret_scale, alpha=230)
             fmt = format_m if layers.secret_scale == "loss" else (lambda x: f"{x:.3g}")
             df["tip"] = [f"secret x{i} · {layers.secret_value_label} {fmt(float(x))}" for i, x in enumerate(v)]
             radius_px += 1
@@ -338,7 +343,15 @@ def heat_layer(g: PlaneGrid) -> pdk.Layer:
     seams between cells), stretched over the grid's extent."""
     assert g.values is not None
     ny, nx = g.shape
-    rgba = np.asarray(colours(g.values, 0.0, g.vmax, "heat", alpha=200), dtype=np.uint8).reshape(ny, nx, 4)[::-1]
+    rgba = np.asarray(colours(g.values, 0.0, g.vmax, "heat", alpha=200), dtype=np.uint8)
+    # see-through: the opacity grows with the value (under 2 % of the top: not drawn), and nothing is drawn
+    # where no secret is near (outside the city's sampled area), so the roads stay visible under it
+    t = np.clip(g.values / (g.vmax if g.vmax > 0 else 1.0), 0.0, 1.0)
+    alpha = np.where(t < 0.02, 0, 60 + 150 * np.sqrt(t))
+    if g.inside is not None:
+        alpha = np.where(g.inside, alpha, 0)
+    rgba[:, 3] = alpha.astype(np.uint8)
+    rgba = rgba.reshape(ny, nx, 4)[::-1]
     lat, lon = g.lat.reshape(ny, nx), g.lon.reshape(ny, nx)
     half_lat = (lat[1, 0] - lat[0, 0]) / 2 if ny > 1 else 0.0
     half_lon = (lon[0, 1] - lon[0, 0]) / 2 if nx > 1 else 0.0
