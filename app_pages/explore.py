@@ -8,6 +8,10 @@ ss = st.session_state
 with st.sidebar:
     mech = controls.mechanism_picker()
     st.caption(mech.info)
+    if mech.name in state.DASHBOARD_PRESETS:
+        st.caption(f"Starts at its **{state.DASHBOARD_PRESETS[mech.name]}** preset ("
+                   f"{mech.preset(state.DASHBOARD_PRESETS[mech.name]).label}), which finishes where the paper's "
+                   "plain setting often does not; the paper's own is among the presets on this page.")
     controls.points_upload()
     with st.form("explore_form", border=False):
         st.markdown(f"**{mech.label}: parameters**")

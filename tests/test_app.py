@@ -870,3 +870,14 @@ def test_learn_has_a_glossary_of_the_words_verdicts_use() -> None:
     tip = help_for("PAnDA-e is degenerate (collapsed: ...), and broke its promise")
     assert tip is not None and "**collapsed**: Every secret gets the same" in tip and "Glossary tab" in tip
     assert help_for("nothing defined here") is None
+
+
+def test_lp_bd_starts_at_a_setting_that_finishes_and_names_the_faster_solver() -> None:
+    from mdpviz.mechanisms import get_mechanism
+
+    at = app("app_pages/explore.py", query={"mech": "lp-bd", "k": "40", "m": "10"})
+    stabilised = dict(get_mechanism("lp-bd").preset("stabilised").params)
+    assert at.session_state["mp.lp-bd.stabilise"] == stabilised["stabilise"] != get_mechanism("lp-bd").defaults()[
+        "stabilise"]
+    assert "Starts at its **stabilised** preset" in texts(at.sidebar.caption)
+    assert "solves that same LP exactly and is usually much faster" in texts(at.warning)
