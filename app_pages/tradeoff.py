@@ -62,8 +62,18 @@ if not sw.running and sw.done < len(sw.points) and st.button(resume_label, icon=
     st.rerun()
 first = next((get_mechanism(m) for m in sw.base), None)
 cur = state.params_of(first).get(sw.param) if first else None
-st.plotly_chart(charts.sweep_curves(df, sw.label, cur, sw.log), config={"displayModeBar": False}, key="sweep_fig")
-st.caption("Dashed line: the current value of the parameter (from Explore).")
+labels = {m.name: m.label for m in mechanisms()}
+if sentence := sweep.summary(df, sw.label, labels, cur):
+    st.markdown(sentence)
+shown = df.assign(mechanism=df["mechanism"].map(lambda m: labels.get(m, m)))
+panels = [*charts.TRADEOFF_METRICS, ("solve_s", "Solve time (s)") if sweep.times_differ(df) else
+          ("utility_loss_m", "Utility loss (m)")]
+st.plotly_chart(charts.sweep_curves(shown, sw.label, cur, sw.log, panels), config={"displayModeBar": False},
+                key="sweep_fig")
+st.caption("Dashed line: the current value of the parameter (from Explore). Privacy cost = utility loss minus the "
+           "no-privacy floor (every secret reporting its cheapest output)."
+           + ("" if sweep.times_differ(df) else " Solve times are all alike here (closed forms or under 0.1 s), so "
+              "the fourth panel shows the utility loss instead."))
 with st.expander("Sweep data", expanded=False):
     st.dataframe(df, hide_index=True, width="stretch")
 st.download_button("Sweep data (CSV)", data=df.to_csv(index=False), file_name=f"mdpviz-sweep-{sw.param}.csv",

@@ -233,6 +233,12 @@ def test_tradeoff_sweep_keeps_points_and_offers_csv() -> None:
     assert em.utility_loss_m.is_monotonic_decreasing  # more budget, less loss
     assert (frame.violation_ratio == 0).all()
     assert "3 of 3" not in texts(at.caption) and "6 of 6 points" in texts(at.caption)
+    # what the sweep shows, in one sentence from its data; method labels, not codes; no timing panel of noise
+    assert "pays the least for privacy" in texts(at.markdown) and "as much" in texts(at.markdown)
+    fig = at.session_state["sweep"] and next(c for c in at.get("plotly_chart"))
+    spec = fig.proto.spec
+    assert "Exponential mechanism (EM)" in spec and '"name":"em"' not in spec.replace(" ", "")
+    assert "Privacy cost (m)" in spec and "the fourth panel shows the utility loss instead" in texts(at.caption)
 
 
 def test_tradeoff_bad_query_and_parameter_choice() -> None:

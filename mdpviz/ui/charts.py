@@ -45,6 +45,9 @@ def zero_floor(fig: go.Figure, values: Sequence[float], **where: int) -> None:
 
 SWEEP_METRICS = (("utility_loss_m", "Utility loss (m)"), ("violation_ratio", "mDP violation ratio (pairs)"),
                  ("adversary_error_m", "Adversary error (m)"), ("solve_s", "Solve time (s)"))
+# the Trade-off page's panels: what privacy costs first; the solve time only where times differ measurably
+TRADEOFF_METRICS = (("privacy_cost_m", "Privacy cost (m): loss − no-privacy floor"),
+                    ("violation_ratio", "mDP violation ratio (all pairs)"), ("adversary_error_m", "Adversary error (m)"))
 
 
 def metric_bars(df: pd.DataFrame, height: int = 300) -> go.Figure:
@@ -62,14 +65,17 @@ def metric_bars(df: pd.DataFrame, height: int = 300) -> go.Figure:
     return fig
 
 
-def sweep_curves(df: pd.DataFrame, param_label: str, current: float | None, log_x: bool) -> go.Figure:
-    """Four panels: each metric against the swept parameter, one line per mechanism; the current value marked."""
-    fig = make_subplots(rows=2, cols=2, subplot_titles=[t for _, t in SWEEP_METRICS], vertical_spacing=0.16,
+def sweep_curves(df: pd.DataFrame, param_label: str, current: float | None, log_x: bool,
+                 metrics: Sequence[tuple[str, str]] = SWEEP_METRICS) -> go.Figure:
+    """Four panels: each metric against the swept parameter, one line per mechanism (its ``mechanism`` value,
+    a label); the current value marked."""
+    metrics = [(c, t) for c, t in metrics if c in df] if len(df) else list(metrics)
+    fig = make_subplots(rows=2, cols=2, subplot_titles=[t for _, t in metrics], vertical_spacing=0.16,
                         horizontal_spacing=0.08)
     palette = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2"]
     for n, (mech, part) in enumerate(df.groupby("mechanism", sort=False)):
         part = part.sort_values("value")
-        for idx, (col, _) in enumerate(SWEEP_METRICS):
+        for idx, (col, _) in enumerate(metrics):
             r, c = divmod(idx, 2)
             fig.add_trace(go.Scatter(x=part["value"], y=part[col], mode="lines+markers", name=str(mech),
                                      legendgroup=str(mech), showlegend=idx == 0,
@@ -77,7 +83,7 @@ def sweep_curves(df: pd.DataFrame, param_label: str, current: float | None, log_
                                      hovertemplate=f"{mech}<br>{param_label} = %{{x:.4g}}<br>%{{y:.4g}}<extra></extra>"),
                           row=r + 1, col=c + 1)
     if current is not None:
-        for idx in range(len(SWEEP_METRICS)):
+        for idx in range(len(metrics)):
             r, c = divmod(idx, 2)
             fig.add_vline(x=current, line_dash="dash", line_color="gray", row=r + 1, col=c + 1)
     values = np.sort(df["value"].unique()) if len(df) else np.zeros(0)
@@ -87,7 +93,7 @@ def sweep_curves(df: pd.DataFrame, param_label: str, current: float | None, log_
         fig.update_xaxes(title_text=param_label, type="log", tickvals=ticks, ticktext=[f"{v:g}" for v in ticks])
     else:
         fig.update_xaxes(title_text=param_label, type="linear")
-    for idx, (col, _) in enumerate(SWEEP_METRICS):
+    for idx, (col, _) in enumerate(metrics):
         r, c = divmod(idx, 2)
         zero_floor(fig, df[col].tolist() if col in df else [], row=r + 1, col=c + 1)
         if col == "violation_ratio":

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -64,8 +65,8 @@ class Sweep:
 
     def frame(self) -> pd.DataFrame:
         """The finished rows as a table, one per (mechanism, value)."""
-        cols = ["mechanism", "param", "value", "status", "utility_loss_m", "violation_ratio", "violated_pairs",
-                "checked_pairs", "adversary_error_m", "solve_s"]
+        cols = ["mechanism", "param", "value", "status", "utility_loss_m", "privacy_cost_m", "violation_ratio",
+                "violated_pairs", "checked_pairs", "adversary_error_m", "solve_s"]
         return pd.DataFrame(list(self.rows.values()), columns=cols)
 
 
@@ -142,7 +143,8 @@ def _row(sweep: Sweep, mech: str, value: float, record: dict[str, Any]) -> dict[
     row = record["rows"][0] if record.get("rows") else {}
     status = f"error: {record['error']}" if record.get("error") else row.get("status", "error")
     return {"mechanism": mech, "param": sweep.param, "value": value, "status": status,
-            "utility_loss_m": row.get("loss_m", nan), "violation_ratio": row.get("violation_ratio", nan),
+            "utility_loss_m": row.get("loss_m", nan), "privacy_cost_m": row.get("privacy_cost_m", nan),
+            "violation_ratio": row.get("violation_ratio", nan),
             "violated_pairs": row.get("violated_pairs", nan), "checked_pairs": row.get("checked_pairs", nan),
             "adversary_error_m": row.get("adversary_error_m", nan), "solve_s": row.get("time_s", nan)}
 
@@ -150,3 +152,42 @@ def _row(sweep: Sweep, mech: str, value: float, record: dict[str, Any]) -> dict[
 def current(sweep: Sweep | None) -> Sweep | None:
     """``sweep`` when it is a :class:`Sweep`, else None (session state may hold anything)."""
     return sweep if isinstance(sweep, Sweep) else None
+
+
+def times_differ(df: pd.DataFrame) -> bool:
+    """Whether the solve times say anything: the slowest point takes over 0.1 s and over twice the fastest
+    (sub-millisecond closed forms only show noise)."""
+    t = df["solve_s"].dropna() if "solve_s" in df else pd.Series(dtype=float)
+    return bool(len(t) and t.max() > 0.1 and t.max() > 2 * max(t.min(), 1e-9))
+
+
+def summary(df: pd.DataFrame, param_label: str, labels: dict[str, str], at: float | None) -> str:
+    """One sentence the sweep's data says: at the point nearest ``at`` (else the middle one), which mechanism pays
+    least for privacy and how the others compare; for one mechanism, how its privacy cost moves along the sweep.
+
+    >>> frame = pd.DataFrame({"mechanism": ["em", "em", "lp", "lp"], "value": [1.0, 5.0, 1.0, 5.0],
+    ...                       "privacy_cost_m": [400.0, 160.0, 60.0, 15.0]})
+    >>> summary(frame, "ε (km⁻¹)", {"em": "EM", "lp": "Optimal LP"}, 5.0)
+    'At ε (km⁻¹) = 5, Optimal LP pays the least for privacy (15 m above the no-privacy floor); EM pays 10.7× as much.'
+    """
+    from mdpviz.explain import format_m
+
+    ok = df.dropna(subset=["privacy_cost_m"]) if "privacy_cost_m" in df else df.iloc[0:0]
+    if ok.empty:
+        return ""
+    values = np.sort(ok["value"].unique())
+    v = values[len(values) // 2] if at is None else values[int(np.argmin(np.abs(values - at)))]
+    here = ok[ok["value"] == v].sort_values("privacy_cost_m")
+    name = lambda m: labels.get(str(m), str(m))  # noqa: E731
+    if ok["mechanism"].nunique() == 1:
+        one = ok.sort_values("value")
+        first, last = one.iloc[0], one.iloc[-1]
+        return (f"{name(first['mechanism'])}'s privacy cost goes from {format_m(float(first['privacy_cost_m']))} at "
+                f"{param_label} = {first['value']:g} to {format_m(float(last['privacy_cost_m']))} at "
+                f"{last['value']:g}.")
+    best = here.iloc[0]
+    text = (f"At {param_label} = {v:g}, {name(best['mechanism'])} pays the least for privacy "
+            f"({format_m(float(best['privacy_cost_m']))} above the no-privacy floor)")
+    others = [f"{name(r['mechanism'])} pays {r['privacy_cost_m'] / best['privacy_cost_m']:.3g}× as much"
+              for _, r in here.iloc[1:].iterrows() if best["privacy_cost_m"] > 0]
+    return text + ("; " + ", ".join(others) if others else "") + "."
