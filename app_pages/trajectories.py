@@ -49,16 +49,19 @@ c1.metric("C-mDP loss (m)", f"{result.objective_m:.1f}", delta=None if pct is No
           help="In-sample expected next-location loss, Eq. 34"
                + (f"; on a held-out corpus: {held:.1f} m." if held is not None else ".")
                + " The change is against the best context-invariant LP (below).")
-c2.metric("Augmented secrets (count)", diag["n_secrets"])
+c2.metric("Secrets with their context (count)", diag["n_secrets"],
+          help="Each secret is a station together with its blanket (the stations before and after that predict it).")
 ve, vl = diag["violations_enforced"], diag["violations_location"]
-c3.metric("Violations, enforced domain", f"{ve['violated']}/{ve['checked']}",
-          help="(x, b) secrets under the augmented metric: must be 0.")
-c4.metric("Violations, location only", f"{vl['violated']}/{vl['checked']}",
-          help="Rows marginalised over contexts, base metric: may be > 0 (a different protection target).")
-st.caption("**Against the best context-invariant LP** (the comparison `mdpviz.cmdp.compare` reports as "
-           f"`vs_lp_pct`): {BEST_LP_LABEL}, "
-           + (f"{lp_loss:.1f} m under the same model; {mech.label} is **{pct:+.1f} %** from it. Negative: what the "
-              "context buys." if lp_loss is not None and pct is not None else f"status {lp.status}, no comparison."))
+c3.metric("Violations of its claim", f"{ve['violated']}/{ve['checked']}",
+          help="Pairs of (station, context) secrets under the metric that includes the context (the paper's Eq. 13): "
+               "must be 0.")
+c4.metric("Violations, location alone (not claimed)", f"{vl['violated']}/{vl['checked']}",
+          help="Rows averaged over contexts, compared by location only: may be > 0 (it protects location with its "
+               "context, a different target).")
+st.caption("**Against the best LP that ignores context** (" + BEST_LP_LABEL + "): "
+           + (f"{lp_loss:.1f} m under the same model; {mech.label} is **{pct:+.1f} %** from it (negative: what "
+              "knowing the context buys)." if lp_loss is not None and pct is not None else
+              f"status {lp.status}, no comparison."))
 
 examples = diag.get("examples", [])
 pick = st.selectbox("Report to inspect", range(len(examples)), format_func=lambda i: (

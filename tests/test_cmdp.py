@@ -234,8 +234,8 @@ def test_trajectories_page_renders_maps_and_both_violation_views() -> None:
     at.run()
     assert not at.exception, [e.message for e in at.exception]
     shown = {m.label: m.value for m in at.metric}
-    assert shown["Violations, enforced domain"].startswith("0/")
-    assert int(shown["Violations, location only"].split("/")[1]) > 0
+    assert shown["Violations of its claim"].startswith("0/")
+    assert int(shown["Violations, location alone (not claimed)"].split("/")[1]) > 0
     assert len(at.get("deck_gl_json_chart")) == 3  # trajectory, C-mDP row, context-free LP row
     # built from the schema: the registry's variants and labels, the variant's station limit, its preset's ε grid
     from mdpviz.cmdp.compare import BEST_LP_LABEL
@@ -249,7 +249,7 @@ def test_trajectories_page_renders_maps_and_both_violation_views() -> None:
     # the comparison the library reports: against the best context-invariant LP, labelled
     loss = next(m for m in at.metric if m.label == "C-mDP loss (m)")
     assert loss.delta.endswith(" % vs best LP") and loss.delta[0] in "+-"
-    against = next(c.value for c in at.caption if c.value.startswith("**Against the best context-invariant LP**"))
+    against = next(c.value for c in at.caption if c.value.startswith("**Against the best LP that ignores context**"))
     assert BEST_LP_LABEL in against and f"**{loss.delta.removesuffix(' vs best LP')}**" in against
     assert any(c.value.startswith(f"{BEST_LP_LABEL} row for station") for c in at.caption)
 
