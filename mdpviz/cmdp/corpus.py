@@ -14,7 +14,6 @@ rule on speed and region, and by a destination-seeking term. The order used for 
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -26,6 +25,7 @@ from numpy.typing import NDArray
 from scipy.sparse.csgraph import dijkstra
 
 from ..cities import RoadNetwork
+from ..deadline import OutOfTime, check_deadline  # noqa: F401  (OutOfTime: re-exported, it was defined here)
 from ..errors import ProblemError
 from ..geo import haversine_km, project_km
 from ..points import find_columns, read_table, snap_to_nodes
@@ -33,14 +33,6 @@ from ..points import find_columns, read_table, snap_to_nodes
 TrajectorySource = str | Path | IO[str] | IO[bytes] | bytes | pd.DataFrame
 
 
-class OutOfTime(Exception):
-    """The deadline given to a long step (``generate_trajectories``, C-mDP's corpus) passed before it finished."""
-
-
-def check_deadline(deadline: float | None, what: str) -> None:
-    """Raise ``OutOfTime`` naming ``what`` once ``deadline`` (a ``time.perf_counter()`` value) has passed."""
-    if deadline is not None and time.perf_counter() > deadline:
-        raise OutOfTime(what)
 MEMORY_RULES = ("mixed", "1", "2", "3")
 START_UTC_S = 1_704_067_200.0  # 2024-01-01 00:00 UTC: day 0 of generated traces
 _ALIASES = {"traj": ("trajectory_id", "traj_id", "trajectory", "trip_id", "id", "vehicle_id"),
@@ -217,12 +209,36 @@ def planted_order(memory: str, speed_kmh: NDArray[np.float64], downtown: NDArray
     return order
 
 
+@dataclass(frozen=True)
+class _HopRoutes:
+    """Road routes of every hop of every walk (one shortest-path search per distinct neighbour pair): per distinct
+    pair its nodes (arrival excluded, concatenated: ``nodes[off[p]:off[p] + length[p]]``) and their km along it;
+    per (vehicle, hop) its pair and km, and the km at which the hop starts along the vehicle's trip."""
+
+    length: NDArray[np.int64]
+    off: NDArray[np.int64]
+    nodes: NDArray[np.int64]
+    cum: NDArray[np.float64]
+    pair_of: NDArray[np.int64]  # (vehicles · hops,)
+    hop_km: NDArray[np.float64]  # (vehicles, hops)
+    hop_start: NDArray[np.float64]  # (vehicles · hops,)
+
+    def vehicles(self, v0: int, v1: int) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64],
+                                                  NDArray[np.int64]]:
+        """Per route node of vehicles v0..v1−1: its road node, its km along the vehicle's trip, its vehicle and its
+        hop (the same values, element for element, as one pass over every vehicle)."""
+        n_steps = self.hop_km.shape[1]
+        hops = np.arange(v0 * n_steps, v1 * n_steps)
+        hop_n = self.length[self.pair_of[hops]]
+        rep = np.repeat(hops, hop_n)
+        within = np.arange(rep.size) - np.repeat(np.cumsum(hop_n) - hop_n, hop_n)
+        at = self.off[self.pair_of[rep]] + within
+        return self.nodes[at], self.hop_start[rep] + self.cum[at], rep // n_steps, rep % n_steps
+
+
 def _hop_routes(network: RoadNetwork, g: StationGraph, walk: NDArray[np.int64], deadline: float | None
-                ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64], NDArray[np.int64],
-                           NDArray[np.float64]]:
-    """Road routes of every hop of every walk, concatenated per vehicle (one shortest-path search per distinct
-    neighbour pair). Returns, per route node: its road node, its km along the vehicle's trip, its vehicle and its
-    hop; and the km of each hop, shape (vehicles, hops)."""
+                ) -> _HopRoutes:
+    """The road routes of every hop of every walk (:class:`_HopRoutes`)."""
     v, n_steps, k = walk.shape[0], walk.shape[1] - 1, g.k
     a, b = walk[:, :-1].ravel(), walk[:, 1:].ravel()
     pair_key, pair_of = np.unique(a * k + b, return_inverse=True)
@@ -235,14 +251,24 @@ def _hop_routes(network: RoadNetwork, g: StationGraph, walk: NDArray[np.int64], 
     r_off = np.concatenate([[0], np.cumsum(r_len)])
     r_nodes = np.concatenate([r[0][:-1] for r in routes])
     r_cum = np.concatenate([r[1][:-1] for r in routes])
-    hop_n = r_len[pair_of]  # per flattened (vehicle, hop)
     hop_km = r_km[pair_of].reshape(v, n_steps)
     hop_start = (np.cumsum(hop_km, axis=1) - hop_km).ravel()
-    rep = np.repeat(np.arange(v * n_steps), hop_n)
-    within = np.arange(rep.size) - np.repeat(np.cumsum(hop_n) - hop_n, hop_n)
-    node_seq = r_nodes[r_off[pair_of[rep]] + within]
-    arc = hop_start[rep] + r_cum[r_off[pair_of[rep]] + within]
-    return node_seq, arc, rep // n_steps, rep % n_steps, hop_km
+    return _HopRoutes(r_len, r_off, r_nodes, r_cum, pair_of.ravel(), hop_km, hop_start)
+
+
+FIX_BLOCK = 1_000_000  # fixes and route nodes per block of vehicles (a deadline check between blocks)
+
+
+def _blocks(size: NDArray[np.int64], limit: int) -> list[tuple[int, int]]:
+    """Consecutive ranges [start, end) of items whose sizes add up to at most ``limit`` (at least one item each)."""
+    cum = np.cumsum(size)
+    out, start = [], 0
+    while start < len(size):
+        base = int(cum[start - 1]) if start else 0
+        end = max(int(np.searchsorted(cum, base + limit, side="right")), start + 1)
+        out.append((start, end))
+        start = end
+    return out
 
 
 def generate_trajectories(network: RoadNetwork, station_node: NDArray[np.int64], *, n_vehicles: int = 400,
@@ -334,32 +360,40 @@ def generate_trajectories(network: RoadNetwork, station_node: NDArray[np.int64],
         order[:, s + 1] = np.where(has_heading, m, 1)
     dest[:, n_steps] = cur_dest
 
-    node_seq, arc, veh, hop_idx, hop_km = _hop_routes(network, g, walk, deadline)
+    hops = _hop_routes(network, g, walk, deadline)
 
-    # fixes every interval_s seconds along each vehicle's arc
-    check_deadline(deadline, "sampling the GPS fixes")
+    # fixes every interval_s seconds along each vehicle's arc, in blocks of vehicles (same values as one pass)
     step_km = speed * interval_s / 3600.0
-    total = hop_km.sum(axis=1)
+    total = hops.hop_km.sum(axis=1)
     n_fix = np.floor(total / step_km).astype(np.int64) + 1
-    f_veh = np.repeat(np.arange(v), n_fix)
-    f_j = np.arange(n_fix.sum()) - np.repeat(np.cumsum(n_fix) - n_fix, n_fix)
-    f_arc = f_j * step_km[f_veh]
     big = float(total.max()) + 10.0
-    pos = np.searchsorted(veh * big + arc, f_veh * big + f_arc, side="right") - 1
-    f_node = node_seq[pos]
-    f_hop = hop_idx[pos]
-    f_cell = g.cell[f_node]
-    arrived = f_cell == walk[f_veh, f_hop + 1]
-    f_step = np.where(arrived, f_hop + 1, f_hop)  # index into the walk of the station the fix is in
-    oracle = order[f_veh, f_step]
-    oracle = np.where(f_step == 0, -1, oracle)
+    route_n = hops.length[hops.pair_of].reshape(v, n_steps).sum(axis=1)
+    fix_off = np.concatenate([[0], np.cumsum(n_fix)])
+    n_all = int(fix_off[-1])
+    out_traj, out_node, out_oracle, out_dest = (np.empty(n_all, dtype=np.int64) for _ in range(4))
+    out_time, out_lat, out_lon = (np.empty(n_all) for _ in range(3))
+    for v0, v1 in _blocks(n_fix + route_n, FIX_BLOCK):
+        check_deadline(deadline, f"sampling the GPS fixes ({v0:,} of {v:,} vehicles done)")
+        node_seq, arc, veh, hop_idx = hops.vehicles(v0, v1)
+        f_veh = np.repeat(np.arange(v0, v1), n_fix[v0:v1])
+        f_j = np.arange(f_veh.size) - np.repeat(np.cumsum(n_fix[v0:v1]) - n_fix[v0:v1], n_fix[v0:v1])
+        f_arc = f_j * step_km[f_veh]
+        pos = np.searchsorted(veh * big + arc, f_veh * big + f_arc, side="right") - 1
+        f_node = node_seq[pos]
+        f_hop = hop_idx[pos]
+        f_cell = g.cell[f_node]
+        arrived = f_cell == walk[f_veh, f_hop + 1]
+        f_step = np.where(arrived, f_hop + 1, f_hop)  # index into the walk of the station the fix is in
+        oracle = order[f_veh, f_step]
+        at = slice(fix_off[v0], fix_off[v1])
+        out_traj[at], out_node[at], out_time[at] = f_veh, f_node, start_s[f_veh] + f_j * interval_s
+        out_lat[at], out_lon[at] = network.lat[f_node], network.lon[f_node]
+        out_oracle[at] = np.where(f_step == 0, -1, oracle)
+        out_dest[at] = g.station_node[dest[f_veh, f_step]]
     settings = {"n_vehicles": n_vehicles, "n_steps": n_steps, "interval_s": interval_s, "dependence": dependence,
                 "dest_weight": dest_weight, "memory": memory, "seed": seed}
-    return Trajectories(traj=f_veh.astype(np.int64), ids=np.array([f"v{i}" for i in range(v)]),
-                        time_s=start_s[f_veh] + f_j * interval_s, lat=network.lat[f_node].copy(),
-                        lon=network.lon[f_node].copy(), node=f_node.astype(np.int64),
-                        oracle_order=oracle.astype(np.int64),
-                        dest_node=g.station_node[dest[f_veh, f_step]].astype(np.int64), source="synthetic",
+    return Trajectories(traj=out_traj, ids=np.array([f"v{i}" for i in range(v)]), time_s=out_time, lat=out_lat,
+                        lon=out_lon, node=out_node, oracle_order=out_oracle, dest_node=out_dest, source="synthetic",
                         settings=settings)
 
 
@@ -472,12 +506,17 @@ class Slots:
         return (self.lags[:, -1] >= 0) & (self.next_station >= 0) if self.max_lag else self.next_station >= 0
 
 
-def to_slots(tr: Trajectories, cell: NDArray[np.int64], max_lag: int) -> Slots:
-    """Map fixes to stations (``cell`` of their road node) and merge runs; add lags, next station and speed."""
+def to_slots(tr: Trajectories, cell: NDArray[np.int64], max_lag: int, deadline: float | None = None) -> Slots:
+    """Map fixes to stations (``cell`` of their road node) and merge runs; add lags, next station and speed.
+
+    Past ``deadline`` (a ``time.perf_counter()`` value, checked per block of fixes) ``OutOfTime`` is raised.
+    """
+    check_deadline(deadline, "grouping the GPS fixes into station slots")
     st = cell[tr.node]
     new = np.ones(tr.n_fixes, dtype=bool)
     new[1:] = (st[1:] != st[:-1]) | (tr.traj[1:] != tr.traj[:-1])
     fix = np.flatnonzero(new)
+    check_deadline(deadline, "grouping the GPS fixes into station slots")
     traj, station, time_s = tr.traj[fix], st[fix], tr.time_s[fix]
     n = len(fix)
     first = np.ones(n, dtype=bool)
@@ -494,8 +533,12 @@ def to_slots(tr: Trajectories, cell: NDArray[np.int64], max_lag: int) -> Slots:
     next_station[~last] = station[1:][~last[:-1]]
     # cumulative straight-line km along the fixes of each trajectory
     step = np.zeros(tr.n_fixes)
-    same = tr.traj[1:] == tr.traj[:-1]
-    step[1:] = np.where(same, haversine_km(tr.lat[:-1], tr.lon[:-1], tr.lat[1:], tr.lon[1:]), 0.0)
+    for b0 in range(1, tr.n_fixes, FIX_BLOCK):  # blocks of fixes: the same values as one pass
+        check_deadline(deadline, f"measuring the slots' speeds ({b0 - 1:,} of {tr.n_fixes:,} GPS fixes done)")
+        b1 = min(b0 + FIX_BLOCK, tr.n_fixes)
+        same = tr.traj[b0:b1] == tr.traj[b0 - 1:b1 - 1]
+        step[b0:b1] = np.where(same, haversine_km(tr.lat[b0 - 1:b1 - 1], tr.lon[b0 - 1:b1 - 1], tr.lat[b0:b1],
+                                                  tr.lon[b0:b1]), 0.0)
     cum_km = np.cumsum(step)[fix]
     back = np.flatnonzero(np.ones(n)) - np.minimum(pos, max(max_lag, 1))
     dt_h = (time_s - time_s[back]) / 3600.0

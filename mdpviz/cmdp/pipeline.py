@@ -19,6 +19,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ..cities import RoadNetwork, load_city
+from ..deadline import OutOfTime, check_deadline
 from ..errors import ProblemError
 from ..problem import Problem
 from ..progress import Progress, no_progress
@@ -26,7 +27,6 @@ from .corpus import (
     Slots,
     StationGraph,
     Trajectories,
-    check_deadline,
     generate_trajectories,
     station_graph,
     to_slots,
@@ -138,15 +138,30 @@ class CmdpData:
         Raises:
             ProblemError: for user trajectories, which have no generator to draw a held-out corpus from.
         """
+        return self.holdout_by(None)
+
+    def holdout_by(self, deadline: float | None) -> tuple[Slots, NDArray[np.int64]]:
+        """``holdout``, generated only if ``deadline`` (a ``time.perf_counter()`` value) does not pass first
+        (``OutOfTime`` then, and nothing is kept); once generated it is kept like the property's.
+
+        Raises:
+            ProblemError: for user trajectories, which have no generator to draw a held-out corpus from.
+            OutOfTime: ``deadline`` passed.
+        """
+        if "holdout" in self.__dict__:  # the cached property's value
+            return self.__dict__["holdout"]  # type: ignore[no-any-return]
         if self.trajectories.source != "synthetic":
             raise ProblemError("A held-out corpus is only generated for synthetic trajectories.")
         s = self.settings
         tr = generate_trajectories(self.network, self.problem.x_node, n_vehicles=s.n_vehicles, n_steps=s.n_steps,
                                    interval_s=s.interval_s, dependence=s.dependence, dest_weight=s.dest_weight,
-                                   memory=s.memory, seed=s.seed + HOLDOUT_SEED_OFFSET, graph=self.graph)
-        slots = to_slots(tr, self.graph.cell, s.max_lag)
+                                   memory=s.memory, seed=s.seed + HOLDOUT_SEED_OFFSET, graph=self.graph,
+                                   deadline=deadline)
+        slots = to_slots(tr, self.graph.cell, s.max_lag, deadline)
         grouping = Grouping(s.hour_bin_h, s.speed_bin_mph, s.region_grid)
-        return slots, slot_features(slots, self.graph.xy_km, grouping)
+        check_deadline(deadline, "generating the held-out corpus")
+        self.__dict__["holdout"] = out = (slots, slot_features(slots, self.graph.xy_km, grouping))
+        return out
 
 
 def _network(problem: Problem) -> RoadNetwork:
@@ -218,7 +233,7 @@ def _prepare(problem: Problem, settings: DataSettings, trajectories: Trajectorie
             interval_s=settings.interval_s, dependence=settings.dependence, dest_weight=settings.dest_weight,
             memory=settings.memory, seed=settings.seed, graph=graph, deadline=deadline)
     timings["trajectories_s"] = time.perf_counter() - t0
-    slots = to_slots(trajectories, graph.cell, settings.max_lag)
+    slots = to_slots(trajectories, graph.cell, settings.max_lag, deadline)
     if not slots.complete.any():
         msg = (f"No trajectory visits more than {settings.max_lag + 1} stations in a row, so no location has a full "
                f"context; give longer trajectories, more stations, or a smaller max_lag.")
@@ -331,14 +346,16 @@ def rows_for_slots(sec: AugmentedSecrets, station: NDArray[np.int64], lags: NDAr
 
 
 def holdout_loss(data: CmdpData, Q: NDArray[np.float64], sec: AugmentedSecrets | None, context: str = "none",
-                 domain: str = "prefix-free", **size_options: str) -> float:
+                 domain: str = "prefix-free", deadline: float | None = None, **size_options: str) -> float:
     """Expected next-location loss (m) on the held-out corpus, its true next locations, every task.
+
+    The held-out corpus is generated at the first call (``OutOfTime`` if ``deadline`` passes meanwhile).
 
     ``sec`` None: Q is a context-free Z (K, M) indexed by location. Otherwise held-out slots report from
     ``rows_for_slots``: in the ``per-slot`` domain with blanket sizes from this corpus's model (``context``,
     ``size_options`` as in ``CmdpData.sizes``), in the ``prefix-free`` domain from the trie leaf on their path.
     """
-    slots, feat = data.holdout
+    slots, feat = data.holdout_by(deadline)
     ok = slots.complete
     pb = data.problem
     if sec is None:
@@ -424,12 +441,13 @@ def context_labels(sec: AugmentedSecrets) -> list[str]:
 
 
 def diagnostics(data: CmdpData, sol: CmdpSolution, context: str, holdout: bool = True,
-                **size_options: str) -> dict[str, Any]:
+                deadline: float | None = None, **size_options: str) -> dict[str, Any]:
     """JSON-friendly diagnostics of a solved variant (arrays where large), for the dashboard and the bench.
 
     ``size_options`` (``predictor``, ``oracle``) are those the blankets were obtained with; they also choose the
     held-out slots' blankets for ``heldout_loss_m`` (synthetic corpora only; ``holdout`` False skips it, as
-    generating the held-out corpus costs as much as the corpus itself).
+    generating the held-out corpus costs as much as the corpus itself; so does a ``deadline`` that passes while it
+    is generated: ``heldout_loss_m`` is then missing and ``heldout_skipped`` says why).
     """
     sec = sol.secrets
     disc = data.discovery
@@ -456,7 +474,11 @@ def diagnostics(data: CmdpData, sol: CmdpSolution, context: str, holdout: bool =
     if sol.Q is not None:
         diag["examples"] = examples(data, sol, seed=data.settings.seed)
         if data.trajectories.source == "synthetic" and holdout:
-            diag["heldout_loss_m"] = holdout_loss(data, sol.Q, sol.secrets, context, sol.domain, **size_options)
+            try:
+                diag["heldout_loss_m"] = holdout_loss(data, sol.Q, sol.secrets, context, sol.domain, deadline,
+                                                      **size_options)
+            except OutOfTime as e:
+                diag["heldout_skipped"] = f"time limit while {e}"
     oracle = data.slots.oracle_order[data.complete]
     if (oracle > 0).all():
         diag["blanket_hist_oracle"] = blanket_histogram(np.clip(oracle, 1, data.settings.max_lag),

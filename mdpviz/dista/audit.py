@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from ..deadline import check_deadline
 from ..errors import ParameterError
 from ..problem import Problem
 from ..progress import Progress, no_progress
@@ -142,13 +143,17 @@ def calibrate_b(mu_i: NDArray[np.float64], mu_j: NDArray[np.float64], d: NDArray
 
 
 def simulate_fits(problem: Problem, locations: NDArray[np.int64], hood: int, n_cand: int, family: str, rank: int,
-                  rng: np.random.Generator, progress: Progress = no_progress
+                  rng: np.random.Generator, progress: Progress = no_progress, deadline: float | None = None
                   ) -> list[tuple[dict[str, NDArray[np.float64]], dict[str, NDArray[np.float64]], Fit]]:
-    """Step ① of a hypothetical user at each location: (raw blocks, permuted blocks, fit). One fit per location."""
+    """Step ① of a hypothetical user at each location: (raw blocks, permuted blocks, fit). One fit per location;
+    ``OutOfTime`` once ``deadline`` passes."""
     out = []
     for n, x in enumerate(locations):  # one short step-① simulation per sampled location
+        what = f"fitting the auditor's simulated users ({n} of {len(locations)} done)"
+        check_deadline(deadline, what)
         user = make_user(problem, int(x), hood, n_cand)
-        fit = fit_user(user.blocks.as_dict(), family, rank, rng, perm_iters=0, maxfev=AUDIT_MAXFEV)
+        fit = fit_user(user.blocks.as_dict(), family, rank, rng, perm_iters=0, maxfev=AUDIT_MAXFEV, deadline=deadline,
+                       what=what)
         out.append((user.blocks.as_dict(), permute(user.blocks.as_dict(), fit.perm), fit))
         if n % 20 == 0:
             progress("audit: simulating users", n / len(locations))
@@ -158,7 +163,8 @@ def simulate_fits(problem: Problem, locations: NDArray[np.int64], hood: int, n_c
 def run_audit(problem: Problem, *, hood: int, n_cand: int, family: str, rank: int, kind: str, tau: float,
               samples: int, rng: np.random.Generator, b_fixed: float | None = None,
               targets: dict[str, float] | None = None, progress: Progress = no_progress,
-              cost_up: bool = False, delta_max: float = 0.1, eps_naive: float | None = None) -> AuditReport:
+              cost_up: bool = False, delta_max: float = 0.1, eps_naive: float | None = None,
+              deadline: float | None = None) -> AuditReport:
     """Audit the three uploads on ``samples`` random pairs of secrets.
 
     Args:
@@ -168,18 +174,21 @@ def run_audit(problem: Problem, *, hood: int, n_cand: int, family: str, rank: in
         cost_up: the cost block's noise raises the surface (``cost_noise`` = 'up') instead of lowering it.
         delta_max: largest δ_t the target search accepts per upload.
         eps_naive: when given, also audit the naive entrywise-Laplace upload at this ε (km⁻¹).
+        deadline: a ``time.perf_counter()`` value; past it (checked per simulated user, block and sample)
+            ``OutOfTime`` is raised.
     """
     if problem.k < 2:
         raise ParameterError("The auditor needs at least two secrets.")
     i = rng.integers(0, problem.k, size=samples)
     j = (i + rng.integers(1, problem.k, size=samples)) % problem.k  # uniform over j ≠ i
     locations, inverse = np.unique(np.concatenate([i, j]), return_inverse=True)
-    sims = simulate_fits(problem, locations, hood, n_cand, family, rank, rng, progress)
+    sims = simulate_fits(problem, locations, hood, n_cand, family, rank, rng, progress, deadline)
     ii, jj = inverse[:samples], inverse[samples:]
     d = np.maximum(problem.d[i, j], 1e-9)
     blocks: dict[str, BlockAudit] = {}
     draws: dict[str, NDArray[np.float64]] = {}
     for t in BLOCKS:
+        check_deadline(deadline, f"auditing the {t} uploads")
         sur0 = sims[0][2].surrogates[t]
         direction, floor = sur0.direction, sur0.floor
         if cost_up and t == "cy":
@@ -201,6 +210,7 @@ def run_audit(problem: Problem, *, hood: int, n_cand: int, family: str, rank: in
     progress("audit: calibrating γ", None)
     over = np.empty(samples)
     for s in range(samples):  # one reconstruction per sample: the γ that would have made it conservative
+        check_deadline(deadline, f"calibrating the repair γ ({s} of {samples} samples done)")
         _, true, fit = sims[ii[s]]
         recon = {t: fit.surrogates[t].reconstruct(draws[t][s]) for t in BLOCKS}
         tight = tighten(recon, 0.0)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..deadline import check_deadline, with_grace
 from ..errors import ParameterError
 from ..lp.colgen import repair_into_cone
 from ..metrics import cone_breaches
@@ -178,6 +179,8 @@ def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
     Raises:
         ParameterError: settings that do not fit the problem, or an upload budget that leaves no ε_pt.
         SolverError: an LP that ends without a solution.
+        OutOfTime: the time limit passed before the LP (the audit, the users' fits) or after it (the downloads'
+            repair and checks); a time limit inside the LP gives status ``time limit`` instead.
     """
     timings: dict[str, float] = {}
     deadline = None if time_limit is None else time.perf_counter() + float(time_limit)
@@ -198,7 +201,7 @@ def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
     audit = run_audit(problem, hood=cfg.hood, n_cand=cfg.candidates, family=cfg.family, rank=cfg.rank,
                       kind=cfg.noise, tau=cfg.tau, samples=cfg.audit_samples, rng=r_audit, b_fixed=b_fixed,
                       targets=targets, progress=progress, cost_up=cfg.cost_noise == "up",
-                      delta_max=cfg.delta_max, eps_naive=cfg.eps)
+                      delta_max=cfg.delta_max, eps_naive=cfg.eps, deadline=deadline)
     timings["audit_s"] = time.perf_counter() - t1
     budget = account(cfg.eps, {t: a.eps_t for t, a in audit.blocks.items()},
                      {t: a.delta_t for t, a in audit.blocks.items()},
@@ -211,8 +214,10 @@ def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
     t1 = time.perf_counter()
     models = _noise_models(cfg, audit)
     outcomes: list[UserOutcome] = []
-    for u in users:  # one device per user
-        fit = fit_user(u.blocks.as_dict(), cfg.family, cfg.rank, r_fit, cfg.perm_iters)
+    for n_done, u in enumerate(users):  # one device per user
+        what = f"fitting the users' surrogates ({n_done} of {len(users)} done)"
+        check_deadline(deadline, what)
+        fit = fit_user(u.blocks.as_dict(), cfg.family, cfg.rank, r_fit, cfg.perm_iters, deadline=deadline, what=what)
         _flip_cost(fit, cfg)
         theta = {t: nz.perturb(s.theta, s.direction, s.floor, models[t], r_noise) for t, s in fit.surrogates.items()}
         up = sum(s.upload_numbers(theta[t]) for t, s in fit.surrogates.items()) * BYTES_PER_NUMBER
@@ -226,6 +231,7 @@ def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
     progress("server: reconstruct and tighten", None)
     t1 = time.perf_counter()
     for o in outcomes:
+        check_deadline(deadline, "reconstructing the uploads")
         _reconstruct(o, gamma)
     timings["tighten_s"] = time.perf_counter() - t1
 
@@ -266,7 +272,10 @@ def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
     # download, local un-permutation, report; measured checks
     viol_true = {"violated": 0, "checked": 0}
     viol_enf = {"violated": 0, "checked": 0}
-    for o, lp, zf in zip(outcomes, lps, z_free):
+    # a best point of an LP that the deadline stopped is repaired with a little grace (kept aside, never released)
+    post = with_grace(deadline) if bd is not None and bd.status == "time limit" else deadline
+    for n_done, (o, lp, zf) in enumerate(zip(outcomes, lps, z_free)):
+        check_deadline(post, f"repairing and checking the users' downloads ({n_done} of {len(lps)} done)")
         Zs = _server_block(o, lp, zf, w, eps_pt, cfg.repair)
         bad, checked = _triples(Zs, o.server_blocks["dx"], eps_pt)
         viol_enf["violated"] += bad

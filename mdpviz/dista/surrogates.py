@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 from scipy.optimize import minimize
 from scipy.special import eval_legendre
 
+from ..deadline import check_deadline
 from ..errors import ParameterError
 
 FAMILIES = ("svd", "gaussian", "polynomial", "rbf")
@@ -192,24 +193,27 @@ class Fit:
 
 
 def fit_user(blocks: dict[str, NDArray[np.float64]], family: str, rank: int, rng: np.random.Generator,
-             perm_iters: int = 10, weights: dict[str, float] | None = None, maxfev: int = FIT_MAXFEV) -> Fit:
+             perm_iters: int = 10, weights: dict[str, float] | None = None, maxfev: int = FIT_MAXFEV,
+             deadline: float | None = None, what: str = "fitting a user's surrogates") -> Fit:
     """Step ①: draw a private random permutation, fit every block, then refine the permutation by greedy swaps.
 
     Each outer iteration tries every pairwise swap with the surrogates held fixed, applies the best one if it
     lowers the weighted ℓ1 loss and refits (the paper's alternating fit/swap). The SVD loss does not depend on the
     permutation (singular values are invariant under row and column permutations), so for SVD the swap search is
-    skipped and the permutation only hides the order of the neighbourhood.
+    skipped and the permutation only hides the order of the neighbourhood. Past ``deadline`` (checked before each
+    block fit and each swap search) ``OutOfTime`` is raised, naming ``what``.
     """
     weights = weights or {t: 1.0 for t in blocks}
     n = blocks["dx"].shape[0]
     perm = rng.permutation(n).astype(np.int64)
     pb = permute(blocks, perm)
-    fits = {t: fit_block(A, family, rank, maxfev) for t, A in pb.items()}
+    fits = _fit_blocks(pb, family, rank, maxfev, deadline, what)
     history = [weighted_loss(pb, fits, weights)]
     swaps = 0
     if family != "svd":
         ia, ib = np.triu_indices(n, 1)
         for _ in range(perm_iters):
+            check_deadline(deadline, what)
             recon = {t: f.reconstruct() for t, f in fits.items()}
             best, best_pair = history[-1], None
             for a, b in zip(ia, ib):  # one trial per swap (≤ n(n−1)/2), each vectorised over the block
@@ -223,9 +227,19 @@ def fit_user(blocks: dict[str, NDArray[np.float64]], family: str, rank: int, rng
                 break
             perm, swaps = best_pair, swaps + 1
             pb = permute(blocks, perm)
-            fits = {t: fit_block(A, family, rank, maxfev) for t, A in pb.items()}
+            fits = _fit_blocks(pb, family, rank, maxfev, deadline, what)
             history.append(weighted_loss(pb, fits, weights))
     return Fit(perm, fits, history, swaps)
+
+
+def _fit_blocks(pb: dict[str, NDArray[np.float64]], family: str, rank: int, maxfev: int, deadline: float | None,
+                what: str) -> dict[str, Surrogate]:
+    """``fit_block`` of every block, with a deadline check before each."""
+    fits = {}
+    for t, A in pb.items():  # three blocks
+        check_deadline(deadline, what)
+        fits[t] = fit_block(A, family, rank, maxfev)
+    return fits
 
 
 def relative_error(A: NDArray[np.float64], B: NDArray[np.float64]) -> float:

@@ -62,6 +62,7 @@ from numpy.typing import NDArray
 from scipy.cluster.vq import kmeans2
 from scipy.sparse.csgraph import connected_components
 
+from ..deadline import OutOfTime, check_deadline
 from ..errors import ParameterError
 from ..progress import Progress, no_progress
 from .colgen import exponent_closure
@@ -571,15 +572,18 @@ def _build_master(W: NDArray[np.float64], labels: NDArray[np.int64], is_b: NDArr
 
 
 def _build_subs(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.int64], coef: NDArray[np.float64],
-                labels: NDArray[np.int64], is_b: NDArray[np.bool_], bidx: NDArray[np.int64], slack: float
-                ) -> tuple[list[_Sub | None], list[NDArray[np.int64]]]:
-    """One subproblem per subset (None when it has no internal record) and each subset's internal rows."""
+                labels: NDArray[np.int64], is_b: NDArray[np.bool_], bidx: NDArray[np.int64], slack: float,
+                deadline: float | None = None) -> tuple[list[_Sub | None], list[NDArray[np.int64]]]:
+    """One subproblem per subset (None when it has no internal record) and each subset's internal rows;
+    ``OutOfTime`` once ``deadline`` passes (checked before each subset)."""
     n = len(W)
     nb = int(is_b.sum())
     subs: list[_Sub | None] = []
     sub_rows: list[NDArray[np.int64]] = []
     local = np.full(n, -1, dtype=np.int64)
-    for lab in np.unique(labels):  # one loop per subset (M ≤ a few dozen), vectorised inside
+    parts = np.unique(labels)
+    for n_done, lab in enumerate(parts):  # one loop per subset (M ≤ a few dozen), vectorised inside
+        check_deadline(deadline, f"building the Benders subproblems ({n_done} of {len(parts)} done)")
         members = np.flatnonzero(labels == lab)
         rows_x = members[~is_b[members]]
         sub_rows.append(rows_x)
@@ -636,6 +640,7 @@ class _BendersRun:
         n, m = W.shape
         self.n, self.m = n, m
         t0 = time.perf_counter()
+        check_deadline(deadline, "finding the subsets' boundary records")
         self.is_b = _boundary(n, pi, pj, labels)
         self.b_rows = np.flatnonzero(self.is_b)
         self.nb = nb = len(self.b_rows)
@@ -644,19 +649,22 @@ class _BendersRun:
         self.parts = np.unique(labels)
         coef = np.exp(np.minimum(expo, LOG_CAP))
         progress("Benders: initial cuts", None)
+        check_deadline(deadline, "computing the initial cuts of the Benders master")
         self.ci, self.cj, ce, self.cut_counts = master_pairs(n, pi, pj, expo, labels, self.is_b, cuts)
         sub_pairs = int((~self.is_b[pi] | ~self.is_b[pj]).sum())
         check_lp_rows((len(self.ci) + sub_pairs) * m, f"Benders with cuts = {cuts!r} ({nb:,} of {n:,} records on "
                       f"a subset boundary; {len(self.ci):,} master pairs, {sub_pairs:,} subproblem pairs, "
                       f"× {m} outputs)")
+        check_deadline(deadline, "computing the initial cuts of the Benders master")
         self.rowsum = RowSumCuts(n, pi, pj, expo, labels, self.is_b, bidx) if row_cuts else None
         self.timings["cuts_s"] = time.perf_counter() - t0
+        check_deadline(deadline, "building the Benders master")
         t0 = time.perf_counter()
         self.mp, self.safe, self.pair_rows, self.mp_size = _build_master(W, labels, self.is_b, self.ci, self.cj, ce,
                                                                          slack, floor)
         self.timings["master_build_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        self.subs, self.sub_rows = _build_subs(W, pi, pj, coef, labels, self.is_b, bidx, slack)
+        self.subs, self.sub_rows = _build_subs(W, pi, pj, coef, labels, self.is_b, bidx, slack, deadline)
         self.timings["sub_build_s"] = time.perf_counter() - t0
         self.zc = None if core is None else np.asarray(core, dtype=np.float64)[self.b_rows].ravel()
         # the floor z_Y ≥ τ can raise the optimum by at most τ·Σ W (mix any optimum with the uniform matrix), so the
@@ -925,9 +933,14 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
     """
     t_start = time.perf_counter()
     deadline = None if time_limit is None else t_start + time_limit
-    run = _BendersRun(W, pi, pj, expo, labels, gap_m=gap_m, cuts=cuts, slack=slack, deadline=deadline,
-                      progress=progress, core=core, stabilise=stabilise, floor=floor, row_cuts=row_cuts,
-                      reserve=reserve)
+    try:
+        run = _BendersRun(W, pi, pj, expo, labels, gap_m=gap_m, cuts=cuts, slack=slack, deadline=deadline,
+                          progress=progress, core=core, stabilise=stabilise, floor=floor, row_cuts=row_cuts,
+                          reserve=reserve)
+    except OutOfTime as e:  # the set-up took the whole time: no iteration, no point
+        return BendersOutcome(None, "time limit", None, None, timings={"total_s": time.perf_counter() - t_start},
+                              diagnostics={"iterations": 0},
+                              message=f"time limit while {e}, before the first iteration")
     status, message = "iteration limit", f"no certified gap ≤ ξ = {gap_m:g} after {max_iter} iterations"
     it = 0
     for it in range(1, max_iter + 1):

@@ -41,6 +41,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.sparse.csgraph import shortest_path
 
+from ..deadline import check_deadline
 from ..errors import ParameterError, SolverError
 from ..progress import Progress, no_progress
 from .pricing import LOG_COEF_CAP, Pricer
@@ -74,8 +75,8 @@ def exponent_closure(E: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.asarray(Es, dtype=np.float64)
 
 
-def lipschitz_repair(logv: NDArray[np.float64], Es: NDArray[np.float64],
-                     chunk: int = 64) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+def lipschitz_repair(logv: NDArray[np.float64], Es: NDArray[np.float64], chunk: int = 64,
+                     deadline: float | None = None) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """Smallest log-vectors above ``logv`` that lie in the cone (w.r.t. the closed exponents Es), capped at 0.
 
     Only the finite entries of a column can hold others up, so each column is computed from its own finite entries
@@ -85,6 +86,7 @@ def lipschitz_repair(logv: NDArray[np.float64], Es: NDArray[np.float64],
         logv: (n, b) log-values of b vectors (−inf allowed).
         Es: (n, n) closed exponents: v_i ≤ e^{Es_ij} v_j.
         chunk: block size in units of 64·n entries (memory of a temporary ≈ chunk·64·n floats).
+        deadline: a ``time.perf_counter()`` value; past it (checked once per block) ``OutOfTime`` is raised.
     Returns:
         (u, arg): u[j, b] = min(0, max_i logv[i, b] − Es[i, j]) and arg[j, b] the maximising i (0 for an all −inf
         column).
@@ -98,6 +100,7 @@ def lipschitz_repair(logv: NDArray[np.float64], Es: NDArray[np.float64],
     for c in range(b):  # one vectorised step per column (or per block of its sources)
         src = np.flatnonzero(finite[:, c])
         for s in range(0, len(src), step):
+            check_deadline(deadline, f"repairing column {c + 1} of {b} into the ε-mDP cone")
             rows = src[s:s + step]
             blk = logv[rows, c, None] - Es[rows]  # (sources, n)
             best = np.argmax(blk, axis=0)
@@ -146,17 +149,22 @@ def _margin(Es: NDArray[np.float64]) -> NDArray[np.float64]:
     return Es * (1 - 1e-12) + 1e-15
 
 
-def _deficit_in_cone(a: NDArray[np.float64], Es: NDArray[np.float64], t: float) -> bool:
+def _deficit_in_cone(a: NDArray[np.float64], Es: NDArray[np.float64], t: float,
+                     deadline: float | None = None) -> bool:
     """Is the deficit (t + a)/(1 + t) within the (margined) cone? Checked in log space, block by block."""
     ld = np.log((t + a) / (1.0 + t))
-    return all(bool(np.all(ld[s:s + _ROW_BLOCK, None] - ld[None, :] <= _margin(Es[s:s + _ROW_BLOCK])))
-               for s in range(0, len(a), _ROW_BLOCK))
+    for s in range(0, len(a), _ROW_BLOCK):
+        check_deadline(deadline, "fixing the row sums inside the ε-mDP cone")
+        if not np.all(ld[s:s + _ROW_BLOCK, None] - ld[None, :] <= _margin(Es[s:s + _ROW_BLOCK])):
+            return False
+    return True
 
 
-def _smallest_shift(a: NDArray[np.float64], Es: NDArray[np.float64]) -> float:
+def _smallest_shift(a: NDArray[np.float64], Es: NDArray[np.float64], deadline: float | None = None) -> float:
     """The smallest t ≥ 0 with (t + a_i) ≤ e^{E_ij} (t + a_j) for every pair: max (a_i − a_j)/(e^{E_ij} − 1) − a_j."""
     t = 0.0
     for s in range(0, len(a), _ROW_BLOCK):
+        check_deadline(deadline, "fixing the row sums inside the ε-mDP cone")
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             need = (a[s:s + _ROW_BLOCK, None] - a[None, :]) / np.expm1(_margin(Es[s:s + _ROW_BLOCK])) - a[None, :]
         need = np.where(a[s:s + _ROW_BLOCK, None] > a[None, :], need, 0.0)  # only fuller rows below emptier ones
@@ -164,8 +172,8 @@ def _smallest_shift(a: NDArray[np.float64], Es: NDArray[np.float64]) -> float:
     return t
 
 
-def make_row_stochastic(Z: NDArray[np.float64], Es: NDArray[np.float64],
-                        W: NDArray[np.float64]) -> tuple[NDArray[np.float64], dict[str, float]]:
+def make_row_stochastic(Z: NDArray[np.float64], Es: NDArray[np.float64], W: NDArray[np.float64],
+                        deadline: float | None = None) -> tuple[NDArray[np.float64], dict[str, float]]:
     """Turn Z (columns exactly in the cone, row sums ≈ 1) into a row-stochastic matrix with columns in the cone.
 
     Dividing each row by its own sum would break the cone by the ratio of two row sums. Instead every entry is
@@ -173,7 +181,8 @@ def make_row_stochastic(Z: NDArray[np.float64], Es: NDArray[np.float64],
     on the single output y* that costs least; the deficit vector δ ∝ t + 1 − r_x/R is in the cone once t is large
     enough (the smallest such t has a closed form; it is checked, and raised if rounding needs it), so the new
     column y* (a sum of two cone vectors) stays in the cone.
-    Returns Z' and facts (shrink factor, largest deficit, t).
+    Returns Z' and facts (shrink factor, largest deficit, t). Past ``deadline`` (checked per block of rows)
+    ``OutOfTime`` is raised.
     """
     r = Z.sum(axis=1)
     if np.any(r <= 0):
@@ -183,13 +192,13 @@ def make_row_stochastic(Z: NDArray[np.float64], Es: NDArray[np.float64],
     spread = float(one_minus_a.max())
     t = 0.0
     if spread > 0.0:
-        t = _smallest_shift(one_minus_a, Es)
+        t = _smallest_shift(one_minus_a, Es, deadline)
         t = t * (1 + 1e-9) + 1e-300
         for _ in range(60):
             if t > 1e6:
                 raise SolverError("The row sums cannot be fixed inside the cone (a zero-exponent pair has unequal "
                                   "rows).")
-            if _deficit_in_cone(one_minus_a, Es, t):
+            if _deficit_in_cone(one_minus_a, Es, t, deadline):
                 break
             t = max(t * 2.0, 1e-14)
     s = 1.0 / (R * (1.0 + t))
@@ -205,19 +214,22 @@ def make_row_stochastic(Z: NDArray[np.float64], Es: NDArray[np.float64],
 
 
 def repair_into_cone(Z: NDArray[np.float64], Es: NDArray[np.float64], W: NDArray[np.float64],
-                     report_breach: bool = False) -> tuple[NDArray[np.float64], dict[str, Any]]:
+                     report_breach: bool = False, deadline: float | None = None
+                     ) -> tuple[NDArray[np.float64], dict[str, Any]]:
     """Lipschitz-repair each column of a solver's Z into the cone (w.r.t. closed exponents Es), then fix the rows
     inside the cone with :func:`make_row_stochastic`.
 
     Returns Z' and facts: ``repair_mass_added`` (largest row mass the repair added), the row fix-up's facts and,
     with ``report_breach``, ``breach_before_repair`` (largest log-ratio above Es, 0: none) and ``entries_raised``.
+    Past ``deadline`` (a ``time.perf_counter()`` value, checked per block of work) ``OutOfTime`` is raised and
+    nothing is returned: a half-repaired matrix is no mechanism.
     """
     with np.errstate(divide="ignore"):
         logz = np.log(Z)
     top = logz.max(axis=0, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)  # an all-zero column stays zero
     base = logz - top
-    u, _ = lipschitz_repair(base, Es)
+    u, _ = lipschitz_repair(base, Es, deadline=deadline)
     Zr = floor_columns(np.exp(u + top))
     facts: dict[str, Any] = {}
     if report_breach:
@@ -226,7 +238,7 @@ def repair_into_cone(Z: NDArray[np.float64], Es: NDArray[np.float64], W: NDArray
         facts["breach_before_repair"] = float(gap.max())
         facts["entries_raised"] = int((gap > 1e-9).sum())
     facts["repair_mass_added"] = float((Zr - Z).sum(axis=1).max())
-    out, fix = make_row_stochastic(Zr, Es, W)
+    out, fix = make_row_stochastic(Zr, Es, W, deadline)
     facts.update(fix)
     return out, facts
 

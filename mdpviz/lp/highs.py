@@ -12,6 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from ..deadline import OutOfTime, check_deadline
 from ..errors import ParameterError
 from ..progress import Progress, no_progress
 
@@ -81,8 +82,12 @@ def new_highs() -> highspy.Highs:
 
 def pass_model(h: highspy.Highs, cost: NDArray[np.float64], A: sp.spmatrix, row_lower: NDArray[np.float64],
                row_upper: NDArray[np.float64], col_lower: NDArray[np.float64] | None = None,
-               col_upper: NDArray[np.float64] | None = None) -> None:
-    """Load ``min cost·x, row_lower ≤ A x ≤ row_upper, col_lower ≤ x ≤ col_upper`` into ``h`` (default x ≥ 0)."""
+               col_upper: NDArray[np.float64] | None = None, deadline: float | None = None) -> None:
+    """Load ``min cost·x, row_lower ≤ A x ≤ row_upper, col_lower ≤ x ≤ col_upper`` into ``h`` (default x ≥ 0).
+
+    Handing over a model of millions of rows takes seconds: past ``deadline`` (checked between its steps)
+    ``OutOfTime`` is raised and ``h`` keeps its previous model.
+    """
     A = sp.csc_matrix(A)
     n_rows, n_cols = A.shape
     lp = highspy.HighsLp()
@@ -92,11 +97,13 @@ def pass_model(h: highspy.Highs, cost: NDArray[np.float64], A: sp.spmatrix, row_
     lp.col_upper_ = np.full(n_cols, INF) if col_upper is None else np.asarray(col_upper, dtype=np.float64)
     lp.row_lower_ = np.asarray(row_lower, dtype=np.float64)
     lp.row_upper_ = np.asarray(row_upper, dtype=np.float64)
+    check_deadline(deadline, f"handing the LP ({n_rows:,} rows) to HiGHS")
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.start_ = A.indptr.astype(np.int32)
     lp.a_matrix_.index_ = A.indices.astype(np.int32)
     lp.a_matrix_.value_ = A.data.astype(np.float64)
     lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_cols, n_rows
+    check_deadline(deadline, f"handing the LP ({n_rows:,} rows) to HiGHS")
     h.passModel(lp)
 
 
@@ -109,16 +116,24 @@ def solve_lp(cost: NDArray[np.float64], A: sp.spmatrix, row_lower: NDArray[np.fl
 
     Args:
         method: ``ipm`` (interior point with crossover), ``simplex`` or ``choose`` (HiGHS decides).
-        time_limit: seconds; on expiry the status is ``time limit`` and ``x`` is None (no fake solution).
+        time_limit: seconds, passing the model to HiGHS included; on expiry the status is ``time limit`` and ``x``
+            is None (no fake solution).
         progress: receives ``(phase, None)`` at every solver iteration report.
     """
+    start = time.perf_counter()
+    deadline = None if time_limit is None else start + time_limit
     n_rows, n_cols = A.shape
+    size = {"variables": n_cols, "constraints": n_rows, "nonzeros": int(A.nnz)}
     A = sp.csc_matrix(A)
     h = new_highs()
     h.setOptionValue("solver", method)
-    if time_limit is not None:
-        h.setOptionValue("time_limit", float(max(time_limit, 0.01)))
-    pass_model(h, cost, A, row_lower, row_upper, col_lower, col_upper)
+    try:
+        pass_model(h, cost, A, row_lower, row_upper, col_lower, col_upper, deadline)
+        check_deadline(deadline, f"handing the LP ({n_rows:,} rows) to HiGHS")
+    except OutOfTime as e:  # HiGHS is not started when nothing is left
+        return LPOutcome(None, "time limit", None, 0.0, size, message=f"time limit while {e}, before it ran")
+    if time_limit is not None:  # what is left after handing over the model
+        h.setOptionValue("time_limit", float(max(time_limit - (time.perf_counter() - start), 0.01)))
 
     def report(event: object) -> None:
         progress(phase, None)
@@ -129,7 +144,6 @@ def solve_lp(cost: NDArray[np.float64], A: sp.spmatrix, row_lower: NDArray[np.fl
     h.run()
     solve_s = time.perf_counter() - t0
     status = _STATUS.get(h.getModelStatus(), "error")
-    size = {"variables": n_cols, "constraints": n_rows, "nonzeros": int(A.nnz)}
     if status != "optimal":
         return LPOutcome(None, status, None, solve_s, size, message=h.modelStatusToString(h.getModelStatus()))
     sol = h.getSolution()

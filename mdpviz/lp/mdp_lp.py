@@ -7,10 +7,13 @@ every y (E_ij = ε·d_ij for plain mDP), and ``Σ_y z[x, y] = 1`` for every x.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from ..deadline import check_deadline
 from ..progress import Progress, no_progress
 from .highs import COEF_CAP, INF, LPOutcome, check_lp_rows, solve_lp
 
@@ -23,17 +26,18 @@ def all_pairs(n: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     return i.astype(np.int64), j.astype(np.int64)
 
 
-def implied_free_pairs(d: NDArray[np.float64], rtol: float = 1e-9,
-                       chunk: int = 64) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+def implied_free_pairs(d: NDArray[np.float64], rtol: float = 1e-9, chunk: int = 64,
+                       deadline: float | None = None) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Ordered pairs not implied by others: drop (i, j) when some k ≠ i, j has d_ik + d_kj ≤ d_ij.
 
     Enforcing ε·d on the kept pairs implies it on every pair by chaining along k, so this set is exact for
     any metric. It is sparse for road shortest-path metrics (many pairs pass through other secrets) and close
-    to all pairs for straight-line metrics.
+    to all pairs for straight-line metrics. Past ``deadline`` (checked per block of rows) ``OutOfTime`` is raised.
     """
     n = len(d)
     keep = ~np.eye(n, dtype=bool)
     for start in range(0, n, chunk):
+        check_deadline(deadline, f"listing the pairs not implied by others ({start:,} of {n:,} rows done)")
         rows = slice(start, min(start + chunk, n))
         # via[i, j] = min_k d[i, k] + d[k, j], with k ranging over everything but i and j
         via = np.full((rows.stop - start, n), np.inf)
@@ -49,10 +53,12 @@ def implied_free_pairs(d: NDArray[np.float64], rtol: float = 1e-9,
     return i.astype(np.int64), j.astype(np.int64)
 
 
-def greedy_spanner(d: NDArray[np.float64], t: float) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+def greedy_spanner(d: NDArray[np.float64], t: float,
+                   deadline: float | None = None) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Ordered pairs (both directions) of a greedy t-spanner of the metric d: d_G ≤ t·d for every pair.
 
-    Enforcing (ε/t)·d_G on the spanner's edges implies ε·d on every pair.
+    Enforcing (ε/t)·d_G on the spanner's edges implies ε·d on every pair. Past ``deadline`` (checked every 1,000
+    candidate edges and at every edge added) ``OutOfTime`` is raised.
     """
     n = len(d)
     iu, ju = np.triu_indices(n, 1)
@@ -60,11 +66,14 @@ def greedy_spanner(d: NDArray[np.float64], t: float) -> tuple[NDArray[np.int64],
     dist = np.full((n, n), np.inf)
     np.fill_diagonal(dist, 0.0)
     edges = []
-    for e in order:
+    for n_seen, e in enumerate(order):
+        if n_seen % 1000 == 0:
+            check_deadline(deadline, f"building the t-spanner ({n_seen:,} of {len(order):,} pairs seen)")
         a, b = iu[e], ju[e]
         w = d[a, b]
         if dist[a, b] <= t * w:
             continue
+        check_deadline(deadline, f"building the t-spanner ({n_seen:,} of {len(order):,} pairs seen)")
         edges.append((a, b))
         # shortest paths through the new edge (a, b)
         via = np.minimum(dist[:, a, None] + w + dist[None, b, :], dist[:, b, None] + w + dist[None, a, :])
@@ -94,12 +103,21 @@ def solve_mdp_lp(weights: NDArray[np.float64], c: NDArray[np.float64], pi: NDArr
                  pj: NDArray[np.int64], exponent: NDArray[np.float64], *, method: str = "ipm",
                  time_limit: float | None = None,
                  progress: Progress = no_progress) -> tuple[NDArray[np.float64] | None, LPOutcome]:
-    """Minimise Σ_x weights_x Σ_y c_xy z_xy over the mDP polytope; return Z (n, m) or None, and the outcome."""
+    """Minimise Σ_x weights_x Σ_y c_xy z_xy over the mDP polytope; return Z (n, m) or None, and the outcome.
+
+    ``time_limit`` covers building the matrix too: HiGHS gets what is left, and none is started when nothing is.
+    """
+    t0 = time.perf_counter()
     n, m = c.shape
     A, lower, upper = mdp_lp_matrix(n, m, pi, pj, exponent)
     cost = (weights[:, None] * c).ravel()
+    left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+    if left is not None and left <= 0:
+        size = {"variables": n * m, "constraints": int(A.shape[0]), "nonzeros": int(A.nnz)}
+        return None, LPOutcome(None, "time limit", None, 0.0, size,
+                               message=f"time limit while building the LP ({A.shape[0]:,} rows), before HiGHS ran")
     out = solve_lp(cost, A, lower, upper, np.zeros(n * m), np.ones(n * m), method=method,
-                   time_limit=time_limit, progress=progress)
+                   time_limit=left, progress=progress)
     if out.x is None:
         return None, out
     return np.clip(out.x.reshape(n, m), 0.0, None), out

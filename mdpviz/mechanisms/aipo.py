@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..deadline import OutOfTime, check_deadline
 from ..errors import ParameterError
 from ..geo import project_km
 from ..lattice import AnchorInterpolant, Lattice, interpolate_rows
@@ -77,16 +78,17 @@ def axis_budgets(eps: float, p: int, variant: str, steps: int) -> list[tuple[flo
     return [(float(half * a), float(half * np.sqrt(1 - a * a))) for a in t]
 
 
-def repair_lattice(Z: NDArray[np.float64], lattice: Lattice, e1: float, e2: float) -> NDArray[np.float64]:
+def repair_lattice(Z: NDArray[np.float64], lattice: Lattice, e1: float, e2: float,
+                   deadline: float | None = None) -> NDArray[np.float64]:
     """log of the smallest columns ≥ Z whose neighbour ratios are exactly within e^{ε_ℓ·step}.
 
     The exact cone repair (``lp.colgen.lipschitz_repair``) with the lattice's closed-form closure, so every
     neighbour constraint holds whatever the solver's tolerance. Outputs the LP leaves unused everywhere are
-    dropped exactly (−inf).
+    dropped exactly (−inf). Past ``deadline`` (checked per block of the repair) ``OutOfTime`` is raised.
     """
     with np.errstate(divide="ignore"):
         logz = np.log(np.clip(Z, 0.0, None))
-    out = lipschitz_repair(logz, lattice.closure(e1, e2))[0]
+    out = lipschitz_repair(logz, lattice.closure(e1, e2), deadline=deadline)[0]
     out[:, Z.max(axis=0) < 1e-12] = -np.inf
     return out
 
@@ -220,7 +222,12 @@ def _search(variant: str, problem: Problem, lattice: Lattice, w_x: Any, params: 
             facts["failed"].append(f"ε₁ = {e1:.3g}: " + ", ".join(lp["tries"]))
             continue
         t0 = time.perf_counter()
-        log_anchor = repair_lattice(Za, lattice, e1, e2)  # AIPO-R too: its own (relaxed) claim then holds exactly
+        try:  # AIPO-R too: its own (relaxed) claim then holds exactly
+            log_anchor = repair_lattice(Za, lattice, e1, e2, deadline)
+            check_deadline(deadline, "repairing the anchor rows")
+        except OutOfTime:  # this candidate is not checked: the search stops with what it has
+            facts["stopped"] = True
+            break
         Z = interpolate_rows(w_x, log_anchor)
         loss = utility_loss_m(problem, Z)
         timings["interpolate_s"] += time.perf_counter() - t0
@@ -280,6 +287,15 @@ def _solve(variant: str, problem: Problem, params: dict[str, Any], progress: Pro
         else:
             lb_status = "not started: no time left"
         universal = bound
+        if bound is None and ("time limit" in lb_status or lb_status.startswith("not started")):
+            # the deadline came before the bound: a result without it is not one to keep for good
+            message = (f"Time limit: the budget search is complete ({message}) but the deadline came before the "
+                       f"universal lower bound ({lb_status}); diagnostics['feasible_Z'] holds the best split, "
+                       "exactly private. Raise the time limit, or lower `lb_grid` (0 skips the bound).")
+            return Result(variant, params, None, "time limit", eps, timings=timings, lp_size=facts["size"],
+                          message=message, diagnostics={"budget_curve": curve, "anchors": lattice.n_anchors,
+                                                        "lattice": lattice_info, "feasible_Z": Z,
+                                                        "feasible_objective_m": loss, "eps1": e1, "eps2": e2})
         if bound is None:
             message += f" No lower bound ({lb_status})."
         elif bound < (floor := floor_m(problem)):  # the cells' cheapest costs sit below every secret's own

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..cmdp.pipeline import CAVEAT, MAX_STATIONS, CmdpData, DataSettings, diagnostics, prepare, solve_context
 from ..problem import Problem
-from ..cmdp.corpus import OutOfTime
+from ..deadline import OutOfTime
 from .base import Mechanism, Param, Preset, Progress, Result, epsilon_param
 from .registry import register
 
@@ -112,12 +112,16 @@ def solve_cmdp(problem: Problem, params: dict[str, Any], context: str, progress:
     claim = (f"augmented secrets (x, b): every pair within η = {params['eta']:g} km under Eq. 13 "
              f"(see diagnostics violations_enforced); Z is the location marginal, not claimed ε-mDP in d_x")
     message = sol.facts.get("message", "") if sol.Q is None else CAVEAT
+    if sol.Q is None and sol.facts["status"] == "time limit":
+        message = (f"Time limit ({time_limit:g} s) in the C-mDP LP, after {sol.facts['solve_s']:.2f} s in HiGHS (the "
+                   f"corpus took {prep_s:.2f} s): no mechanism is returned. Raise the time limit, or lower "
+                   "`max_secrets` or η.")
     holdout = deadline is None or time.perf_counter() < deadline
-    if sol.Q is not None and not holdout:
+    diag = diagnostics(data, sol, context, holdout=holdout, deadline=deadline, **options)
+    if sol.Q is not None and (not holdout or "heldout_skipped" in diag):
         message += " The held-out loss was skipped: no time was left for a second corpus."
     return Result(name, params, sol.Z, sol.facts["status"], params["eps"], claim=claim, timings=timings,
-                  lp_size=sol.facts["lp_size"], objective_m=sol.loss_m, message=message,
-                  diagnostics=diagnostics(data, sol, context, holdout=holdout, **options))
+                  lp_size=sol.facts["lp_size"], objective_m=sol.loss_m, message=message, diagnostics=diag)
 
 
 def _solve_cmdp(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:

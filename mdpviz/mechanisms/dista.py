@@ -21,6 +21,7 @@ from typing import Any, Self
 
 import numpy as np
 
+from ..deadline import OutOfTime
 from ..dista.budget import PAPER_DELTA, prop2_confidence, prop2_samples_needed
 from ..dista.noise import NOISE_KINDS
 from ..dista.pipeline import (
@@ -159,7 +160,14 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
     cfg = config_from_params(params)
     t0 = time.perf_counter()
     with PeakRss() as mem:
-        out = run(problem, cfg, progress, time_limit)
+        try:
+            out = run(problem, cfg, progress, time_limit)
+        except OutOfTime as e:  # before the LP (nothing released yet) or in the downloads' repair: no Z
+            return Result("dista-lp", params, None, "time limit", params["eps"],
+                          timings={"total_s": time.perf_counter() - t0},
+                          message=f"Time limit ({time_limit:g} s) while {e}: no mechanism is returned. Raise the time "
+                                  "limit, or lower the number of users (or use the SVD surrogate, whose fits are "
+                                  "quick).")
         if out.status == "time limit" and out.users[0].Z is None:
             return _stopped(params, out)
         Z, source = embed(problem, out)

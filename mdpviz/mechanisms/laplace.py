@@ -33,6 +33,7 @@ import numpy as np
 import shapely
 from numpy.typing import NDArray
 
+from ..deadline import OutOfTime, check_deadline, deadline_of
 from ..lp.colgen import floor_columns, repair_into_cone
 from ..metrics import check_distance
 from ..problem import Problem
@@ -115,8 +116,13 @@ def fan_integrals(x: NDArray[np.float64], a: NDArray[np.float64], b: NDArray[np.
 
 
 def laplace_log_matrix(problem: Problem, eps: float, n_sub: int = 8, n_nodes: int = 6,
-                       progress: Progress | None = None) -> NDArray[np.float64]:
-    """ln Z (K, M) of planar Laplace + nearest-output remap (module docstring), rows normalised; −inf: no mass."""
+                       progress: Progress | None = None, deadline: float | None = None,
+                       what: str = "integrating the Laplace mass of each Voronoi cell") -> NDArray[np.float64]:
+    """ln Z (K, M) of planar Laplace + nearest-output remap (module docstring), rows normalised; −inf: no mass.
+
+    Past ``deadline`` (a ``time.perf_counter()`` value, checked before each block of rows) ``OutOfTime`` is raised,
+    naming ``what`` and how many rows were done.
+    """
     if problem.m == 1:
         return np.zeros((problem.k, 1))
     xy = problem.xy_km
@@ -128,6 +134,7 @@ def laplace_log_matrix(problem: Problem, eps: float, n_sub: int = 8, n_nodes: in
     logZ = np.empty((problem.k, problem.m))
     chunk = max(1, 1_000_000 // (len(a) * len(s)))
     for start in range(0, problem.k, chunk):
+        check_deadline(deadline, f"{what} ({start:,} of {problem.k:,} secrets done)")
         delta, g_int, lt_int = fan_integrals(xy[start:start + chunk], a, b, eps, s, log_w)
         sign = np.sign(delta)
         # G form, linear: the sum of its terms' magnitudes bounds its rounding error
@@ -151,16 +158,29 @@ def laplace_log_matrix(problem: Problem, eps: float, n_sub: int = 8, n_nodes: in
 
 def _solve_laplace(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:
     eps = params["eps"]
+    deadline = deadline_of(time_limit)
     t0 = time.perf_counter()
-    log_z = laplace_log_matrix(problem, eps, params["n_sub"], 6, progress)
-    t1 = time.perf_counter()
-    n_sub = params["n_sub"]  # the error estimate: half the panels (or half the nodes of a single panel)
-    log_half = laplace_log_matrix(problem, eps, max(n_sub // 2, 1), 6 if n_sub > 1 else 3)
-    t2 = time.perf_counter()
-    Z = floor_columns(np.exp(log_z))
-    progress("check and repair", None)
-    Es = eps * check_distance(problem, "l2-planar")
-    repaired, facts = repair_into_cone(Z, Es, problem.p[:, None] * problem.c, report_breach=True)
+    timings: dict[str, float] = {}
+    try:
+        log_z = laplace_log_matrix(problem, eps, params["n_sub"], 6, progress, deadline)
+        t1 = time.perf_counter()
+        timings["integrate_s"] = t1 - t0
+        n_sub = params["n_sub"]  # the error estimate: half the panels (or half the nodes of a single panel)
+        log_half = laplace_log_matrix(problem, eps, max(n_sub // 2, 1), 6 if n_sub > 1 else 3, deadline=deadline,
+                                      what="estimating the integration error at half resolution")
+        t2 = time.perf_counter()
+        timings["error_estimate_s"] = t2 - t1
+        Z = floor_columns(np.exp(log_z))
+        progress("check and repair", None)
+        check_deadline(deadline, "checking the integral against the ε-mDP cone")
+        Es = eps * check_distance(problem, "l2-planar")
+        repaired, facts = repair_into_cone(Z, Es, problem.p[:, None] * problem.c, report_breach=True,
+                                           deadline=deadline)
+    except OutOfTime as e:  # nothing checked yet: no Z
+        return Result("laplace", params, None, "time limit", eps, timings=timings,
+                      message=f"Time limit ({time_limit:g} s) while {e}: no mechanism is returned, since the "
+                              "integral is released only after its ε-mDP check and repair. Raise the time limit, "
+                              "lower `n_sub` or K.")
     breach = facts["breach_before_repair"]
     if breach > 0.0:  # the integral left the cone (quadrature error at a pair near the bound): use the repair
         Z = repaired
@@ -172,8 +192,7 @@ def _solve_laplace(problem: Problem, params: dict[str, Any], progress: Progress,
     return Result("laplace", params, Z, "closed form", eps,
                   claim="all pairs in the planar projection; Z is a numerical integral (see integration error)",
                   check_metric="l2-planar", message=message,
-                  timings={"integrate_s": t1 - t0, "error_estimate_s": t2 - t1,
-                           "repair_s": time.perf_counter() - t2},
+                  timings={**timings, "repair_s": time.perf_counter() - t2},
                   diagnostics={"integration_error_max": float(np.abs(np.exp(log_z) - np.exp(log_half)).max()),
                                "integration_log_error_max": rel,
                                "integration_error_note": "max |Z − Z_half| and max |ln Z − ln Z_half| (entries "

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..deadline import OutOfTime, deadline_of, time_left
 from ..lp.colgen import ENGINES, repair_into_cone, solve_structured
 from ..lp.mdp_lp import PAIR_SETS, all_pairs, greedy_spanner, implied_free_pairs, solve_mdp_lp
 from ..problem import Problem
@@ -47,15 +48,16 @@ _REPAIR = Param("repair", bool, True, "monolithic engine: raise entries that sol
                 label="repair columns")
 
 
-def _pair_set(d: NDArray[np.float64], eps: float, how: str, t: float) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
-    """Pairs to constrain and their exponents."""
+def _pair_set(d: NDArray[np.float64], eps: float, how: str, t: float, deadline: float | None = None
+              ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """Pairs to constrain and their exponents (``OutOfTime`` once ``deadline`` passes)."""
     if how == "all":
         pi, pj = all_pairs(len(d))
         return pi, pj, eps * d[pi, pj]
     if how == "exact":
-        pi, pj = implied_free_pairs(d)
+        pi, pj = implied_free_pairs(d, deadline=deadline)
         return pi, pj, eps * d[pi, pj]
-    pi, pj = greedy_spanner(d, t)
+    pi, pj = greedy_spanner(d, t, deadline)
     return pi, pj, (eps / t) * d[pi, pj]
 
 
@@ -91,9 +93,14 @@ def _optimal_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArr
                    "bound": out.bound, "size": out.size, "message": msg, "diagnostics": diag}
     progress("constraint pairs", None)
     t0 = time.perf_counter()
-    pi, pj, expo = _pair_set(d, eps, params["pairs"], params["spanner_t"])
+    deadline = deadline_of(time_limit)
+    try:
+        pi, pj, expo = _pair_set(d, eps, params["pairs"], params["spanner_t"], deadline)
+    except OutOfTime as e:
+        return None, {"status": "time limit", "objective": None, "bound": None, "size": {},
+                      "message": f"time limit while {e}, before the LP", "diagnostics": {}}
     timings["pairs_s"] = time.perf_counter() - t0
-    Z, out = solve_mdp_lp(weights, c, pi, pj, expo, method=params["method"], time_limit=time_limit,
+    Z, out = solve_mdp_lp(weights, c, pi, pj, expo, method=params["method"], time_limit=time_left(deadline),
                           progress=progress)
     timings["build_s"] = time.perf_counter() - t0 - out.solve_s
     timings["solve_s"] = out.solve_s
@@ -102,7 +109,11 @@ def _optimal_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArr
     if Z is not None and params["repair"]:
         progress("repair", None)
         t0 = time.perf_counter()
-        Z, facts = repair_into_cone(Z, eps * d, W)
+        try:
+            Z, facts = repair_into_cone(Z, eps * d, W, deadline=deadline)
+        except OutOfTime as e:  # an unrepaired LP point is no mechanism
+            return None, {"status": "time limit", "objective": None, "bound": None, "size": out.size,
+                          "message": f"time limit while {e} (the LP had solved)", "diagnostics": diag}
         diag.update(facts)
         timings["repair_s"] = time.perf_counter() - t0
         objective = float(np.sum(W * Z))

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..deadline import OutOfTime, check_deadline, deadline_of, time_left, with_grace
 from ..lp.benders import CUT_RULES, PARTITIONERS, partition, solve_benders
 from ..lp.colgen import repair_into_cone
 from ..lp.mdp_lp import implied_free_pairs
@@ -58,8 +59,28 @@ def all_pairs_verdict(Z: np.ndarray, eps: float, d: np.ndarray, eta: float) -> t
 
 
 def _solve_lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:
-    eps, eta = params["eps"], params["eta"]
+    deadline = deadline_of(time_limit)
     timings: dict[str, float] = {}
+    diag: dict[str, Any] = {}
+    try:
+        return _lp_bd(problem, params, progress, deadline, timings, diag)
+    except OutOfTime as e:
+        kept = ""
+        if "feasible_Z" in diag:
+            kept = (f"; diagnostics['feasible_Z'] holds the solved and repaired point "
+                    f"({diag['feasible_objective_m']:.2f} m, private for the LP's pairs), but its all-pairs "
+                    "measurement did not finish")
+        return Result("lp-bd", params, None, "time limit", params["eps"], timings=timings, diagnostics=diag,
+                      message=f"Time limit ({time_limit:g} s) while {e}: no mechanism is returned{kept}. Raise the "
+                              "time limit, or lower K.",
+                      degenerate="No mechanism: the time limit came before a checked solution")
+
+
+def _lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, deadline: float | None,
+           timings: dict[str, float], diag: dict[str, Any]) -> Result:
+    """LP+BD (module docstring); ``OutOfTime`` when ``deadline`` passes outside the Benders loop (``diag`` then
+    holds what is known)."""
+    eps, eta = params["eps"], params["eta"]
     t0 = time.perf_counter()
     progress("constraint pairs", None)
     d = problem.d
@@ -73,18 +94,20 @@ def _solve_lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, t
         claim = neighbour_claim(eta)
     expo = eps * d[pi, pj]
     timings["pairs_s"] = time.perf_counter() - t0
+    check_deadline(deadline, "listing the constrained pairs")
     t0 = time.perf_counter()
     progress("partition", None)
     labels = partition(params["partitioner"], params["subsets"], d, problem.xy_km, pi, pj, seed=params["seed"])
     timings["partition_s"] = time.perf_counter() - t0
     W = problem.p[:, None] * problem.c
-    left = None if time_limit is None else max(0.01, time_limit - sum(timings.values()))
+    check_deadline(deadline, "partitioning the secrets")
+    left = time_left(deadline)
     out = solve_benders(W, pi, pj, expo, labels, gap_m=params["gap_m"], max_iter=params["max_iter"],
                         cuts=params["cuts"], slack=params["slack"], time_limit=left, progress=progress,
                         floor=params["floor"], stabilise=params["stabilise"], core=em_matrix(problem, eps),
                         row_cuts=params["row_cuts"], reserve=REPAIR_RESERVE if params["slack"] == 0 else 0.0)
     timings.update(out.timings)
-    diag: dict[str, Any] = dict(out.diagnostics)
+    diag.update(out.diagnostics)
     diag.update(pairs=len(pi), scope=params["scope"], eta_km=eta if params["scope"] == "neighbours" else None)
     notes = [out.message] if out.message else []
     status = out.status
@@ -97,7 +120,16 @@ def _solve_lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, t
     if point is not None:
         # solver tolerances (and a nonzero slack) leave rows slightly outside the cone: repair, then fix the rows
         t0 = time.perf_counter()
-        point, facts = repair_into_cone(point, closure, W)
+        keep = deadline if out.Z is not None else with_grace(deadline)  # a stopped run's best point: a little grace
+        try:
+            point, facts = repair_into_cone(point, closure, W, deadline=keep)
+            check_deadline(keep, "checking the repaired point against the LP's pairs")
+        except OutOfTime as e:
+            if out.Z is not None:  # the solved point is not checked yet: no mechanism (the caller says why)
+                raise
+            notes.append(f"its best feasible point is not kept: the time limit came while {e}")
+            point, status = None, "time limit"
+    if point is not None:
         diag.update(facts)
         enforced = cone_breaches(point, closure)
         diag["enforced"] = {"violated_pairs": int(len(enforced.i)), "checked_pairs": len(W) * (len(W) - 1),
@@ -117,6 +149,11 @@ def _solve_lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, t
                          "optimum")
     if Z is not None and params["scope"] == "neighbours":
         t0 = time.perf_counter()
+        try:
+            check_deadline(deadline, "measuring ε-mDP over all pairs of X")
+        except OutOfTime:  # the point is solved and repaired: kept aside, not released unmeasured
+            diag.update(feasible_Z=Z, feasible_objective_m=objective)
+            raise
         msg, degenerate, facts = all_pairs_verdict(Z, eps, d, eta)
         diag["all_pairs"] = facts
         notes.append(msg)
@@ -131,7 +168,7 @@ def _solve_lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, t
     if Z is None:
         degenerate = f"No mechanism: Benders ended with status '{out.status}' before the gap closed"
         if (not everyone and out.status in ("time limit", "iteration limit") and params["stabilise"] >= 1.0
-                and not params["row_cuts"]):
+                and not params["row_cuts"] and out.diagnostics.get("iterations", 0) > 0):
             notes.append("plain Benders, as in the paper, converges slowly on large domains; the 'stabilised' preset "
                          f"(ours: in-out λ = {STABILISED_LAMBDA:g} and row-sum cuts) solves the same LP in fewer "
                          "iterations (`python -m mdpviz bench benders`)")

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..deadline import OutOfTime, check_deadline, deadline_of, time_left
 from ..lp.colgen import repair_into_cone
 from ..lp.highs import COEF_CAP, INF, solve_lp
 from ..problem import Problem
@@ -42,8 +43,21 @@ METHODS = ("simplex", "ipm")
 
 
 def _solve_lp_em(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:
-    eps = params["eps"]
+    deadline = deadline_of(time_limit)
     timings: dict[str, float] = {}
+    try:
+        return _lp_em(problem, params, progress, time_limit, deadline, timings)
+    except OutOfTime as e:  # no LP point has been checked: no Z
+        return Result("lp-em", params, None, "time limit", params["eps"], timings=timings,
+                      message=f"Time limit ({time_limit:g} s) while {e}: no mechanism is returned, since an LP point "
+                              "is released only after its exact ε-mDP check and repair. Raise the time limit, or "
+                              "lower `candidates`, `neighbours` or K.")
+
+
+def _lp_em(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None,
+           deadline: float | None, timings: dict[str, float]) -> Result:
+    """LP+EM (module docstring); ``OutOfTime`` once ``deadline`` passes outside the LP."""
+    eps = params["eps"]
     t0 = time.perf_counter()
     n, m = problem.k, problem.m
     W = problem.p[:, None] * problem.c
@@ -68,6 +82,7 @@ def _solve_lp_em(problem: Problem, params: dict[str, Any], progress: Progress, t
     log_lo = np.empty((C, r))
     log_hi = np.empty((C, r))
     for c in range(C):  # one vectorised (r × n) step per candidate output (≤ |Y|)
+        check_deadline(deadline, f"building the bounds of candidate output {c + 1} of {C}")
         log_lo[c] = np.max(log_fixed[c][None, :] - Es[:, near[c]].T, axis=1)  # z_i ≥ e^{−E_ji} z_j
         log_hi[c] = np.min(np.where(free[c], np.inf, log_fixed[c])[None, :] + Es[near[c]], axis=1)  # ≤ e^{E_ij} z_j
     log_e = np.take_along_axis(log_em, near, axis=1)  # (C, r): ln EM of each free entry, the scale of its u
@@ -103,12 +118,14 @@ def _solve_lp_em(problem: Problem, params: dict[str, Any], progress: Progress, t
     cost = W[sec, cand[np.repeat(np.arange(C), r)]] * e_free
     timings["build_s"] = time.perf_counter() - t0
     scaled = cost / max(float(cost.max()), 1e-300)
+    check_deadline(deadline, "building the candidate LP")
     out = solve_lp(scaled, A, lower, upper, u_lo.ravel(), u_hi.ravel(), method=params["method"],
-                   time_limit=time_limit, progress=progress, phase="LP over candidate outputs")
+                   time_limit=time_left(deadline), progress=progress, phase="LP over candidate outputs")
     notes = []
-    if out.status in ("error", "unbounded", "infeasible"):  # numerical trouble: EM (u = 1) is always feasible
+    left = time_left(deadline)
+    if out.status in ("error", "unbounded", "infeasible") and (left is None or left > 0):
+        # numerical trouble: EM (u = 1) is always feasible; the other method gets what is left of the time
         other = METHODS[1 - METHODS.index(params["method"])]
-        left = None if time_limit is None else max(0.01, time_limit - out.solve_s)
         first = out
         out = solve_lp(scaled, A, lower, upper, u_lo.ravel(), u_hi.ravel(), method=other, time_limit=left,
                        progress=progress, phase=f"LP over candidate outputs ({other})")
@@ -120,6 +137,14 @@ def _solve_lp_em(problem: Problem, params: dict[str, Any], progress: Progress, t
                             "local_pairs": int(n_pairs), "pairs_capped": int(capped.sum()),
                             "free_entries": int(nv)}
     if out.x is None:
+        left = time_left(deadline)
+        if out.status == "time limit" or (left is not None and left <= 0):  # the time is up, whatever HiGHS said
+            said = "" if out.status == "time limit" else f" (HiGHS: {out.status}, {out.message})"
+            msg = "; ".join([*notes, f"Time limit ({time_limit:g} s) in the candidate LP{said}, after "
+                             f"{out.solve_s:.2f} s in HiGHS: no mechanism is returned. Raise the time limit, or "
+                             "lower `candidates` or `neighbours`."])
+            return Result("lp-em", params, None, "time limit", eps, timings=timings, lp_size=out.size, message=msg,
+                          diagnostics=diag)
         msg = "; ".join([*notes, f"the candidate LP ended with status {out.status} ({out.message}). EM (u = 1) "
                          "is feasible for it, so this is numerical trouble in the solver: try fewer neighbours or "
                          "candidates, or use `em`."])
@@ -130,7 +155,7 @@ def _solve_lp_em(problem: Problem, params: dict[str, Any], progress: Progress, t
     Z = em.copy()
     # within the exact bounds (u_lo > 0): a solver's 0 under a positive neighbour would be an infinite breach
     Z[sec, cand[np.repeat(np.arange(C), r)]] = e_free * np.clip(out.x, u_lo.ravel(), u_hi.ravel())
-    Z, facts = repair_into_cone(Z, Es, W, report_breach=True)
+    Z, facts = repair_into_cone(Z, Es, W, report_breach=True, deadline=deadline)
     diag.update(facts)  # breach_before_repair: max log-ratio above ε·d before the repair (0: none)
     timings["repair_s"] = time.perf_counter() - t0
     objective = float(np.sum(W * Z))

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..deadline import OutOfTime, check_deadline
 from ..errors import ParameterError
 from ..panda.anpo import SOLVERS, anpo_exponents, solve_anpo
 from ..panda.budget import EPS_BAR_RULES, ball_lists, empty_probability, phase1_cost, phase1_cost_last_factor
@@ -93,9 +94,26 @@ _PARAMS = (
 def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None,
            variant: str) -> Result:
     t_start = time.perf_counter()
+    timings: dict[str, float] = {}
+    kept: dict[str, Any] = {"variant": variant}
+    try:
+        return _panda(problem, params, progress, time_limit, variant, t_start, timings, kept)
+    except OutOfTime as e:
+        aside = ("" if "feasible_Z" not in kept else "; diagnostics['feasible_Z'] holds the solved AnPO's rows over X "
+                 "(its own pairs checked), without the bound and measurements that did not finish")
+        return Result(variant_name(variant), params, None, "time limit", params["eps"], claim=CLAIM, timings=timings,
+                      message=f"Time limit ({time_limit:g} s) while {e}: no mechanism is returned{aside}. Raise the "
+                              "time limit, or lower K or the number of users.",
+                      degenerate=f"No mechanism: the time limit came while {e}", diagnostics=kept)
+
+
+def _panda(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None, variant: str,
+           t_start: float, timings: dict[str, float], kept: dict[str, Any]) -> Result:
+    """PAnDA (module docstring); ``OutOfTime`` when the deadline passes outside an LP (``kept`` then holds the
+    solved AnPO's rows over X, once there are some)."""
+    deadline = None if time_limit is None else t_start + time_limit
     eps, delta = params["eps"], params["delta"]
     d, p, k = problem.d, problem.p, problem.k
-    timings: dict[str, float] = {}
     d_max = float(d.max())
     if d_max <= 0:
         raise ParameterError("All secrets are at distance 0 from each other; PAnDA needs distinct locations.")
@@ -120,10 +138,14 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
 
     # Phase I-2 (a): ε̄ for every pair, in closed form
     progress("Phase I cost ε̄", None)
+    check_deadline(deadline, "sampling the anchor sets")
     t0 = time.perf_counter()
-    true_cost = phase1_cost(d, sel)  # Prop. 3: what Phase I really leaks; every privacy measure below uses it
-    cost = true_cost if params["eps_bar"] == "paper" else phase1_cost_last_factor(d, sel)  # what the LP charges
-    nbr, mask = ball_lists(d, sel.gamma_km)
+    true_cost = phase1_cost(d, sel, deadline=deadline)  # Prop. 3: what Phase I really leaks; every measure uses it
+    check_deadline(deadline, "computing the Phase I cost ε̄")
+    cost = (true_cost if params["eps_bar"] == "paper"  # what the LP charges
+            else phase1_cost_last_factor(d, sel, deadline=deadline))
+    check_deadline(deadline, "computing the Phase I cost ε̄")
+    nbr, mask = ball_lists(d, sel.gamma_km, deadline)
     timings["eps_bar_s"] = time.perf_counter() - t0
 
     # (b, c): safety margins for anchor pairs
@@ -133,7 +155,7 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
     radius = params["pair_radius_km"]
     far = (d_a >= radius) if radius > 0 else np.zeros_like(d_a, dtype=bool)
     np.fill_diagonal(far, False)
-    deadline = None if time_limit is None else t_start + time_limit
+    check_deadline(deadline, "listing the γ-balls")
     margins = safety_margins(d, cost, p, anchors, sel, eps, delta, params["big_gamma"], params["ps_rule"],
                              progress, nbr, mask, params["s_rule"], deadline, used=~far)
     timings["xi_s"] = time.perf_counter() - t0
@@ -147,11 +169,13 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
                       diagnostics={"variant": variant, "anchors": anchors, "margins": dict(c)})
 
     # (d): AnPO, tightened exponents, clipped at 0
+    check_deadline(deadline, "computing the safety margins ξ̂")
     E, clipped = anpo_exponents(d_a, cost_a, margins.xi_hat, eps)
     E[far] = np.inf  # no constraint between anchors at least `radius` apart (their ξ̂ was not computed)
     clipped = int(((E == 0) & ~np.eye(len(E), dtype=bool)).sum())
     weights = p[anchors] / p[anchors].sum()
     c_a = problem.c[anchors]
+    check_deadline(deadline, "setting up the AnPO LP")
     out, fallback = _solve_anpo_or_fall_back(E, weights, c_a, params, _time_left(time_limit, t_start), progress)
     timings["lp_build_s"] = out.build_s
     timings["lp_solve_s"] = out.solve_s
@@ -170,6 +194,7 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
         "empty_redraws": redraws, "margins": {**margins.counts, "p_s": margins.ps}, "lp": lp_info,
     }
     if params["empty"] == "resample":
+        check_deadline(deadline, "summarising the AnPO solve")
         p_empty = empty_probability(d, sel)
         diagnostics["resample_extra_cost_nats"] = float(np.log((1 - p_empty.min()) / (1 - p_empty.max())))
     off = ~np.eye(len(anchors), dtype=bool)
@@ -179,21 +204,30 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
                              "fallback_pairs": int(margins.fallback_pair.sum())}
     diagnostics["budget_split"] = budget_split(d_a, cost_a, margins.xi_hat, eps, used=~far)
     if out.Z is None:
+        message = out.message
+        if out.status == "time limit":
+            where = (out.message.removeprefix("time limit while ") if out.message.startswith("time limit while ")
+                     else f"solving the AnPO LP ({out.message or 'HiGHS stopped'})")
+            message = (f"Time limit ({time_limit:g} s) while {where}: no mechanism is returned. Raise the time limit, "
+                       "or lower K or the number of users.")
         return Result(variant_name(variant), params, None, out.status, eps, claim=CLAIM, timings=timings,
-                      lp_size=out.size, diagnostics=diagnostics, message=out.message,
+                      lp_size=out.size, diagnostics=diagnostics, message=message,
                       degenerate=f"No mechanism: the AnPO LP ended with status '{out.status}'")
     z_a = out.Z
-
-    # relaxed AnPO: plain ε·d exponents over the same anchors, the lower bound of Prop. 10
-    t0 = time.perf_counter()
-    relaxed = _relaxed_bound(d_a, far, weights, c_a, out.objective_m, params, _time_left(time_limit, t_start),
-                             progress)
-    timings["relaxed_s"] = time.perf_counter() - t0
-    diagnostics["relaxed"] = relaxed
 
     # Z over all of X: each secret takes the row of its nearest anchor in the union A
     nearest = np.argmin(d[:, anchors], axis=1)
     Z = z_a[nearest]
+    kept.update(feasible_Z=Z, feasible_objective_m=out.objective_m)  # set aside if a later step meets the deadline
+
+    # relaxed AnPO: plain ε·d exponents over the same anchors, the lower bound of Prop. 10
+    check_deadline(deadline, "summarising the AnPO solve")
+    t0 = time.perf_counter()
+    relaxed = _relaxed_bound(d_a, far, weights, c_a, out.objective_m, params, _time_left(time_limit, t_start),
+                             progress)
+    check_deadline(deadline, "solving the relaxed AnPO (lower bound)")
+    timings["relaxed_s"] = time.perf_counter() - t0
+    diagnostics["relaxed"] = relaxed
 
     # Phase II: each user reports from their surrogate's row
     t0 = time.perf_counter()
@@ -204,8 +238,11 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
     timings["reports_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
+    check_deadline(deadline, "sampling the users' reports (Phase II)")
     v_pair, v_pure = user_pair_violations(user_rows, secrets, has, d, true_cost, eps)
-    v_cf = counterfactual_violations(z_a, anchors, member, secrets, d, true_cost, eps, params["cf_samples"], r_cf)
+    check_deadline(deadline, "measuring V_pair between users")
+    v_cf = counterfactual_violations(z_a, anchors, member, secrets, d, true_cost, eps, params["cf_samples"], r_cf,
+                                     deadline)
     c_users = problem.c[secrets]
     user_loss = float(np.einsum("ij,ij->i", c_users[has], user_rows[has]).mean()) if has.any() else None
     anchor_loss = float(np.einsum("ij,ij->i", c_a, z_a).mean())
@@ -219,6 +256,7 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
         "report_y": report, "report_x": np.where(report >= 0, problem.y_index[np.maximum(report, 0)], -1),
         "rows": user_rows, "note": "surrogate/report −1: empty anchor set (no output); report_y indexes Y"}
     bound = relaxed.get("bound_m")
+    check_deadline(deadline, "measuring V_cf")
     message, degenerate = _verdict(params, len(anchors), out.rows, lp_info, diagnostics, secrets[has], d,
                                    true_cost, eps, delta)
     return Result(variant_name(variant), params, Z, out.status, eps, claim=CLAIM, timings=timings,
@@ -299,9 +337,12 @@ def _relaxed_bound(d_a: np.ndarray, far: np.ndarray, weights: np.ndarray, c_a: n
                                             f"relaxed_max_rows = {params['relaxed_max_rows']}"}
     e_relaxed = params["eps"] * d_a
     e_relaxed[far] = np.inf  # same pair set as the AnPO it bounds
+    overall = left is not None and left < params["relaxed_time_limit"]  # the solve's deadline comes first
     left = params["relaxed_time_limit"] if left is None else min(left, params["relaxed_time_limit"])
     r = solve_anpo(e_relaxed, weights, c_a, how=params["anpo_solver"], method=params["method"],
                    time_limit=left, progress=progress, phase="relaxed AnPO")
+    if overall and r.status == "time limit":  # stopped by the solve's deadline, not by relaxed_time_limit
+        raise OutOfTime("solving the relaxed AnPO (lower bound)")
     # dropping every pair constraint is also a relaxation: each anchor takes its cheapest output
     trivial = float(weights @ c_a.min(axis=1))
     lb = trivial if r.bound_m is None else max(r.bound_m, trivial)

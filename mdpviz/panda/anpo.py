@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
+from ..deadline import OutOfTime, check_deadline
 from ..errors import ParameterError, SolverError
 from ..lp.colgen import exponent_closure, repair_into_cone
 from ..lp.mdp_lp import implied_free_pairs, solve_mdp_lp
@@ -119,14 +120,15 @@ def _nearest_pairs(F: NDArray[np.float64], k: int) -> tuple[NDArray[np.int64], N
     return (keys // n).astype(np.int64), (keys % n).astype(np.int64)
 
 
-def _worst_violations(Z: NDArray[np.float64], E: NDArray[np.float64], per_row: int,
-                      chunk: int = 64) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+def _worst_violations(Z: NDArray[np.float64], E: NDArray[np.float64], per_row: int, chunk: int = 64,
+                      deadline: float | None = None) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Up to ``per_row`` most violated partners j of each row i (largest max_y ln(z_iy/z_jy) − E_ij, if violated)."""
     n = len(Z)
     bi, bj = [], []
     with np.errstate(divide="ignore", invalid="ignore"):
         logz = np.log(Z)
         for s in range(0, n, chunk):
+            check_deadline(deadline, "AnPO: finding the violated pairs for the next cuts")
             e = slice(s, min(s + chunk, n))
             lr = logz[e, None, :] - logz[None, :, :]
             lr = np.where(np.isnan(lr), -np.inf, lr).max(axis=2) - E[e]  # excess over the exponent (nats)
@@ -160,7 +162,21 @@ def solve_anpo(E: NDArray[np.float64], weights: NDArray[np.float64], c: NDArray[
     if how not in SOLVERS:
         raise ParameterError(f"`anpo_solver` = {how!r} is not one of {', '.join(SOLVERS)}.")
     t0 = time.perf_counter()
+    try:
+        return _solve_anpo(E, weights, c, how, method, time_limit, progress, start_k, max_rounds, cut_per_row, phase,
+                           max_rows, t0)
+    except OutOfTime as e:  # the repair or the check of the LP's rows did not finish: no usable point
+        return AnpoOutcome(None, "time limit", None, 0, solve_s=time.perf_counter() - t0,
+                           message=f"time limit while {e}")
+
+
+def _solve_anpo(E: NDArray[np.float64], weights: NDArray[np.float64], c: NDArray[np.float64], how: str, method: str,
+                time_limit: float | None, progress: Progress, start_k: int, max_rounds: int, cut_per_row: int,
+                phase: str, max_rows: int | None, t0: float) -> AnpoOutcome:
+    """:func:`solve_anpo`; ``OutOfTime`` when its deadline passes outside an LP."""
+    deadline = None if time_limit is None else t0 + time_limit
     label, Fc = merge_equal_rows(E)
+    check_deadline(deadline, f"{phase}: merging equal rows")
     n_c = len(Fc)
     if max_rows is not None and n_c > max_rows:
         raise ParameterError(
@@ -172,7 +188,7 @@ def solve_anpo(E: NDArray[np.float64], weights: NDArray[np.float64], c: NDArray[
     wc = onehot.sum(axis=1)
     cc = (onehot @ c) / np.where(wc > 0, wc, 1.0)[:, None]
     if how == "colgen":
-        return _solve_colgen(E, label, Fc, wc, cc, weights, c, t0, time_limit, progress)
+        return _solve_colgen(E, label, Fc, wc, cc, weights, c, t0, time_limit, progress, phase)
     if how == "monolithic":
         pi, pj = implied_free_pairs(Fc)
     else:
@@ -198,7 +214,7 @@ def solve_anpo(E: NDArray[np.float64], weights: NDArray[np.float64], c: NDArray[
         if how == "monolithic":
             break
         tb = time.perf_counter()
-        vi, vj = _worst_violations(Zc, Fc, cut_per_row)
+        vi, vj = _worst_violations(Zc, Fc, cut_per_row, deadline=deadline)
         build_s += time.perf_counter() - tb
         if len(vi) == 0:
             break
@@ -211,9 +227,11 @@ def solve_anpo(E: NDArray[np.float64], weights: NDArray[np.float64], c: NDArray[
             break
         pi, pj = (keys // n_c).astype(np.int64), (keys % n_c).astype(np.int64)
     tb = time.perf_counter()
-    Zc, facts = repair_into_cone(Zc, exponent_closure(Fc), wc[:, None] * cc)
+    check_deadline(deadline, f"{phase}: closing the exponents for the repair")
+    Zc, facts = repair_into_cone(Zc, exponent_closure(Fc), wc[:, None] * cc, deadline=deadline)
     added = facts["repair_mass_added"]
     Z = Zc[label]
+    check_deadline(deadline, f"{phase}: checking the LP's own pairs")
     vi, _, triples = violated_pairs(Z, E)
     build_s += time.perf_counter() - tb
     n = len(E)
@@ -234,7 +252,8 @@ def _check(Z: NDArray[np.float64], E: NDArray[np.float64], m: int) -> dict[str, 
 
 def _solve_colgen(E: NDArray[np.float64], label: NDArray[np.int64], Fc: NDArray[np.float64],
                   wc: NDArray[np.float64], cc: NDArray[np.float64], weights: NDArray[np.float64],
-                  c: NDArray[np.float64], t0: float, time_limit: float | None, progress: Progress) -> AnpoOutcome:
+                  c: NDArray[np.float64], t0: float, time_limit: float | None, progress: Progress,
+                  phase: str = "AnPO") -> AnpoOutcome:
     """AnPO through the structured column-generation solver on the merged rows."""
     from ..lp.colgen import solve_structured
 
@@ -249,6 +268,7 @@ def _solve_colgen(E: NDArray[np.float64], label: NDArray[np.int64], Fc: NDArray[
     status, bound, iters, messages = "optimal", 0.0, 0, []
     size: dict[str, int] = {}
     for part in range(n_comp):  # one solve per component, vectorised inside
+        check_deadline(deadline, f"{phase}: solving component {part + 1} of {n_comp}")
         rows = np.flatnonzero(comp == part)
         if len(rows) == 1 and n_comp > 1:
             Zc[rows[0], np.argmin(W[rows[0]])] = 1.0
@@ -275,6 +295,7 @@ def _solve_colgen(E: NDArray[np.float64], label: NDArray[np.int64], Fc: NDArray[
         messages.insert(0, f"{n_comp} independent components of the constraint graph solved separately")
     Z = Zc[label]
     tb = time.perf_counter()
+    check_deadline(deadline, f"{phase}: checking the LP's own pairs")
     enforced = _check(Z, E, c.shape[1])
     build_s += time.perf_counter() - tb
     objective = float(weights @ np.einsum("ij,ij->i", c, Z))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from ..deadline import check_deadline
 from .selection import Selection
 
 
@@ -41,32 +42,42 @@ def phase1_cost_direct(w_u: NDArray[np.float64], w_v: NDArray[np.float64]) -> ND
     return np.maximum(np.maximum(a, b).sum(axis=-1), -np.minimum(a, b).sum(axis=-1))
 
 
-def ball_lists(d: NDArray[np.float64], radius_km: float) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+def ball_lists(d: NDArray[np.float64], radius_km: float, deadline: float | None = None,
+               block: int = 2_000_000) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
     """Padded lists of the records within ``radius_km`` (strictly) of each secret, nearest first (ties by index).
 
-    Returns (K, B) indices (padding repeats the row's own index) and the (K, B) mask of real entries.
+    Returns (K, B) indices (padding repeats the row's own index) and the (K, B) mask of real entries. Rows are
+    sorted in blocks of about ``block`` entries of ``d`` (each row on its own: the same lists as one pass); past
+    ``deadline`` (checked per block) ``OutOfTime`` is raised.
     """
     k = len(d)
-    rows, cols = np.nonzero(d < radius_km)  # row-major, so already grouped by row
-    order = np.lexsort((cols, d[rows, cols], rows))  # by row, then distance, then index
-    rows, cols = rows[order], cols[order]
-    count = np.bincount(rows, minlength=k)
+    count = (d < radius_km).sum(axis=1)
     width = int(count.max()) if k else 0
-    start = np.concatenate([[0], np.cumsum(count)[:-1]])
-    pos = np.arange(len(rows)) - start[rows]
     idx = np.repeat(np.arange(k), width).reshape(k, width)
-    idx[rows, pos] = cols
+    step = max(1, block // max(d.shape[1] if d.ndim == 2 else 1, 1))
+    for r0 in range(0, k, step):
+        check_deadline(deadline, f"listing the γ-balls ({r0:,} of {k:,} secrets done)")
+        sub = d[r0:r0 + step]
+        rows, cols = np.nonzero(sub < radius_km)  # row-major, so already grouped by row
+        order = np.lexsort((cols, sub[rows, cols], rows))  # by row, then distance, then index
+        rows, cols = rows[order], cols[order]
+        cnt = count[r0:r0 + step]
+        start = np.concatenate([[0], np.cumsum(cnt)[:-1]])
+        pos = np.arange(len(rows)) - start[rows]
+        idx[r0 + rows, pos] = cols
     mask = np.arange(width)[None, :] < count[:, None]
     return idx.astype(np.int64), mask
 
 
-def phase1_cost(d: NDArray[np.float64], sel: Selection, chunk: int = 200_000) -> NDArray[np.float64]:
+def phase1_cost(d: NDArray[np.float64], sel: Selection, chunk: int = 200_000,
+                deadline: float | None = None) -> NDArray[np.float64]:
     """ε̄·d (nats) for every ordered pair of secrets, shape (K, K): symmetric, ≥ 0, zero on the diagonal.
 
     Args:
         d: mDP metric between secrets, km (a metric: the overlap test d < 2γ relies on the triangle inequality).
         sel: the selection rule (variant, α, λ, γ, floor).
         chunk: pairs per vectorised block of the overlap correction (memory bound only).
+        deadline: a ``time.perf_counter()`` value; past it (checked per block) ``OutOfTime`` is raised.
     """
     k = len(d)
     f = sel.floor_value
@@ -85,7 +96,8 @@ def phase1_cost(d: NDArray[np.float64], sel: Selection, chunk: int = 200_000) ->
 
     # M_{u,v} = Σ_x min(g_{u,x}, g_{v,x}) over records x in both balls: enumerate, for every x, the pairs of
     # its own ball B(x) (x ∈ B(u) ⇔ u ∈ B(x)), grouping records by ball size so no padding is needed
-    nbr, mask = ball_lists(d, sel.gamma_km)
+    check_deadline(deadline, "computing the Phase I cost ε̄")
+    nbr, mask = ball_lists(d, sel.gamma_km, deadline)
     count = mask.sum(axis=1)
     gball = np.where(mask, sel.weights(np.take_along_axis(d, nbr, axis=1)), f)
     gball = _logit(gball) - _logit(f)
@@ -94,12 +106,14 @@ def phase1_cost(d: NDArray[np.float64], sel: Selection, chunk: int = 200_000) ->
         xs = np.flatnonzero(count == c)
         i, j = np.triu_indices(int(c), 1)
         for s0 in range(0, len(xs), max(1, chunk // len(i))):
+            check_deadline(deadline, "computing the Phase I cost ε̄ (overlapping γ-balls)")
             xb = xs[s0:s0 + max(1, chunk // len(i))]
             u, v = nbr[xb][:, i], nbr[xb][:, j]
             m = np.minimum(gball[xb][:, i], gball[xb][:, j])
             keys.append(np.minimum(u, v).ravel() * k + np.maximum(u, v).ravel())
             vals.append(m.ravel())
     if keys:
+        check_deadline(deadline, "computing the Phase I cost ε̄ (overlapping γ-balls)")
         key, inv = np.unique(np.concatenate(keys), return_inverse=True)
         total = np.bincount(inv, weights=np.concatenate(vals))
         lo, hi = key // k, key % k
@@ -132,18 +146,19 @@ def phase1_cost_last_factor_direct(w_u: NDArray[np.float64], w_v: NDArray[np.flo
     return total
 
 
-def phase1_cost_last_factor(d: NDArray[np.float64], sel: Selection,
-                            chunk: int = 4_000_000) -> NDArray[np.float64]:
+def phase1_cost_last_factor(d: NDArray[np.float64], sel: Selection, chunk: int = 4_000_000,
+                            deadline: float | None = None) -> NDArray[np.float64]:
     """ε̄·d (nats) for every ordered pair as the authors' code computes it (see ``phase1_cost_last_factor_direct``).
 
     Not symmetric, and far below Prop. 3's value: a labelled variant ("authors' code"), never a privacy bound.
     Records with w_u > w_v lie in u's γ-ball B(u). When d(u, v) ≥ 2γ the balls are disjoint and w_v = floor on
     B(u), so r is the highest index of B(u) and s the highest index outside B(u)'s top run, whatever v is: one
-    vectorised formula covers those pairs, and the few closer pairs are computed record by record.
+    vectorised formula covers those pairs, and the few closer pairs are computed record by record. Past
+    ``deadline`` (checked per block) ``OutOfTime`` is raised.
     """
     k = len(d)
     f = sel.floor_value
-    nbr, mask = ball_lists(d, sel.gamma_km)
+    nbr, mask = ball_lists(d, sel.gamma_km, deadline)
     ball = np.where(mask, nbr, -1)
     ball = -np.sort(-ball, axis=1)  # each row's ball, highest index first, padding (−1) last
     real = ball >= 0
@@ -162,6 +177,7 @@ def phase1_cost_last_factor(d: NDArray[np.float64], sel: Selection,
     pu, pv = pu[keep], pv[keep]
     step = max(1, chunk // max(width, 1))
     for s0 in range(0, len(pu), step):
+        check_deadline(deadline, "computing ε̄ as the authors' code does (pairs closer than 2γ)")
         u, v = pu[s0:s0 + step], pv[s0:s0 + step]
         bu, ok = ball[u], real[u]
         x = np.maximum(bu, 0)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..deadline import check_deadline
 from ..metrics import TOLERANCE
 from ..metrics import rows_breach as _violated
 
@@ -56,14 +57,16 @@ def user_pair_violations(user_rows: NDArray[np.float64], secrets: NDArray[np.int
 def counterfactual_violations(z_anchor: NDArray[np.float64], anchors: NDArray[np.int64],
                               member: NDArray[np.bool_], secrets: NDArray[np.int64], d: NDArray[np.float64],
                               cost: NDArray[np.float64], eps: float, samples: int,
-                              rng: np.random.Generator) -> dict[str, Any]:
-    """V_cf: per user, alternatives x' (``samples`` drawn without replacement from X \\ {x_n}; 0 = all of them)."""
+                              rng: np.random.Generator, deadline: float | None = None) -> dict[str, Any]:
+    """V_cf: per user, alternatives x' (``samples`` drawn without replacement from X \\ {x_n}; 0 = all of them).
+    Past ``deadline`` (checked per user) ``OutOfTime`` is raised."""
     k = len(d)
     pos = np.full(k, -1)
     pos[anchors] = np.arange(len(anchors))
     bad = checks = 0
     per_user = min(samples, k - 1) if samples > 0 else k - 1
     for n in range(len(secrets)):  # loop over users, vectorised over alternatives
+        check_deadline(deadline, f"measuring V_cf ({n} of {len(secrets)} users done)")
         own = np.flatnonzero(member[n])
         if len(own) == 0:
             continue
