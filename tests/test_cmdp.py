@@ -340,3 +340,20 @@ def test_whole_rome_at_paper_scale_is_refused_with_the_schema_limit() -> None:
     rome = build_problem("rome", 150, seed=1, cost="distance")
     with pytest.raises(ProblemError, match=rf"at most K = {MAX_STATIONS} stations.*K = 150.*--region"):
         solve(rome, "cmdp", {"eps": 5.0}, use_cache=False)
+
+
+def test_the_cone_repair_fixes_row_sums_inside_the_cone() -> None:
+    """Dividing each row by its own sum breaks a pair by the ratio of the two sums: two rows at the bound of
+    their pair, with sums 1 and 1 + 1e-7, breach the 1e-9 check after plain renormalisation, not after the fix."""
+    from mdpviz.cmdp.solver import cone_repair
+    from mdpviz.metrics import cone_breaches
+
+    expo = np.array([[0.0, 1.0], [1.0, 0.0]])
+    # q[0,0] = e·q[1,0] exactly, at the bound; row 1 sums to 1 + 1e-7 (a solver's tolerance), row 0 to 1
+    q = np.array([[0.5, 0.5], [0.5 * np.exp(-1.0), 1 - 0.5 * np.exp(-1.0) + 1e-7]])
+    assert not len(cone_breaches(q, expo).i)
+    plain = q / q.sum(axis=1, keepdims=True)
+    assert len(cone_breaches(plain, expo).i) == 1  # what renormalising row by row did
+    fixed, excess = cone_repair(q, expo, np.ones((2, 2), dtype=bool), np.ones((2, 2)))
+    assert np.allclose(fixed.sum(axis=1), 1.0, rtol=0, atol=1e-12) and fixed.min() >= 0
+    assert not len(cone_breaches(fixed, expo).i) and excess == pytest.approx(1e-7, rel=1e-6)

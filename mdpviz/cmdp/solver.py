@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..lp.colgen import exponent_closure, lipschitz_repair
+from ..lp.colgen import exponent_closure, lipschitz_repair, make_row_stochastic
 from ..lp.mdp_lp import solve_mdp_lp
 from ..metrics import TOLERANCE, entry_breaches
 from ..progress import Progress, no_progress
@@ -69,21 +69,24 @@ def check(q: NDArray[np.float64], d: NDArray[np.float64], near: NDArray[np.bool_
                            float(pos_excess.max()), max(worst, 0.0) if np.isfinite(worst) else worst, TOLERANCE, 0.0)
 
 
-def cone_repair(q: NDArray[np.float64], expo: NDArray[np.float64],
-                near: NDArray[np.bool_]) -> tuple[NDArray[np.float64], float]:
-    """Raise entries so every enforced ratio holds exactly, then renormalise rows.
+def cone_repair(q: NDArray[np.float64], expo: NDArray[np.float64], near: NDArray[np.bool_],
+                weighted_cost: NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
+    """Raise entries so every enforced ratio holds exactly, then make the rows sum to 1 inside the cone.
 
     With E* the shortest-path closure of the exponents ε·d over the neighbour graph, q'_sy = max_s' q_s'y e^{−E*_s's}
     satisfies q'_s'y ≤ e^{ε d_s's} q'_sy on every neighbouring pair (E* obeys the triangle inequality even when
-    the augmented distance does not). Solver tolerances leave only tiny gaps, so little mass is added; returns
-    the repaired rows and the largest row-sum excess before renormalisation.
+    the augmented distance does not). Solver tolerances leave only tiny gaps, so little mass is added. Dividing
+    each row by its own sum would break a pair by the ratio of the two sums, so the rows are fixed by
+    ``colgen.make_row_stochastic`` (one shrink factor, each row's deficit on the cheapest output under
+    ``weighted_cost``, prior × cost). Returns the repaired rows and the largest row-sum excess before the fix.
     """
     closure = exponent_closure(np.where(near, expo, np.inf))
     with np.errstate(divide="ignore"):
         logq = np.log(q)
     lifted = np.exp(lipschitz_repair(logq, closure)[0])  # (S, M): max over sources s' (chunked), capped at 1
     sums = lifted.sum(axis=1)
-    return lifted / sums[:, None], float(np.max(sums) - 1.0)
+    fixed, _facts = make_row_stochastic(lifted, closure, weighted_cost)
+    return fixed, float(np.max(sums) - 1.0)
 
 
 def solve_reduced_lp(prior: NDArray[np.float64], cost: NDArray[np.float64], d_aug: NDArray[np.float64],
@@ -102,7 +105,7 @@ def solve_reduced_lp(prior: NDArray[np.float64], cost: NDArray[np.float64], d_au
                              "pairs_enforced": int(near.sum()), "pairs_in_lp": len(pi), "message": out.message}
     if q is None:
         return None, facts
-    q, added = cone_repair(q, eps * d_aug, near)
+    q, added = cone_repair(q, eps * d_aug, near, prior[:, None] * cost)
     facts["repair_mass_added"] = added
     facts["objective_m"] = float(np.sum(prior[:, None] * cost * q))
     return q, facts
