@@ -814,14 +814,17 @@ def test_mechanism_presets_become_dashboard_presets() -> None:
 
     from mdpviz.ui import presets
 
-    mech = SimpleNamespace(name="aipo")
+    mech = SimpleNamespace(name="aipo", family="aipo")
     paper = SimpleNamespace(name="paper", label="AIPO paper", help="The paper's settings.",
                             params=(("lb_grid", 12),), problem=(("n_outputs", 20), ("cost", "distance"),
                                                                 ("city", "rome"), ("k", 40)), eps=(0.2, 1.0, 1.6))
     entry = presets.from_mechanism(mech, paper)
     assert entry is not None and entry["page"] == "explore" and entry["id"] == "aipo-paper"
+    # the whole problem is set: what the preset leaves open comes from presets.EXAMPLE_PROBLEM
     assert entry["values"] == {"mech": "aipo", "region": "whole", "source": "sample", "m": 20, "cost": "distance",
-                               "city": "rome", "k": 40, "mp.aipo.lb_grid": 12, "mp.aipo.eps": 1.0}
+                               "city": "rome", "k": 40, "tasks": 10, "seed": 0, "metric": "haversine",
+                               "prior": "uniform", "mp.aipo.lb_grid": 12, "mp.aipo.eps": 1.0}
+    assert "Runs on Rome, whole city, K = 40, |Y| = 20, distance cost, seed 0." in entry["help"]
     assert not presets.check(entry) and "0.2, 1, 1.6 km⁻¹" in entry["help"]
     odd = SimpleNamespace(name="x", label="x", help="", params=(), problem=(("sample_by_prior", True),), eps=())
     assert presets.from_mechanism(mech, odd) is None  # no control for it: not offered
