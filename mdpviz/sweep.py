@@ -349,7 +349,7 @@ class SweepRun:
 def run_sweep(points: Sequence[Point], results: Path | str | None = None, *, workers: int = 0,
               scheduler: str | None = None, use_cache: bool = True, retry_errors: bool = True,
               same_code: bool = True, fresh: bool = False, stop: Callable[[], bool] | None = None,
-              on_record: OnRecord | None = None) -> SweepRun:
+              on_record: OnRecord | None = None, redo: Callable[[dict[str, Any]], bool] | None = None) -> SweepRun:
     """Run every point not already in ``results``; append each finished record to it at once.
 
     Args:
@@ -366,6 +366,8 @@ def run_sweep(points: Sequence[Point], results: Path | str | None = None, *, wor
             (finished points are kept, pending and running ones cancelled).
         on_record: ``on_record(record, done, total)`` after each newly computed point (``done`` counts the
             points reused from ``results`` too).
+        redo: records of ``results`` for which ``redo(record)`` is True are computed again (e.g. points that hit
+            their time limit on a busy machine); the new record is appended and wins.
     """
     if workers < 0:
         raise MdpvizError(f"`workers` = {workers} is invalid: use 0 (in-process) or a positive number of processes.")
@@ -374,6 +376,8 @@ def run_sweep(points: Sequence[Point], results: Path | str | None = None, *, wor
     known = store.records() if store is not None and not fresh else {}
     if retry_errors:
         known = {k: r for k, r in known.items() if not r.get("error")}
+    if redo is not None:
+        known = {k: r for k, r in known.items() if not redo(r)}
     if same_code:
         known = {k: r for k, r in known.items() if r.get("code") == code_stamp()}
     records: dict[str, dict[str, Any]] = {p.key: known[p.key] for p in unique if p.key in known}

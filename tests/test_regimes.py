@@ -97,6 +97,16 @@ def test_the_tiny_grid_runs_writes_and_resumes(tiny: Path, capsys: pytest.Captur
     assert main([*TINY, "--out", str(tiny)]) == 0
     assert "0 computed, 12 reused" in capsys.readouterr().out
     assert pd.read_csv(tiny / CELLS_FILE).equals(table)
+    # a point that stopped at its time limit (a busy machine) is computed again on request, and the new one wins
+    first = json.loads(lines[0])
+    first["rows"][0]["status"] = "time limit"
+    with open(tiny / POINTS_FILE, "a") as f:
+        f.write(json.dumps(first) + "\n")
+    capsys.readouterr()
+    assert main([*TINY, "--out", str(tiny), "--retry-limits"]) == 0
+    assert "1 computed, 11 reused" in capsys.readouterr().out
+    again = pd.read_csv(tiny / CELLS_FILE)
+    assert again[["method", "outcome", "loss_m"]].equals(table[["method", "outcome", "loss_m"]])
 
 
 def test_the_which_page_ranks_a_cell_and_says_where_a_method_never_wins(tiny: Path,

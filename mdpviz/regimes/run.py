@@ -31,6 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=0, help="a Dask LocalCluster of N worker processes")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="an existing Dask cluster")
     p.add_argument("--fresh", action="store_true", help="recompute every point (default: resume)")
+    p.add_argument("--retry-limits", action="store_true",
+                   help="recompute the points that stopped at their time limit (e.g. measured on a busy machine)")
     p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                    help="stop starting points this long after the start; a rerun resumes")
 
@@ -54,6 +56,11 @@ def check(a: argparse.Namespace) -> Path:
         raise MdpvizError(f"`--out {a.out}` is read-only; nothing is written there.")
     regime_points(a.size, a.only)  # unknown methods fail here
     return out
+
+
+def _hit_its_limit(record: dict[str, Any]) -> bool:
+    """A record whose solve stopped at its time limit."""
+    return any(row.get("status") == "time limit" for row in record.get("rows") or [])
 
 
 def main(a: argparse.Namespace, say: Callable[[str], Any] = print) -> int:
@@ -82,10 +89,11 @@ def main(a: argparse.Namespace, say: Callable[[str], Any] = print) -> int:
     out.mkdir(exist_ok=True)
     say(f"regimes: {len(points)} points ({size.name}); results in {results}")
     run = run_sweep(points, results, workers=a.workers, scheduler=a.scheduler, use_cache=False, fresh=a.fresh,
-                    stop=stop, on_record=progress)
+                    stop=stop, on_record=progress, redo=_hit_its_limit if a.retry_limits else None)
     wall = time.perf_counter() - t0
     table = cell_table(report.records_of(run.records))
     command = f"python -m mdpviz regimes --size {a.size} --out {a.out}" + (
+        " --retry-limits" if a.retry_limits else "") + (
         f" --workers {a.workers}" if a.workers else "") + (f" --only {' '.join(a.only)}" if a.only else "")
     meta = report.run_meta(command, run, a.workers or 1, wall, start_load, machine())
     left = COMMITTED_LEFT_OUT if size.name == "committed" else ""
