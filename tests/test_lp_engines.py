@@ -159,3 +159,21 @@ def test_repair_and_row_fix_are_exact():
     Zf, facts = make_row_stochastic(Zr, Es, rng.uniform(size=(n, m)))
     assert np.allclose(Zf.sum(axis=1), 1.0, atol=1e-13) and cone_violation(Zf, Es) <= 1e-12
     assert facts["row_sum_max_before"] > 1.0
+
+
+def test_a_stop_with_a_point_already_within_the_tolerance_is_optimal() -> None:
+    """Issue 28: a run stopped by its time limit while certifying the next round, whose best point is already
+    within the gap tolerance of its certified bound, returns that point as optimal at once."""
+    from types import SimpleNamespace
+
+    from mdpviz.lp.colgen import _finish
+
+    W = np.array([[1.0, 2.0], [2.0, 1.0]])
+    Z = np.eye(2)
+    run = SimpleNamespace(best=(Z, {}, 2.0), lb=2.0 - 1e-6, tol=1e-4, rounds=4, history=[], cap=15.0,
+                          pricer=SimpleNamespace(failures=[], lp_calls=8, pairs_max=2, retries=0),
+                          lp=SimpleNamespace(n_vars=4, n_pairs=2, retries=0), t_lp=0.0, t_repair=0.0, t_price=0.0)
+    out = _finish(run, "time limit", "time limit while certifying round 5", W, 1.0, {}, 0.0)
+    assert out.status == "optimal" and out.Z is Z and "already within the tolerance" in out.message
+    run.lb = 1.0  # far from the point: the stop stays a stop
+    assert _finish(run, "time limit", "time limit while certifying round 5", W, 1.0, {}, 0.0).status == "time limit"

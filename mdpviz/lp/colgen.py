@@ -444,6 +444,10 @@ class _RowAndColumnGeneration:
                 return "time limit", f"time limit after LP round {r}"
             Z = self.lp.solution()
             u, arg = self._repair(Z)
+            if self.gap <= self.tol:  # a better point against the bound already certified: done, no pricing
+                self.history.append((time.perf_counter() - self.t_start, self.ub, self.lb, self.lp.n_vars,
+                                     self.lp.n_pairs))
+                return "optimal", ""
             if self._price(self.lp.mu) == "time limit":
                 return "time limit", f"time limit while certifying round {r}"
             self.history.append((time.perf_counter() - self.t_start, self.ub, self.lb, self.lp.n_vars,
@@ -566,6 +570,8 @@ def _finish(run: _RowAndColumnGeneration, status: str, message: str, W: NDArray[
     gap = None if (objective is None or bound is None) else (objective - bound) / max(abs(objective), 1e-300)
     if status == "optimal" and (gap is None or gap > run.tol):
         status = "stalled"
+    elif status != "optimal" and gap is not None and gap <= run.tol:
+        status, message = "optimal", f"{message}, but the point found is already within the tolerance".lstrip(", ")
     words = [message] if message else []
     words.append(f"certified gap {gap:.1e} (tolerance {run.tol:g}) after {run.rounds} LP rounds" if gap is not None
                  else "no certified bound yet")
