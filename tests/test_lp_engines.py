@@ -177,3 +177,24 @@ def test_a_stop_with_a_point_already_within_the_tolerance_is_optimal() -> None:
     assert out.status == "optimal" and out.Z is Z and "already within the tolerance" in out.message
     run.lb = 1.0  # far from the point: the stop stays a stop
     assert _finish(run, "time limit", "time limit while certifying round 5", W, 1.0, {}, 0.0).status == "time limit"
+
+
+def test_a_stopped_component_reports_the_whole_problems_bound() -> None:
+    """Issue 28: when one component of the neighbour graph stops, the bound printed is the whole problem's (the
+    certified bounds so far, the stopped component's, and the floor of the components not reached), never the
+    stopped component's alone."""
+    from mdpviz.lp.neighbours import solve_by_components
+
+    d = np.full((5, 5), np.inf)
+    np.fill_diagonal(d, 0.0)
+    d[0, 1] = d[1, 0] = d[2, 3] = d[3, 2] = 1.0  # components {0, 1}, {2, 3} and the lone {4}
+    w = np.full(5, 0.2)
+    c = np.array([[0.0, 4.0], [4.0, 0.0], [1.0, 3.0], [3.0, 1.0], [2.0, 5.0]])
+
+    def first_fails(dp, wp, cp, left):  # the first (largest, {0, 1}) stops with a bound of its own
+        return None, {"status": "time limit", "bound": 0.3, "objective": None, "size": {}, "message": "stopped"}
+
+    Z, facts = solve_by_components(d, w, c, first_fails, None)
+    floor_rest = 0.2 * (1.0 + 1.0 + 2.0)  # rows 2, 3 and 4 at their cheapest output
+    assert Z is None and facts["bound"] == pytest.approx(0.3 + floor_rest)
+    assert "the whole problem's" in facts["message"]

@@ -51,9 +51,12 @@ def solve_by_components(d_path: NDArray[np.float64], weights: NDArray[np.float64
     status, objective, messages = "optimal", 0.0, []
     bound: float | None = 0.0
     size: dict[str, int] = {}
-    for part in np.argsort(-np.bincount(comp)):  # largest component first; a loop over components only
+    floor = weights * c.min(axis=1)  # each row's cheapest output: a lower bound for rows not certified yet
+    solved = np.zeros(n, dtype=bool)
+    for part in np.argsort(-np.bincount(comp), kind="stable"):  # largest component first (ties: in order)
         rows = np.flatnonzero(comp == part)
         if len(rows) == 1:
+            solved[rows[0]] = True
             Z[rows[0], np.argmin(c[rows[0]])] = 1.0
             objective += float(weights[rows[0]] * c[rows[0]].min())
             bound = None if bound is None else bound + float(weights[rows[0]] * c[rows[0]].min())
@@ -61,8 +64,16 @@ def solve_by_components(d_path: NDArray[np.float64], weights: NDArray[np.float64
         left = None if deadline is None else max(0.01, deadline - time.perf_counter())
         Zp, f = solve_rows(d_path[np.ix_(rows, rows)], weights[rows], c[rows], left)
         if Zp is None:
-            return None, {**f, "message": f"component of {len(rows)} secrets: {f['status']}; {f['message']}",
+            # the whole problem's bound, never one component's: what is certified so far, this component's own
+            # bound (or its floor), and the floor of the components not reached
+            part_bound = f["bound"] if f.get("bound") is not None else float(floor[rows].sum())
+            whole = None if bound is None else bound + part_bound + float(floor[~solved & (comp != part)].sum())
+            return None, {**f, "bound": whole,
+                          "message": f"component of {len(rows)} of {n} secrets: {f['status']}; {f['message']}; "
+                                     "the lower bound is the whole problem's (this component's bound, the other "
+                                     "components' certified bounds, and the no-privacy floor of those not reached)",
                           "diagnostics": {**f.get("diagnostics", {}), "components": n_comp}}
+        solved[rows] = True
         Z[rows] = Zp
         status = status if f["status"] == "optimal" else f["status"]
         objective += f["objective"] or 0.0
