@@ -72,8 +72,8 @@ st.plotly_chart(charts.sweep_curves(shown, sw.label, cur, sw.log, panels), confi
                 key="sweep_fig")
 st.caption("Dashed line: the current value of the parameter (from Explore). Privacy cost = utility loss minus the "
            "no-privacy floor (every secret reporting its cheapest output)."
-           + ("" if sweep.times_differ(df) else " Solve times are all alike here (closed forms or under 0.1 s), so "
-              "the fourth panel shows the utility loss instead."))
+           + ("" if sweep.times_differ(df) else " Solve times differ little here (all under 0.1 s, or within a "
+              "factor of 2), so the fourth panel shows the utility loss instead."))
 with st.expander("Sweep data", expanded=False):
     st.dataframe(df, hide_index=True, width="stretch")
 st.download_button("Sweep data (CSV)", data=df.to_csv(index=False), file_name=f"mdpviz-sweep-{sw.param}.csv",

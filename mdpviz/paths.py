@@ -104,8 +104,10 @@ def _lock_owner(path: Path, stale_s: float) -> str:
     try:
         text = path.read_text()
         owner = json.loads(text) if text else None
+    except FileNotFoundError:
+        return "free"  # released meanwhile
     except OSError:
-        return "free"
+        return "live"  # e.g. another user's private lock: wait for it (its age decides when it is stale)
     except ValueError:
         return "foreign"
     if owner is None:

@@ -239,6 +239,11 @@ def test_tradeoff_sweep_keeps_points_and_offers_csv() -> None:
     spec = fig.proto.spec
     assert "Exponential mechanism (EM)" in spec and '"name":"em"' not in spec.replace(" ", "")
     assert "Privacy cost (m)" in spec and "the fourth panel shows the utility loss instead" in texts(at.caption)
+    from mdpviz.ui.sweep import summary
+
+    broken = frame.assign(verdict=["error"] * 3 + ["ok"] * 3)  # a broken promise never "pays the least"
+    sentence = summary(broken, "ε", {}, None)
+    assert sentence.startswith(broken[broken.verdict == "ok"].mechanism.iloc[0]) and "as much" not in sentence
 
 
 def test_tradeoff_bad_query_and_parameter_choice() -> None:
@@ -890,3 +895,19 @@ def test_lp_bd_starts_at_a_setting_that_finishes_and_names_the_faster_solver() -
         "stabilise"]
     assert "Starts at its **stabilised** preset" in texts(at.sidebar.caption)
     assert "solves that same LP exactly and is usually much faster" in texts(at.warning)
+
+
+def test_an_example_keeps_nothing_of_the_one_before() -> None:
+    """The paper's PAnDA example after the authors'-code one: every parameter back at the paper's defaults."""
+    from mdpviz.mechanisms import get_mechanism
+    from mdpviz.ui import presets
+
+    ss: dict = {"mp.panda-e.eps_bar": "authors-code", "mp.panda-e.pair_radius_km": 0.8, "mp.panda-e.eps": 12.0}
+    import streamlit as st
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(st, "session_state", ss)
+        presets.apply("panda-e-paper")
+    defaults = get_mechanism("panda-e").defaults()
+    assert ss["mp.panda-e.eps_bar"] == defaults["eps_bar"] and ss["mp.panda-e.pair_radius_km"] == 0.0
+    assert ss["mp.panda-e.eps"] == defaults["eps"] and ss["k"] == 2000 and ss["city"] == "rome"

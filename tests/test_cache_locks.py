@@ -179,3 +179,24 @@ def test_an_entry_copied_under_another_samples_key_is_a_miss(small: Problem) -> 
     solve(small, "em")
     shutil.copy(entry(small, "em"), entry(other, "em"))
     assert cached_result(other, "em") is None
+
+
+def test_an_unreadable_lock_is_waited_for_without_spinning(small: Problem, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another user's private lock (unreadable) is a live holder: waited for with sleeps between looks, not
+    re-read in a tight loop."""
+    lock = entry(small, "em").with_suffix(".lock")
+    lock.parent.mkdir(parents=True)
+    lock.write_text(json.dumps({"pid": 1, "host": "elsewhere", "since": time.time()}))
+    real_read = Path.read_text
+    reads = []
+
+    def private(self: Path, *args: Any, **kwargs: Any) -> str:
+        if self == lock:
+            reads.append(1)
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_read(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", private)
+    with file_lock(lock, 0.5, poll_s=0.1) as state:
+        assert not state and state.problem == ""  # busy: the wait ran out, nothing was broken
+    assert len(reads) <= 10  # about one look per poll (0.5 s / 0.1 s), not thousands

@@ -106,7 +106,8 @@ def test_gis_layers_hold_each_secrets_loss_report_and_breaches(pb: Problem, fmt:
         assert sorted(pyogrio.list_layers(path)[:, 0]) == ["outputs", "secrets"]
         secrets, outputs = gpd.read_file(path, layer="secrets"), gpd.read_file(path, layer="outputs")
     assert secrets.crs.to_epsg() == 4326 and len(secrets) == pb.k and len(outputs) == pb.m
-    np.testing.assert_allclose(secrets.geometry.y, pb.x_lat) and np.testing.assert_allclose(secrets.geometry.x, pb.x_lon)
+    np.testing.assert_allclose(secrets.geometry.y, pb.x_lat)
+    np.testing.assert_allclose(secrets.geometry.x, pb.x_lon)
     np.testing.assert_allclose(secrets["expected_loss_m"], (pb.c * Z).sum(axis=1), rtol=1e-12)
     assert (secrets["likely_report"].to_numpy() == Z.argmax(axis=1)).all()
     np.testing.assert_allclose(secrets["likely_report_lat"], pb.y_lat[Z.argmax(axis=1)])

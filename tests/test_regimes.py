@@ -57,6 +57,13 @@ def test_each_cell_gets_the_outcome_its_measurements_earn() -> None:
     assert table.loc["em", "loss_ci95_m"] > 0 and table.loc["em", "seeds"] == 2
 
 
+def test_without_em_on_a_seed_nothing_is_said_to_trail_it() -> None:
+    recs = [r for r in records() if not (r["point"]["tags"]["method"] == "em" and r["point"]["seed"] == 1)]
+    table = cell_table(recs).set_index("method")
+    assert table.loc["good", "outcome"] == table.loc["lp", "outcome"] == "EM not measured"
+    assert table.loc["leaky", "outcome"] == "breaks its claim"  # the claim is judged whatever EM did
+
+
 def test_ranking_puts_sound_methods_first_by_privacy_cost() -> None:
     order = list(rank(cell_table(records()), **CELL)["method"])
     assert order[:4] == ["lp", "good", "close", "em"]

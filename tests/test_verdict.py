@@ -89,3 +89,24 @@ def test_verdict_of_a_real_result() -> None:
     ev = evaluate(prob, z, 5.0)
     v = verdict(Result("em", {"eps": 5.0}, z, "closed form", 5.0), ev, label="EM")
     assert v.level == "ok" and "all 870 ordered pairs" in v.headline and v.text().count("\n") == 2
+
+
+def test_an_unproven_mechanism_is_never_green() -> None:
+    """Issue 27: a Z whose solve stopped at an iteration limit or stalled is a feasible mechanism, not an optimum."""
+    for status in ("iteration limit", "stalled", "time limit"):
+        v = verdict(Result("lp-bd", {}, _z(), status, 5.0), _ev(0, 3_540), label="LP+BD")
+        assert v.level == "warning" and "not proven optimal" in v.headline and v.short.startswith(status)
+
+
+def test_pandas_claim_allows_what_delta_allows() -> None:
+    """V_pair against (ε, δ)-PmDP: a few violations within δ·n + 3σ keep the claim (PAnDA's own test); more break
+    it; at δ = 1e-7 any violation breaks it."""
+    def panda(bad: int, delta: float) -> Result:
+        return Result("panda-p", {"delta": delta}, _z(), "optimal", 5.0, claim="(ε, δ)-PmDP",
+                      diagnostics={"violations": {"V_pair": {"violated": bad, "checked": 2_000}}})
+
+    assert verdict(panda(0, 1e-7), _ev(0, 3_540)).level == "ok"
+    assert verdict(panda(1, 1e-7), _ev(0, 3_540)).level == "error"
+    kept = verdict(panda(300, 0.15), _ev(0, 3_540))  # δ·n = 300: within the allowance
+    assert kept.level == "ok" and "within what δ = 0.15 allows" in kept.headline
+    assert verdict(panda(600, 0.15), _ev(0, 3_540)).level == "error"

@@ -287,7 +287,7 @@ def _words(cfg: DistaConfig, out: DistaRun) -> tuple[str, str]:
                         f"neighbourhoods equal: the report ignores where the user is inside N_m{tail}.")
     elif erased["dx"]:
         parts.append(f"{erased['dx']} of {n} users' distance blocks were erased by the upload noise.")
-    return " ".join(parts), " ".join(verdicts)
+    return " ".join(parts), "; ".join(v.rstrip(".") for v in verdicts)
 
 
 # As the authors' code ran it (spec 001 §4.3 [A], §7.1): b = 1/ε, two-sided noise on the singular values, τ = 0.5/ε,

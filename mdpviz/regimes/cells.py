@@ -10,7 +10,8 @@ statuses and the median time. Each row gets one **outcome**, decided in this ord
 - ``degenerate``: some seed's release is degenerate (collapsed, uploads erased, not ε-mDP by design);
 - ``claim not measured``: the method claims less than all pairs and reports no check of it;
 - ``beats EM``: sound, and its loss is at least ``MARGIN`` (1 %) below the exponential mechanism's on every seed;
-- ``trails EM``: sound, but not below EM on every seed (EM itself is ``reference``).
+- ``trails EM``: sound, but not below EM on every seed (EM itself is ``reference``);
+- ``EM not measured``: sound, but EM has no result on some of its seeds, so there is nothing to compare with.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-OUTCOMES = ("beats EM", "reference", "trails EM", "claim not measured", "degenerate", "breaks its claim", "no result")
+OUTCOMES = ("beats EM", "reference", "trails EM", "EM not measured", "claim not measured", "degenerate",
+            "breaks its claim", "no result")
+SOUND = ("beats EM", "reference", "trails EM", "EM not measured")  # outcomes of a method that keeps its claim
 CELL = ["city", "region", "K", "cost", "eps"]
 REFERENCE = "em"  # the method every other one is measured against
 MARGIN = 0.01  # "beats EM": a loss at least this share below EM's on every seed (not a rounding-size difference)
@@ -68,6 +71,8 @@ def _outcome(g: pd.DataFrame, method: str) -> str:
         return "claim not measured"
     if method == REFERENCE:
         return "reference"
+    if g["em_loss_m"].isna().any():  # no EM on some seed: nothing to compare with (never "trails" by default)
+        return "EM not measured"
     return "beats EM" if bool((g["loss_m"] < (1 - MARGIN) * g["em_loss_m"]).all()) else "trails EM"
 
 
@@ -111,7 +116,7 @@ def rank(table: pd.DataFrame, **cell: Any) -> pd.DataFrame:
     for name, value in cell.items():
         mask &= (table[name] == value).to_numpy()
     rows = table[mask].copy()
-    sound = rows["outcome"].isin(["beats EM", "reference", "trails EM"])
+    sound = rows["outcome"].isin(SOUND)
     rows["_order"] = np.where(sound, 0, 1 + rows["outcome"].map({o: i for i, o in enumerate(OUTCOMES)}))
     return rows.sort_values(["_order", "privacy_cost_m"], na_position="last").drop(columns="_order")
 

@@ -19,7 +19,8 @@ from .grid import REGIONS_KM, Size
 SHIPPED_DIR = Path(__file__).resolve().parents[2] / "docs" / "regimes"
 CELLS_FILE = "cells.csv"
 POINTS_FILE = "points.jsonl"
-COLOURS = {"beats EM": "#1a9850", "reference": "#4575b4", "trails EM": "#fee08b", "claim not measured": "#d9d9d9",
+COLOURS = {"beats EM": "#1a9850", "reference": "#4575b4", "trails EM": "#fee08b",
+           "EM not measured": "#e6f5d0", "claim not measured": "#d9d9d9",
            "degenerate": "#f46d43", "breaks its claim": "#a50026", "no result": "#6b6b6b"}
 PLOTLY_JS = "../../reproduce/plotly.min.js"  # the copy docs/reproduce already ships (charts open offline)
 

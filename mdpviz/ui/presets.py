@@ -149,6 +149,12 @@ def apply_values(values: dict[str, Any], page: str, label: str) -> str:
     """Copy dashboard settings (keyed like the widgets) into session state and mark ``page`` to open and solve
     once (a preset, or a cell of the regime grid); returns the page file."""
     ss = st.session_state
+    # every parameter of the mechanisms it opens starts from the schema's default, so nothing of an earlier
+    # example or setting is kept (the values below then set what this one says, ε included)
+    for name in [values.get("mech"), *values.get("compare", [])]:
+        if name is not None:
+            for p, v in get_mechanism(name).defaults().items():
+                ss[state.param_key(name, p)] = v
     for key, value in values.items():
         ss[key] = list(value) if isinstance(value, list) else value
     ss["source"] = "sample"

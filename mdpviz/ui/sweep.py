@@ -65,8 +65,8 @@ class Sweep:
 
     def frame(self) -> pd.DataFrame:
         """The finished rows as a table, one per (mechanism, value)."""
-        cols = ["mechanism", "param", "value", "status", "utility_loss_m", "privacy_cost_m", "violation_ratio",
-                "violated_pairs", "checked_pairs", "adversary_error_m", "solve_s"]
+        cols = ["mechanism", "param", "value", "status", "verdict", "utility_loss_m", "privacy_cost_m",
+                "violation_ratio", "violated_pairs", "checked_pairs", "adversary_error_m", "solve_s"]
         return pd.DataFrame(list(self.rows.values()), columns=cols)
 
 
@@ -143,6 +143,7 @@ def _row(sweep: Sweep, mech: str, value: float, record: dict[str, Any]) -> dict[
     row = record["rows"][0] if record.get("rows") else {}
     status = f"error: {record['error']}" if record.get("error") else row.get("status", "error")
     return {"mechanism": mech, "param": sweep.param, "value": value, "status": status,
+            "verdict": row.get("verdict", ""),
             "utility_loss_m": row.get("loss_m", nan), "privacy_cost_m": row.get("privacy_cost_m", nan),
             "violation_ratio": row.get("violation_ratio", nan),
             "violated_pairs": row.get("violated_pairs", nan), "checked_pairs": row.get("checked_pairs", nan),
@@ -156,7 +157,7 @@ def current(sweep: Sweep | None) -> Sweep | None:
 
 def times_differ(df: pd.DataFrame) -> bool:
     """Whether the solve times say anything: the slowest point takes over 0.1 s and over twice the fastest
-    (sub-millisecond closed forms only show noise)."""
+    (sub-millisecond closed forms, or times all alike, only show noise)."""
     t = df["solve_s"].dropna() if "solve_s" in df else pd.Series(dtype=float)
     return bool(len(t) and t.max() > 0.1 and t.max() > 2 * max(t.min(), 1e-9))
 
@@ -164,6 +165,7 @@ def times_differ(df: pd.DataFrame) -> bool:
 def summary(df: pd.DataFrame, param_label: str, labels: dict[str, str], at: float | None) -> str:
     """One sentence the sweep's data says: at the point nearest ``at`` (else the middle one), which mechanism pays
     least for privacy and how the others compare; for one mechanism, how its privacy cost moves along the sweep.
+    Only points whose verdict is that they kept their promise count (where the frame has a ``verdict``).
 
     >>> frame = pd.DataFrame({"mechanism": ["em", "em", "lp", "lp"], "value": [1.0, 5.0, 1.0, 5.0],
     ...                       "privacy_cost_m": [400.0, 160.0, 60.0, 15.0]})
@@ -173,6 +175,8 @@ def summary(df: pd.DataFrame, param_label: str, labels: dict[str, str], at: floa
     from mdpviz.explain import format_m
 
     ok = df.dropna(subset=["privacy_cost_m"]) if "privacy_cost_m" in df else df.iloc[0:0]
+    if "verdict" in ok:
+        ok = ok[ok["verdict"] == "ok"]
     if ok.empty:
         return ""
     values = np.sort(ok["value"].unique())

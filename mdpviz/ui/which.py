@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from mdpviz.regimes.cells import rank
+from mdpviz.regimes.cells import SOUND, rank
 from mdpviz.regimes.grid import method_labels, methods
 from mdpviz.regimes.report import COLOURS, SHIPPED_DIR, chart, load_cells, region_label
 
@@ -19,6 +19,7 @@ OUTCOME_WORDS = {
     "beats EM": "keeps its claim and beats the exponential mechanism (by ≥ 1 % on every seed)",
     "reference": "the exponential mechanism itself: the yardstick",
     "trails EM": "keeps its claim, but does not beat the exponential mechanism here",
+    "EM not measured": "keeps its claim; the exponential mechanism has no result here to compare with",
     "claim not measured": "claims privacy only on some pairs and reports no check of it",
     "degenerate": "degenerate here: its reports say (almost) nothing, or it is not ε-mDP by design",
     "breaks its claim": "breaks its own privacy claim here (measured by our exact check)",
@@ -70,7 +71,7 @@ def ranking(table: pd.DataFrame, cell: dict[str, Any]) -> pd.DataFrame:
         "loss ÷ EM's": ["–" if math.isnan(v) else f"{v:.2f}" for v in rows["vs_em"]],
         "cost ÷ LP's": ["–" if math.isnan(v) else f"{v:.3g}" for v in rows["share_of_lp"]],
         "time": ["–" if math.isnan(v) else f"{v:.1f} s" for v in rows["time_s"]],
-        "why not": [("" if o in ("beats EM", "reference", "trails EM") else str(w))
+        "why not": [("" if o in SOUND else str(w))
                     for o, w in zip(rows["outcome"], rows["why"].fillna(""), strict=True)],
     })
     shown.index = list(rows["method"])
@@ -91,7 +92,7 @@ def cell_view(table: pd.DataFrame) -> None:
         return
     seeds = int(table[(table["city"] == cell["city"]) & (table["eps"] == cell["eps"])]["seeds"].max())
     floor = rank(table, **cell)["floor_m"].mean()
-    sound = rows[rows["verdict here"].isin(["beats EM", "reference", "trails EM"])]
+    sound = rows[rows["verdict here"].isin(SOUND)]
     best = sound.index[0] if len(sound) else None
     where = (f"{cell['city'].title()}, {region_label(cell['region'])}, K = {cell['K']:,}, {cell['cost']} cost, "
              f"ε = {cell['eps']:g} km⁻¹")
