@@ -159,13 +159,13 @@ def _json_default(value: Any) -> Any:
 def code_stamp() -> str:
     """A hash of the library's numerical source: records made by other code are not reused on resume, so a rerun
     after a change in a mechanism recomputes its points. Left out: this runner, the CLI, the dashboard, the
-    benchmarks and the reproduce package (reports and reasons); after changing how a point is measured (a task
-    here or in reproduce/), rerun with ``fresh=True``."""
+    benchmarks, the reproduce and regimes packages (reports and reasons); after changing how a point is measured (a
+    task here or in reproduce/), rerun with ``fresh=True``."""
     root = Path(__file__).resolve().parent
     h = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root).as_posix()
-        if not rel.startswith(("ui/", "benchmarks/", "reproduce/")) and rel not in ("sweep.py", "cli.py"):
+        if not rel.startswith(("ui/", "benchmarks/", "reproduce/", "regimes/")) and rel not in ("sweep.py", "cli.py"):
             h.update(rel.encode())
             h.update(path.read_bytes())
     return h.hexdigest()[:16]

@@ -149,3 +149,13 @@ def test_bad_options_are_refused_before_any_work(argv: list[str], message: str, 
         argv = [*argv, "--out", str(tmp_path / "r")]
     assert main(["regimes", "--tiny", *argv]) == 2
     assert message in capsys.readouterr().err and not (tmp_path / "r").exists()
+
+
+def test_report_only_rebuilds_from_the_points_file_without_solving(tiny: Path, capsys: pytest.CaptureFixture[str],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import mdpviz.regimes.run as run
+
+    monkeypatch.setattr(run, "run_sweep", lambda *a, **k: pytest.fail("--report-only must not solve"))
+    assert main([*TINY, "--out", str(tiny), "--report-only"]) == 0
+    assert "0 computed, 12 reused" in capsys.readouterr().out
+    assert "library version(s)" in (tiny / "README.md").read_text()

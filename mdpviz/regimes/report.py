@@ -93,7 +93,10 @@ def readme(table: pd.DataFrame, labels: Mapping[str, str], size: Size, meta: Map
         "# Where each mechanism wins: the regime grid", "",
         f"Written by `{meta['command']}` on {meta['date']}; {meta['points']} points ({meta['computed']} computed in "
         f"this run, {meta['reused']} reused), wall time {meta['wall_s'] / 60:.1f} min on {meta['workers']} worker(s) "
-        f"({meta['backend']}); machine: {meta['machine']}; {meta['load']} at the start.", "",
+        f"({meta['backend']}); machine: {meta['machine']}; {meta['load']} at the start."
+        + (f" The points finished from {meta['span']} (1-minute load {meta['point_load']} as each ended), made by "
+           f"library version(s) {', '.join(meta['stamps'])} (`mdpviz.sweep.code_stamp`)." if meta.get("span") else ""),
+        "",
         f"Grid (`{size.name}`): {', '.join(c.title() for c in size.cities)}; regions "
         f"{', '.join(region_label(r) for r in size.regions)}; K = {', '.join(f'{k:,}' for k in size.ks)}"
         + (f" (and {', '.join(f'{k:,}' for k in size.large_ks)} for the methods built for it)" if size.large_ks else "")
@@ -133,10 +136,15 @@ def write(folder: Path, table: pd.DataFrame, labels: Mapping[str, str], size: Si
 
 
 def run_meta(command: str, run: Any, workers: int, wall_s: float, load: str, machine: str) -> dict[str, Any]:
-    """The run's facts for the README."""
+    """The run's facts for the README: the points' library versions (code stamps) and when they finished, too."""
+    stamps = sorted({str(r.get("code", "?")) for r in run.records})
+    finished = sorted(str(r["finished"]) for r in run.records if r.get("finished"))
+    loads = [float(r["load"]) for r in run.records if isinstance(r.get("load"), (int, float))]
     return {"command": command, "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "points": len(run.records), "computed": run.computed, "reused": run.reused, "wall_s": wall_s,
-            "workers": workers, "backend": run.backend, "load": load, "machine": machine}
+            "workers": workers, "backend": run.backend, "load": load, "machine": machine, "stamps": stamps,
+            "span": f"{finished[0]} to {finished[-1]}" if finished else "",
+            "point_load": f"{min(loads):.1f}–{max(loads):.1f}" if loads else ""}
 
 
 def records_of(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

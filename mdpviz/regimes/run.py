@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MdpvizError
-from ..sweep import run_sweep
+from ..sweep import ResultsFile, SweepRun, run_sweep
 from . import report
 from .cells import cell_table
 from .grid import COMMITTED_LEFT_OUT, SIZES, method_labels, methods, regime_points
@@ -31,6 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=0, help="a Dask LocalCluster of N worker processes")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="an existing Dask cluster")
     p.add_argument("--fresh", action="store_true", help="recompute every point (default: resume)")
+    p.add_argument("--report-only", action="store_true",
+                   help="solve nothing: rebuild the cell table, charts and README from the points file (whatever "
+                        "version of the library made each point; the README lists them)")
     p.add_argument("--retry-limits", action="store_true",
                    help="recompute the points that stopped at their time limit (e.g. measured on a busy machine)")
     p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
@@ -56,6 +59,15 @@ def check(a: argparse.Namespace) -> Path:
         raise MdpvizError(f"`--out {a.out}` is read-only; nothing is written there.")
     regime_points(a.size, a.only)  # unknown methods fail here
     return out
+
+
+def _recorded(points: list[Any], results: Path) -> SweepRun:
+    """The grid's records as the points file holds them (none computed), whatever code made them."""
+    store = ResultsFile(results)
+    known = store.records()
+    records = [known[p.key] for p in points if p.key in known]
+    return SweepRun(records, computed=0, reused=len(records), stopped=len(records) < len(points),
+                    backend="points file only (--report-only)", total=len(points), skipped=store.skipped)
 
 
 def _hit_its_limit(record: dict[str, Any]) -> bool:
@@ -88,8 +100,11 @@ def main(a: argparse.Namespace, say: Callable[[str], Any] = print) -> int:
 
     out.mkdir(exist_ok=True)
     say(f"regimes: {len(points)} points ({size.name}); results in {results}")
-    run = run_sweep(points, results, workers=a.workers, scheduler=a.scheduler, use_cache=False, fresh=a.fresh,
-                    stop=stop, on_record=progress, redo=_hit_its_limit if a.retry_limits else None)
+    if a.report_only:
+        run = _recorded(points, results)
+    else:
+        run = run_sweep(points, results, workers=a.workers, scheduler=a.scheduler, use_cache=False, fresh=a.fresh,
+                        stop=stop, on_record=progress, redo=_hit_its_limit if a.retry_limits else None)
     wall = time.perf_counter() - t0
     table = cell_table(report.records_of(run.records))
     command = f"python -m mdpviz regimes --size {a.size} --out {a.out}" + (
@@ -98,7 +113,8 @@ def main(a: argparse.Namespace, say: Callable[[str], Any] = print) -> int:
     meta = report.run_meta(command, run, a.workers or 1, wall, start_load, machine())
     left = COMMITTED_LEFT_OUT if size.name == "committed" else ""
     if run.stopped:
-        left = (left + "; " if left else "") + f"{run.total - len(run.records)} points not run (--budget)"
+        left = (left + "; " if left else "") + (f"{run.total - len(run.records)} points not run yet (a rerun of the "
+                                                "command resumes them)")
     path = report.write(out, table, method_labels(), size, meta, left)
     skipped = run.skipped
     say(f"wrote {path} ({len(table)} cells × methods; {run.computed} computed, {run.reused} reused"
