@@ -9,9 +9,10 @@ st.markdown("##### See metric differential privacy for locations on real road ne
 state.show_notices()
 st.markdown("**Start with an example** (one click: it opens the page and solves)")
 presets.buttons("home", columns=2, main=True)
-if any(not p.get("main") for p in presets.presets()):
-    with st.expander("More examples: the papers' own settings"):
-        presets.buttons("home-papers", columns=2, main=False)
+home.seed_examples()
+if any(not p.get("main") and not p.get("regime") for p in presets.presets()):
+    with st.expander("The papers' own settings, and what happens there"):
+        presets.buttons("home-papers", columns=2, main=False, regime=False)
 left, right = st.columns([3, 2], gap="large")
 with left:
     st.markdown(home.INTRO)

@@ -159,3 +159,21 @@ def test_report_only_rebuilds_from_the_points_file_without_solving(tiny: Path, c
     assert main([*TINY, "--out", str(tiny), "--report-only"]) == 0
     assert "0 computed, 12 reused" in capsys.readouterr().out
     assert "library version(s)" in (tiny / "README.md").read_text()
+
+
+def test_examples_follow_the_map(tiny: Path) -> None:
+    """A seed's example is its best cell where it beats EM, with the whole problem set; a seed that wins nowhere
+    is listed with its most common outcome and the reason."""
+    from mdpviz.regimes.examples import nowhere, seed_examples
+    from mdpviz.ui.presets import check
+
+    table = load_cells(tiny)
+    good = pd.DataFrame([{**CELL, "method": "aipo-e", "outcome": "beats EM", "vs_em": 0.8, "time_s": 2.0,
+                          "outputs": 100, "loss_m": 800.0, "em_loss_m": 1000.0, "privacy_cost_m": 50.0}])
+    examples = seed_examples(pd.concat([table, good], ignore_index=True))
+    aipo = next(e for e in examples if e["id"] == "regime-aipo-e")
+    assert aipo["values"]["city"] == "rome" and aipo["values"]["k"] == 500 and aipo["values"]["m"] == 100
+    assert aipo["values"]["mp.aipo-e.eps"] == 5.0 and "0.80× the exponential mechanism's" in aipo["help"]
+    assert not check(aipo)
+    panda = [n for n in nowhere(table) if n[0].startswith("PAnDA")]
+    assert panda and panda[0][1] in ("breaks its claim", "degenerate", "no result", "trails EM")

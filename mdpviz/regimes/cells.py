@@ -97,7 +97,9 @@ def cell_table(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
         cost, cost_ci = _mean_ci(g["privacy_cost_m"])
         statuses = ", ".join(f"{s} ×{n}" if n > 1 else str(s) for s, n in g["status"].value_counts().items())
         reason = next((t for t in (*g["degenerate"].fillna(""), *g["message"].fillna("")) if t), "")
+        outputs = g["m"].dropna() if "m" in g else pd.Series(dtype=float)
         out.append({**dict(zip(CELL, cell, strict=True)), "method": method, "seeds": len(g),
+                    "outputs": int(outputs.max()) if len(outputs) else None,
                     "outcome": _outcome(g, str(method)), "loss_m": loss, "loss_ci95_m": loss_ci,
                     "floor_m": g["floor_m"].mean(), "privacy_cost_m": cost, "privacy_cost_ci95_m": cost_ci,
                     "lp_loss_m": g["lp_loss_m"].mean(), "share_of_lp": g["share_of_lp"].mean(),

@@ -71,3 +71,25 @@ def picture(eps: float) -> go.Figure:
                       xaxis_title="distance r between two true locations (m)",
                       yaxis_title="max probability ratio e^(ε·r)", showlegend=False)
     return fig
+
+
+def seed_examples() -> None:
+    """Each seed paper's method where the committed regime grid finds it beating the exponential mechanism (one
+    click each), and the seeds that win nowhere there, with what happens to them most often and why."""
+    import streamlit as st
+
+    from mdpviz.regimes.examples import nowhere
+    from mdpviz.regimes.report import load_cells
+
+    from . import presets
+
+    table = load_cells()
+    if table is None:
+        return
+    st.markdown("**The seed papers' methods where they work** (from the regime grid: they keep their claim and "
+                "beat the exponential mechanism there)")
+    presets.buttons("home-regime", columns=2, regime=True)
+    for seed, outcome, count, cells, why in nowhere(table):
+        st.caption(f"**{seed}** beats the exponential mechanism in no cell of the grid: in {count} of {cells} cells "
+                   f"it {outcome}" + (f" ({why[:160]})" if why else "") + ". Its paper's own setting is below.")
+    st.page_link("app_pages/which.py", label="Which mechanism for my setting?", icon=":material/rule:")

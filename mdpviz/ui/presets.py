@@ -91,11 +91,31 @@ def from_mechanism(mech: Any, preset: Any) -> dict[str, Any] | None:
             "values": values}
 
 
+@st.cache_data(show_spinner=False)
+def regime_examples(_mtime: float) -> list[dict[str, Any]]:
+    """The seeds' examples where they win, from the committed regime grid (``mdpviz.regimes.examples``; read
+    again when its file changes)."""
+    from mdpviz.regimes.examples import seed_examples
+    from mdpviz.regimes.report import load_cells
+
+    table = load_cells()
+    return [] if table is None else seed_examples(table)
+
+
+def _grid_mtime() -> float:
+    from mdpviz.regimes.report import CELLS_FILE, SHIPPED_DIR
+
+    path = SHIPPED_DIR / CELLS_FILE
+    return path.stat().st_mtime if path.is_file() else 0.0
+
+
 def presets() -> list[dict[str, Any]]:
-    """Every preset: this dashboard's (``presets.json``), then the mechanisms' own (``Mechanism.presets``)."""
+    """Every preset: this dashboard's (``presets.json``), the seeds' examples where they win (the regime grid),
+    then the mechanisms' own (``Mechanism.presets``, the papers' settings)."""
     from mdpviz.mechanisms import mechanisms
 
     found = [{**p, "main": True} for p in json.loads(_FILE.read_text(encoding="utf-8"))]
+    found += regime_examples(_grid_mtime())
     seen = {p["id"] for p in found} | {p["label"] for p in found}
     for mech in mechanisms():
         for preset in getattr(mech, "presets", ()) or ():
@@ -185,12 +205,14 @@ def take_auto_solve(page: str) -> bool:
     return False
 
 
-def buttons(key_prefix: str, columns: int = 1, main: bool | None = None) -> None:
+def buttons(key_prefix: str, columns: int = 1, main: bool | None = None, regime: bool | None = None) -> None:
     """One button per preset (with its description as help); a click applies it, and the router opens its page.
 
-    ``main``: True for this dashboard's own four, False for the mechanisms' presets, None for all.
+    ``main``: True for this dashboard's own four, False for the mechanisms' presets (the papers' settings), None
+    for all; ``regime``: True for the seeds' examples where they win (from the regime grid) only.
     """
-    chosen = [p for p in presets() if main is None or bool(p.get("main")) == main]
+    chosen = [p for p in presets() if (main is None or bool(p.get("main")) == main)
+              and (regime is None or bool(p.get("regime")) == regime)]
     cols = st.columns(columns) if columns > 1 else [st.container()]
     for n, p in enumerate(chosen):
         with cols[n % len(cols)]:

@@ -111,8 +111,11 @@ def cell_view(table: pd.DataFrame) -> None:
                                                "gives no mechanism here: its own words")})
     if best is not None:
         mech = next(m for m in methods() if m.name == best)
-        values = {"city": cell["city"], "region": cell["region"], "k": cell["K"], "m": min(100, cell["K"]),
-                  "cost": cell["cost"], "seed": 0, "mech": mech.mechanism, f"mp.{mech.mechanism}.eps": cell["eps"],
+        outputs = rank(table, **cell)["outputs"].dropna() if "outputs" in table else []
+        values = {"city": cell["city"], "region": cell["region"], "k": cell["K"],
+                  "m": int(outputs.iloc[0]) if len(outputs) else min(100, cell["K"]), "cost": cell["cost"],
+                  "tasks": 1 if cell["cost"] == "travel" else 10, "seed": 0, "mech": mech.mechanism,
+                  f"mp.{mech.mechanism}.eps": cell["eps"],
                   **{f"mp.{mech.mechanism}.{k}": v for k, v in mech.params}}
         st.button(f"Open {rows.loc[best, 'method']} on this cell in Explore (seed 0)", icon=":material/map:",
                   on_click=presets.apply_values, args=(values, "explore", f"Regime grid: {where}"),
