@@ -223,7 +223,7 @@ def cmd_solve(a: argparse.Namespace) -> int:
         print("LP size        " + ", ".join(f"{k} {v:,}" for k, v in result.lp_size.items()))
     if result.bound_m is not None:
         print(f"lower bound    {result.bound_m:.3f} m")
-    evaluation = None
+    evaluation, ref = None, None
     if result.Z is not None:
         ref = reference(problem, result.eps, time_limit=a.time_limit, use_cache=not a.no_cache,
                         solve_lp=a.reference)
@@ -243,7 +243,7 @@ def cmd_solve(a: argparse.Namespace) -> int:
         print(f"nothing written to {a.out}: the solve returned no mechanism (status {result.status}), so there is "
               "no Z to save.", file=sys.stderr)
     elif a.out:
-        write_result(a.out, problem, result, evaluation)
+        write_result(a.out, problem, result, evaluation, ref if a.reference else None)
         print(f"wrote          {a.out}")
     return 0 if result.Z is not None else 1
 

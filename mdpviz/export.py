@@ -16,10 +16,12 @@ import numpy as np
 import pandas as pd
 
 from . import metrics
+from .metrics import floor_m
 from .errors import MdpvizError
 from .mechanisms.base import Result
 from .paths import atomic_write, read_only
 from .problem import Problem
+from .reference import Reference
 from .verdict import claim_check, claims_all_pairs, degenerate_text, verdict
 
 FORMATS = (".npz", ".csv", ".json", ".geojson", ".gpkg")
@@ -59,11 +61,26 @@ def privacy(result: Result, evaluation: dict[str, Any] | None) -> dict[str, Any]
     return out
 
 
-def metadata(problem: Problem, result: Result, evaluation: dict[str, Any] | None) -> dict[str, Any]:
-    """Everything but Z, JSON-ready: first the verdict and privacy (see :func:`privacy`), then problem settings,
-    parameters, status, timings, sizes, diagnostics, metrics."""
+def yardsticks(problem: Problem, evaluation: dict[str, Any] | None, ref: Reference | None) -> dict[str, Any]:
+    """The loss read against the no-privacy floor, and against the exact LP where it was solved (``ref``)."""
+    if evaluation is None:
+        return {}
+    loss = float(evaluation["utility_loss_m"])
+    floor = float(evaluation.get("floor_m", floor_m(problem)))
+    out: dict[str, Any] = {"utility_loss_m": loss, "floor_m": floor, "privacy_cost_m": loss - floor}
+    if ref is not None:
+        out.update(lp_optimum_m=ref.lp_m, lp_lower_bound_m=ref.lp_bound_m, lp_status=ref.lp_status,
+                   privacy_cost_vs_lp=ref.share_of_lp(loss))
+    return out
+
+
+def metadata(problem: Problem, result: Result, evaluation: dict[str, Any] | None,
+             ref: Reference | None = None) -> dict[str, Any]:
+    """Everything but Z, JSON-ready: first the verdict and privacy (see :func:`privacy`) and what the loss is read
+    against (the floor; the exact LP with ``ref``), then problem settings, parameters, status, timings, sizes,
+    diagnostics, metrics."""
     meta: dict[str, Any] = _jsonable({
-        **privacy(result, evaluation),
+        **privacy(result, evaluation), **yardsticks(problem, evaluation, ref),
         "mechanism": result.mechanism, "params": result.params, "status": result.status, "message": result.message,
         "eps_km_inv": result.eps, "timings_s": result.timings, "lp_size": result.lp_size,
         "objective_m": result.objective_m, "lower_bound_m": result.bound_m, "diagnostics": result.diagnostics,
@@ -125,13 +142,14 @@ def _geo_bytes(fmt: str, problem: Problem, result: Result, meta: dict[str, Any])
         return path.read_bytes()
 
 
-def result_bytes(fmt: str, problem: Problem, result: Result, evaluation: dict[str, Any] | None) -> bytes:
+def result_bytes(fmt: str, problem: Problem, result: Result, evaluation: dict[str, Any] | None,
+                 ref: Reference | None = None) -> bytes:
     """The file content for ``fmt`` (one of :data:`FORMATS`); used by the CLI and download buttons.
 
     Every format carries the verdict, the degenerate flag, the claim and the privacy measured against it: in its
     metadata (JSON, NPZ, GeoJSON, GeoPackage) or as ``#`` lines before the header (CSV).
     """
-    meta = metadata(problem, result, evaluation)
+    meta = metadata(problem, result, evaluation, ref)
     if fmt in (".geojson", ".gpkg"):
         return _geo_bytes(fmt, problem, result, meta)
     Z = result.Z if result.Z is not None else np.zeros((0, 0))
@@ -179,10 +197,11 @@ def check_output(path: str | Path, what: str = "output") -> Path:
     return path
 
 
-def write_result(path: str | Path, problem: Problem, result: Result, evaluation: dict[str, Any] | None) -> None:
+def write_result(path: str | Path, problem: Problem, result: Result, evaluation: dict[str, Any] | None,
+                 ref: Reference | None = None) -> None:
     """Write to ``path`` atomically; the extension picks the format. The folder must exist (see ``check_output``)."""
     path = check_output(path)
-    data = result_bytes(path.suffix.lower(), problem, result, evaluation)
+    data = result_bytes(path.suffix.lower(), problem, result, evaluation, ref)
     try:
         atomic_write(path, lambda p: p.write_bytes(data), make_parents=False)
     except OSError as e:  # full disk, permissions changed meanwhile...: nothing half-written is left behind

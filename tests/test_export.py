@@ -78,6 +78,11 @@ def test_a_sound_release_says_it_kept_its_promise(pb: Problem) -> None:
     r = solve(pb, "em", {"eps": 2.0})
     meta = json.loads(result_bytes(".json", pb, r, metrics.evaluate(pb, r.Z, r.eps)))
     assert meta["degenerate"] is False and meta["degenerate_why"] == "" and meta["verdict"]["level"] == "ok"
+    assert meta["floor_m"] == pytest.approx(metrics.floor_m(pb)) and meta["privacy_cost_m"] > 0
+    from mdpviz.reference import reference
+
+    with_lp = json.loads(result_bytes(".json", pb, r, metrics.evaluate(pb, r.Z, r.eps), reference(pb, 2.0)))
+    assert with_lp["lp_status"] == "optimal" and with_lp["privacy_cost_vs_lp"] > 1  # EM pays more than the LP
     assert meta["against_claim"]["violated"] == 0 and meta["against_claim"]["check"] == "all pairs"
 
 

@@ -27,15 +27,16 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "benchmarks"
 
 def timed_solve(pb: Problem, mechanism: str, params: dict[str, Any],
                 time_limit: float) -> tuple[Result, dict[str, Any]]:
-    """Solve without the cache and measure: status, wall time, loss (m), violations in the claim's metric and the
-    time of that all-pairs check. Returns the Result too, for mechanism-specific columns."""
+    """Solve without the cache and measure: status, wall time, loss, the no-privacy floor and the privacy cost (m),
+    violations in the claim's metric and the time of that all-pairs check. Returns the Result too, for mechanism-specific columns."""
     t0 = time.perf_counter()
     r = solve(pb, mechanism, params, time_limit=time_limit, use_cache=False)
     row: dict[str, Any] = {"status": r.status, "wall_s": time.perf_counter() - t0}
     if r.Z is not None:
         t0 = time.perf_counter()
         v = metrics.violations(pb, r.Z, r.eps, metric=r.check_metric)
-        row.update(loss_m=metrics.utility_loss_m(pb, r.Z), violated_pairs=v.violated_pairs,
+        loss, floor = metrics.utility_loss_m(pb, r.Z), metrics.floor_m(pb)
+        row.update(loss_m=loss, floor_m=floor, privacy_cost_m=loss - floor, violated_pairs=v.violated_pairs,
                    checked_pairs=v.checked_pairs, worst_factor=v.worst_factor, check_s=time.perf_counter() - t0,
                    claim_metric=r.check_metric or pb.metric)
     return r, row

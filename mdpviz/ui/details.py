@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from mdpviz.export import result_bytes
+from mdpviz.reference import cached_reference
 from mdpviz.mechanisms import Result
 from mdpviz.problem import Problem
 
@@ -64,17 +65,18 @@ def _time_tab(t_time: Any, result: Result, key: str) -> None:
 def downloads(prob: Problem, result: Result, ev: dict[str, Any] | None, key: str) -> None:
     """Z as CSV and NPZ, metrics and metadata as JSON, secrets and outputs as GeoJSON (built only when clicked)."""
     stem = f"mdpviz-{prob.city or 'points'}-K{prob.k}-{result.mechanism}"
+    ref = cached_reference(prob, result.eps) if result.ok else None  # the exact LP's optimum, when in the cache
     c1, c2, c3, c4 = st.columns(4)
-    c1.download_button("Z (CSV)", data=lambda: result_bytes(".csv", prob, result, ev), file_name=f"{stem}.csv",
+    c1.download_button("Z (CSV)", data=lambda: result_bytes(".csv", prob, result, ev, ref), file_name=f"{stem}.csv",
                        mime="text/csv", on_click="ignore", key=f"dl-csv-{key}", icon=":material/download:")
-    c2.download_button("Z + coordinates (NPZ)", data=lambda: result_bytes(".npz", prob, result, ev),
+    c2.download_button("Z + coordinates (NPZ)", data=lambda: result_bytes(".npz", prob, result, ev, ref),
                        file_name=f"{stem}.npz", mime="application/octet-stream", on_click="ignore",
                        key=f"dl-npz-{key}", icon=":material/download:")
-    c3.download_button("Metrics (JSON)", data=lambda: result_bytes(".json", prob, result, ev),
+    c3.download_button("Metrics (JSON)", data=lambda: result_bytes(".json", prob, result, ev, ref),
                        file_name=f"{stem}.json", mime="application/json", on_click="ignore",
                        key=f"dl-json-{key}", icon=":material/download:")
     if result.ok:
-        c4.download_button("Map layers (GeoJSON)", data=lambda: result_bytes(".geojson", prob, result, ev),
+        c4.download_button("Map layers (GeoJSON)", data=lambda: result_bytes(".geojson", prob, result, ev, ref),
                            file_name=f"{stem}.geojson", mime="application/geo+json", on_click="ignore",
                            key=f"dl-geojson-{key}", icon=":material/download:")
     st.caption("Every file first says what the result is: its verdict, whether it is degenerate, its claim and "
