@@ -8,7 +8,8 @@ city) × K × cost, at one ε; each method runs on it once per seed (X, Y and ta
 Sizes:
 - ``full``: the grid as specified (ε ∈ {0.5, 1, 2, 5, 10, 15} km⁻¹; discs of 2, 5 and 15 km and the whole city;
   K ∈ {200, 500, 2,000} and 5,000 for the methods built for it; distance cost, and the travel cost of the
-  authors' artifact: the discrepancy of road travel to one task node; Rome and London; 3 seeds). Hundreds of CPU hours: for a cluster (``--scheduler``).
+  authors' artifact: the discrepancy of road travel to one task node; Rome and London; 3 seeds). Hundreds of CPU
+  hours: for a cluster (``--scheduler``).
 - ``committed``: what ``docs/regimes/`` holds, shrunk to a few hours on 2 workers (see ``COMMITTED_LEFT_OUT``).
 - ``tiny``: a few seconds per method, for CI.
 

@@ -56,8 +56,8 @@ OUTCOMES = {
     "dista-lp-authors": "What happens here (measured): the exact audit finds the uploads spend 255 km⁻¹ against "
                         "the claimed ε = 5 (budget overspent), and 23 % of all pairs break ε-mDP. About 6 s.",
     "aipo-paper": "What happens here (measured, at ε = 1 km⁻¹): it keeps its promise on all pairs of the plane, "
-                  "at a loss of 4.83 km, above EM's 4.44 km; the paper's universal lower bound (2,020 m) is below the no-privacy floor "
-                  "(3,219 m), so the floor is shown as the bound. About 21 s.",
+                  "at a loss of 4.83 km, above EM's 4.44 km; the paper's universal lower bound (2,020 m) is below "
+                  "the no-privacy floor (3,219 m), so the floor is shown as the bound. About 21 s.",
 }
 
 
