@@ -106,8 +106,9 @@ def readme(table: pd.DataFrame, labels: Mapping[str, str], size: Size, meta: Map
         *([f"Left out: {left_out}.", ""] if left_out else []),
         "Each cell's outcome (`mdpviz/regimes/cells.py`): **beats EM** = keeps its claim (measured), not degenerate, "
         "and a loss at least 1 % below the exponential mechanism's on every seed; **trails EM** = sound but not "
-        "lower on every seed; **degenerate** = collapsed, uploads erased or not ε-mDP by design; **breaks its claim** = our exact "
-        "check finds violations of what it claims; **no result** = time limit, error, or a region too small for K. "
+        "lower on every seed; **EM not measured** = sound, but EM has no result on some seed; **degenerate** = "
+        "collapsed, uploads erased or not ε-mDP by design; **breaks its claim** = our exact check finds violations "
+        "of what it claims; **no result** = time limit, error, or a region too small for K. "
         "Privacy cost = loss − the no-privacy floor (every secret reports its cheapest output).", "",
         "## Per method", "",
         markdown_table(s.drop(columns="name").to_dict("records")), "",
