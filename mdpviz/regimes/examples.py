@@ -47,7 +47,7 @@ def seed_examples(table: pd.DataFrame) -> list[dict[str, Any]]:
                  f"ε = {best['eps']:g} km⁻¹")
         out.append({
             "id": f"regime-{str(best['method']).replace(':', '-')}", "page": "explore", "audience": "research",
-            "regime": True, "label": f"{seed.split(' (')[0]} where it wins: {where}",
+            "regime": True, "label": f"{seed.split(' (')[0]} where it wins: {where}",  # shown full width
             "help": (f"From the committed regime grid (docs/regimes/): {method.label} keeps its claim here and its "
                      f"loss is {best['vs_em']:.2f}× the exponential mechanism's ({best['loss_m']:,.0f} m against "
                      f"{best['em_loss_m']:,.0f} m; privacy cost {best['privacy_cost_m']:,.0f} m). It beats EM in "
@@ -57,8 +57,17 @@ def seed_examples(table: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+# an outcome as a verb phrase after "it"
+OUTCOME_VERBS = {"trails EM": "trails EM", "EM not measured": "has no EM to compare with",
+                 "claim not measured": "has no measured claim", "degenerate": "is degenerate",
+                 "breaks its claim": "breaks its claim", "no result": "gives no mechanism"}
+
+
 def nowhere(table: pd.DataFrame) -> list[tuple[str, str, int, int, str]]:
-    """The seeds that beat EM in no cell: (seed, their most common outcome, its count, cells, an example of why)."""
+    """The seeds that beat EM in no cell: (seed, their most common outcome as a verb phrase, its count, cells, why
+    in plain words)."""
+    from ..verdict import plain_degenerate
+
     out = []
     for seed, prefixes in SEEDS.items():
         rows = table[np.array([_of_seed(str(n), prefixes) for n in table["method"]], dtype=bool)]
@@ -67,5 +76,6 @@ def nowhere(table: pd.DataFrame) -> list[tuple[str, str, int, int, str]]:
         counts = rows["outcome"].value_counts()
         top = str(counts.index[0])
         why = next((str(w) for w in rows[rows["outcome"] == top]["why"].fillna("") if w), "")
-        out.append((seed, top, int(counts.iloc[0]), len(rows), why))
+        plain = plain_degenerate(why) or why.split(" (")[0].split("; ")[0]
+        out.append((seed, OUTCOME_VERBS.get(top, top), int(counts.iloc[0]), len(rows), plain))
     return out

@@ -88,8 +88,8 @@ def seed_examples() -> None:
         return
     st.markdown("**The seed papers' methods where they work** (from the regime grid: they keep their claim and "
                 "beat the exponential mechanism there)")
-    presets.buttons("home-regime", columns=2, regime=True)
+    presets.buttons("home-regime", columns=1, regime=True)
     for seed, outcome, count, cells, why in nowhere(table):
         st.caption(f"**{seed}** beats the exponential mechanism in no cell of the grid: in {count} of {cells} cells "
-                   f"it {outcome}" + (f" ({why[:160]})" if why else "") + ". Its paper's own setting is below.")
+                   f"it {outcome}" + (f" ({why})" if why else "") + ". Its paper's own setting is below.")
     st.page_link("app_pages/which.py", label="Which mechanism for my setting?", icon=":material/rule:")
