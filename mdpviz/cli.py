@@ -129,10 +129,17 @@ def _parse_value(text: str) -> Any:
 
 
 def mechanism_params(a: argparse.Namespace) -> dict[str, Any]:
-    """Parameters from ``--eps`` and repeated ``--param name=value``."""
+    """Parameters from ``--preset NAME`` (the mechanism's preset), then ``--eps`` and repeated ``--param
+    name=value`` on top of it."""
     from .errors import ParameterError
+    from .mechanisms import get_mechanism
 
     params: dict[str, Any] = {}
+    if getattr(a, "preset", None):
+        try:
+            params.update(get_mechanism(a.mechanism).preset(a.preset).params)
+        except ParameterError as e:
+            raise ParameterError(f"`--preset {a.preset}`: {e}") from None
     for item in a.param or []:
         name, sep, value = item.partition("=")
         if not sep or not name:
@@ -153,6 +160,8 @@ def cmd_mechanisms(a: argparse.Namespace) -> int:
         for p in mech.params:
             scale = ", log scale" if p.log else ""
             print(f"{'':<12} {p.name:<12} {p.range_text():<26} default {p.default!s:<8} {p.unit}{scale}  {p.help}")
+        for preset in mech.presets:
+            print(f"{'':<12} --preset {preset.name:<14} {preset.label}")
         print()
     return 0
 
@@ -281,6 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mechanism", required=True, help="a name from `python -m mdpviz mechanisms`")
     p.add_argument("--eps", type=float, default=None, help="privacy budget ε in km⁻¹ (default: the mechanism's)")
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="another mechanism parameter (repeatable)")
+    p.add_argument("--preset", metavar="NAME", help="start from one of the mechanism's presets (`mechanisms` lists "
+                   "them: the paper's, the authors' code's, ours); --eps and --param apply on top of it")
     p.add_argument("--time-limit", type=float, default=None, help="seconds for the solver")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
     p.add_argument("--reference", action="store_true",

@@ -370,6 +370,8 @@ CLI_CASES: dict[str, tuple[list[str], Any, str]] = {
                                               r"`--mode authors`: Experiment `aipo-tables` has no mode `authors`"),
     "reproduce size unknown": (["reproduce", "aipo-tables", "--size", "huge"], None,
                                r"argument --size: invalid choice"),
+    "preset unknown": (["solve", "--city", "kotka", "--k", "20", "--mechanism", "lp-bd", "--preset", "nope"], None,
+                       r"`--preset nope`: Mechanism `lp-bd` has no preset `nope`; it has: paper, stabilised"),
     # regimes: refused before any point runs
     "regimes method unknown": (["regimes", "--tiny", "--only", "nope", "--out", "{in}/reg"], None,
                                r"Unknown method\(s\) \['nope'\]"),

@@ -156,3 +156,13 @@ def test_the_cli_says_a_collapsed_release_is_degenerate_in_its_verdict(tmp_path:
     meta = json.loads(out.read_text())
     assert meta["status"] == "optimal" and meta["degenerate"] is True and meta["verdict"]["level"] == "error"
     assert meta["against_claim"]["check"] == "violations.V_pair" and meta["against_claim"]["violated"] > 0
+
+
+def test_solve_runs_a_mechanisms_preset(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--preset NAME` starts from the mechanism's preset; --eps and --param apply on top; `mechanisms` lists them."""
+    assert main(["solve", "--city", "rome", "--k", "60", "--outputs", "20", "--cost", "distance", "--mechanism",
+                 "lp-bd", "--preset", "stabilised", "--eps", "8", "--no-cache"]) in (0, 1)
+    out = capsys.readouterr().out
+    assert '"stabilise": 0.3' in out and '"row_cuts": true' in out and '"eps": 8.0' in out
+    assert main(["mechanisms"]) == 0
+    assert "--preset stabilised" in capsys.readouterr().out
