@@ -22,6 +22,7 @@ with st.sidebar:
 solve_clicked = presets.take_auto_solve("compare") or solve_clicked
 
 st.markdown("#### Compare mechanisms on the same problem")
+solving.stopped_notice()
 state.show_notices()
 if len(chosen) < 2:
     st.info("Choose at least two mechanisms in the sidebar.", icon=":material/arrow_back:")

@@ -30,6 +30,7 @@ result, error = (None, None) if upload_error and not solve_now else solving.solv
     prob, mech, params, solve_now, float(ss["time_limit"]))
 
 st.markdown(explore.headline(prob, mech, params))
+solving.stopped_notice()
 if upload_error and result is None:  # in the main area, in place of the previous result
     st.error(f"Your points were not loaded: {upload_error} Fix the file or remove it in the sidebar; Solve runs on "
              "the sampled road nodes meanwhile.", icon=":material/upload_file:")

@@ -28,7 +28,7 @@ from .mechanisms.base import Mechanism, Result
 from .progress import Progress
 from .paths import atomic_write, cache_dir, file_lock, remove_stale_tmp
 from .problem import Problem
-from .progress import no_progress
+from .progress import Stopped, no_progress
 from .result_store import CACHEABLE, StoreError, encode, problems, read
 
 __all__ = ["CACHEABLE", "cache_key", "cached_result", "check_time_limit", "solve"]
@@ -95,6 +95,11 @@ def _run(mech: Mechanism, problem: Problem, params: dict[str, Any], progress: Pr
         result = mech.solve(problem, params, progress, time_limit)
     except MdpvizError:
         raise
+    except Stopped as e:  # the person stopped it (through the progress callback): nothing to keep or cache
+        took = time.perf_counter() - t0
+        return Result(mech.name, params, None, "stopped", float(params.get("eps", math.nan)),
+                      message=f"Stopped at your request after {took:.1f} s, during {e}; nothing was kept.",
+                      timings={"total_s": took})
     except Exception as e:  # a bug or a solver crash: a message for the person, the cause chained for the log
         msg = (f"Mechanism `{mech.name}` failed with {type(e).__name__}: {e}. Nothing was cached; this is a bug in "
                "mdpviz or its solver, not in your input.")

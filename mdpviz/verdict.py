@@ -219,12 +219,14 @@ def verdict(result: Result, evaluation: dict[str, Any] | None = None, *, label: 
     if not result.ok:
         bound = f" The best certified lower bound on the loss is {format_m(result.bound_m)}." if result.bound_m else ""
         what = {"time limit": f"time limit{took}, no mechanism to show.",
+                "stopped": f"stopped at your request{took}, no mechanism to show.",
                 "infeasible": "no mechanism exists for these settings (the LP is infeasible).",
                 "error": f"the solver failed{took}; no mechanism to show."}.get(
             result.status, f"status {result.status}{took}, no mechanism to show.")
         plain = {"time limit": f"{name} gave no mechanism: it reached its time limit{took} before finding one.",
                  "infeasible": f"{name} gave no mechanism: none exists at these settings.",
-                 "error": f"{name} gave no mechanism: its solver failed."}.get(
+                 "error": f"{name} gave no mechanism: its solver failed.",
+                 "stopped": f"{name} gave no mechanism: you stopped it{took}."}.get(
             result.status, f"{name} gave no mechanism ({result.status}).")
         return Verdict("error", f"{name}: {what}{bound}", short=f"no mechanism ({result.status})", plain=plain)
     stopped = UNFINISHED.get(result.status, "")

@@ -200,3 +200,33 @@ def test_an_unreadable_lock_is_waited_for_without_spinning(small: Problem, monke
     with file_lock(lock, 0.5, poll_s=0.1) as state:
         assert not state and state.problem == ""  # busy: the wait ran out, nothing was broken
     assert len(reads) <= 10  # about one look per poll (0.5 s / 0.1 s), not thousands
+
+
+def test_a_solve_stopped_through_its_progress_callback_keeps_nothing(small: Problem) -> None:
+    """The dashboard's Stop button: the progress callback raises Stopped at the solver's next step; the result is
+    'stopped', with no Z, nothing cached, and the lock released."""
+    from mdpviz.progress import Stopped
+    from mdpviz.verdict import verdict
+
+    def stop_now(phase: str, fraction: float | None) -> None:
+        raise Stopped(phase)
+
+    r = solve_guarded(small, "lp", {"eps": 3.0}, progress=stop_now)
+    assert r.status == "stopped" and r.Z is None and "Stopped at your request" in r.message
+    assert cached_result(small, "lp", {"eps": 3.0}) is None
+    assert not entry(small, "lp").with_suffix(".lock").exists()
+    assert "you stopped it" in verdict(r, label="LP").plain
+    assert solve(small, "lp", {"eps": 3.0}).status == "optimal"  # and the next solve runs normally
+
+
+def test_the_stop_button_asks_the_running_solve_to_stop() -> None:
+    import streamlit as st
+
+    from mdpviz.ui import solving
+
+    cancel = threading.Event()
+    ss: dict[str, Any] = {}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(st, "session_state", ss)
+        solving.stop(cancel, "Optimal LP")
+    assert cancel.is_set() and ss["_stopped"] == "Optimal LP"

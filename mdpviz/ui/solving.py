@@ -16,6 +16,7 @@ from mdpviz.errors import MdpvizError
 from mdpviz.explain import solve_warning
 from mdpviz.mechanisms import Mechanism, Result
 from mdpviz.problem import Problem
+from mdpviz.progress import Stopped
 from mdpviz.solve import solve
 
 from . import cache
@@ -69,10 +70,13 @@ def run_solve(prob: Problem, mech: Mechanism, params: dict[str, Any], time_limit
     box: dict[str, Any] = {"phase": "starting", "fraction": None}
     out: dict[str, Any] = {}
     name = label or mech.label
+    cancel = threading.Event()
 
     def progress(phase: str, fraction: float | None) -> None:
-        """Record the latest phase and fraction (called in the worker thread)."""
+        """Record the latest phase and fraction (called in the worker thread); stop once asked to."""
         box["phase"], box["fraction"] = phase, fraction
+        if cancel.is_set():
+            raise Stopped(phase)
 
     def work() -> None:
         """Run the solve, keeping its result or its exception for the script thread."""
@@ -89,6 +93,9 @@ def run_solve(prob: Problem, mech: Mechanism, params: dict[str, Any], time_limit
         holder = st.empty()  # the progress box goes once the solve ends: the verdict below says what it gave
         with holder.status(f"Solving {name}…", expanded=True):
             bar = st.progress(0.0, text="starting")
+            st.button("Stop this solve", icon=":material/stop:", on_click=stop, args=(cancel, name),
+                      key=f"stop-solve-{id(cancel)}",
+                      help="Stops at the solver's next step (a single LP finishes its current run first).")
             while worker.is_alive():
                 worker.join(0.2)
                 el = time.perf_counter() - t0
@@ -102,6 +109,20 @@ def run_solve(prob: Problem, mech: Mechanism, params: dict[str, Any], time_limit
     result = out["result"]
     cache.remember(prob, result)
     return result
+
+
+def stop(cancel: threading.Event, name: str) -> None:
+    """The Stop button's callback: ask the running solve to stop, and say so on the page that follows."""
+    cancel.set()
+    st.session_state["_stopped"] = name
+
+
+def stopped_notice() -> None:
+    """Once, after a Stop: which solve was stopped (nothing of it is kept or cached)."""
+    name = st.session_state.pop("_stopped", None)
+    if name:
+        st.info(f"You stopped the solve of {name}; nothing of it was kept. Change the settings or press Solve "
+                "again.", icon=":material/stop_circle:")
 
 
 def solve_or_lookup(prob: Problem, mech: Mechanism, params: dict[str, Any], solve_now: bool,
