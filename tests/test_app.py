@@ -911,3 +911,12 @@ def test_an_example_keeps_nothing_of_the_one_before() -> None:
     defaults = get_mechanism("panda-e").defaults()
     assert ss["mp.panda-e.eps_bar"] == defaults["eps_bar"] and ss["mp.panda-e.pair_radius_km"] == 0.0
     assert ss["mp.panda-e.eps"] == defaults["eps"] and ss["k"] == 2000 and ss["city"] == "rome"
+
+
+def test_learns_delta_tab_has_a_live_example() -> None:
+    at = app("app_pages/learn.py")
+    assert "Live, PAnDA-p on 100 secrets of Helsinki" in texts(at.markdown)
+    at.select_slider(key="learn_delta").set_value(0.15).run()
+    assert not at.exception, [e.value for e in at.exception]
+    shown = texts(at.markdown)
+    assert "at δ = 0.15 the safety margin takes **0 %**" in shown and "(at δ = 10⁻⁷: 0.48 %)" in shown
