@@ -92,7 +92,8 @@ def readme(table: pd.DataFrame, labels: Mapping[str, str], size: Size, meta: Map
     lines = [
         "# Where each mechanism wins: the regime grid", "",
         f"Written by `{meta['command']}` on {meta['date']}; {meta['points']} points ({meta['computed']} computed in "
-        f"this run, {meta['reused']} reused), wall time {meta['wall_s'] / 60:.1f} min on {meta['workers']} worker(s) "
+        f"this run, {meta['reused']} reused), {meta['wall_label']} {meta['wall_s'] / 60:.1f} min on "
+        f"{meta['workers']} worker(s) "
         f"({meta['backend']}); machine: {meta['machine']}; {meta['load']} at the start."
         + (f" The points finished from {meta['span']} (1-minute load {meta['point_load']} as each ended), made by "
            f"library version(s) {', '.join(meta['stamps'])} (`mdpviz.sweep.code_stamp`)." if meta.get("span") else ""),
@@ -102,7 +103,7 @@ def readme(table: pd.DataFrame, labels: Mapping[str, str], size: Size, meta: Map
         + (f" (and {', '.join(f'{k:,}' for k in size.large_ks)} for the methods built for it)" if size.large_ks else "")
         + f"; |Y| = min({size.outputs}, K); ε = {', '.join(f'{e:g}' for e in size.eps)} km⁻¹; "
         f"{' and '.join(size.costs)} cost (travel: the discrepancy of road travel to one task node, as in the "
-        "authors' artifact); seeds {', '.join(map(str, size.seeds))}; {size.time_limit:g} s per solve.",
+        f"authors' artifact); seeds {', '.join(map(str, size.seeds))}; {size.time_limit:g} s per solve.",
         *([f"Left out: {left_out}.", ""] if left_out else []),
         "Each cell's outcome (`mdpviz/regimes/cells.py`): **beats EM** = keeps its claim (measured), not degenerate, "
         "and a loss at least 1 % below the exponential mechanism's on every seed; **trails EM** = sound but not "
@@ -140,10 +141,15 @@ def run_meta(command: str, run: Any, workers: int, wall_s: float, load: str, mac
     """The run's facts for the README: the points' library versions (code stamps) and when they finished, too."""
     stamps = sorted({str(r.get("code", "?")) for r in run.records})
     finished = sorted(str(r["finished"]) for r in run.records if r.get("finished"))
+    wall_label = "wall time"
+    if run.computed == 0 and len(finished) > 1:  # a report of points made earlier: the time they took to make
+        first, last = (dt.datetime.fromisoformat(t) for t in (finished[0], finished[-1]))
+        wall_s, wall_label = (last - first).total_seconds(), "made over"
     loads = [float(r["load"]) for r in run.records if isinstance(r.get("load"), (int, float))]
     return {"command": command, "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "points": len(run.records), "computed": run.computed, "reused": run.reused, "wall_s": wall_s,
             "workers": workers, "backend": run.backend, "load": load, "machine": machine, "stamps": stamps,
+            "wall_label": wall_label,
             "span": f"{finished[0]} to {finished[-1]}" if finished else "",
             "point_load": f"{min(loads):.1f}–{max(loads):.1f}" if loads else ""}
 

@@ -110,7 +110,9 @@ def main(a: argparse.Namespace, say: Callable[[str], Any] = print) -> int:
     command = f"python -m mdpviz regimes --size {a.size} --out {a.out}" + (
         " --retry-limits" if a.retry_limits else "") + (
         f" --workers {a.workers}" if a.workers else "") + (f" --only {' '.join(a.only)}" if a.only else "")
-    meta = report.run_meta(command, run, a.workers or 1, wall, start_load, machine())
+    # a report of points made earlier: as many workers as made them (distinct processes)
+    workers = a.workers or (len({r.get("worker") for r in run.records if r.get("worker")}) if a.report_only else 1)
+    meta = report.run_meta(command, run, workers, wall, start_load, machine())
     left = COMMITTED_LEFT_OUT if size.name == "committed" else ""
     if run.stopped:
         left = (left + "; " if left else "") + (f"{run.total - len(run.records)} points not run yet (a rerun of the "
