@@ -56,7 +56,7 @@ TINY = Size("tiny", ("rome",), ("centre:2", "whole"), (40,), (), (1.0, 5.0), ("d
                                    "dista-lp"))
 SIZES = {s.name: s for s in (TINY, COMMITTED, FULL)}
 COMMITTED_LEFT_OUT = ("K = 200, 2,000 and 5,000 (only K = 500, the papers' common size); seeds 1 and 2 (one seed, "
-                      "so no intervals: `--size committed` with more seeds resumes from the points file); Benders' "
+                      "so no intervals; the full form has three); Benders' "
                       "plain and authors'-code presets (only `lp-bd:stabilised`, the one that finishes soonest: the "
                       "three solve the same neighbour LP); a 20 s limit per solve instead of 600 s, so slow methods "
                       "(the LP at small ε, Benders, AIPO's budget search) end in 'time limit' where a longer run "
