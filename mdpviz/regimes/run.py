@@ -108,7 +108,7 @@ def main(a: argparse.Namespace, say: Callable[[str], Any] = print) -> int:
     wall = time.perf_counter() - t0
     table = cell_table(report.records_of(run.records))
     command = f"python -m mdpviz regimes --size {a.size} --out {a.out}" + (
-        " --retry-limits" if a.retry_limits else "") + (
+        " --retry-limits" if a.retry_limits else "") + (" --report-only" if a.report_only else "") + (
         f" --workers {a.workers}" if a.workers else "") + (f" --only {' '.join(a.only)}" if a.only else "")
     # a report of points made earlier: as many workers as made them (distinct processes)
     workers = a.workers or (len({r.get("worker") for r in run.records if r.get("worker")}) if a.report_only else 1)
