@@ -51,7 +51,8 @@ def seed_examples(table: pd.DataFrame) -> list[dict[str, Any]]:
             "help": (f"From the committed regime grid (docs/regimes/): {method.label} keeps its claim here and its "
                      f"loss is {best['vs_em']:.2f}× the exponential mechanism's ({best['loss_m']:,.0f} m against "
                      f"{best['em_loss_m']:,.0f} m; privacy cost {best['privacy_cost_m']:,.0f} m). It beats EM in "
-                     f"{len(rows)} of {int((table['method'] == best['method']).sum())} cells of the grid. Its solve "
+                     f"{int((rows['method'] == best['method']).sum())} of "
+                     f"{int((table['method'] == best['method']).sum())} cells of the grid. Its solve "
                      f"took {best['time_s']:.1f} s there (median over seeds, on the 2-core machine)."),
             "values": values})
     return out
