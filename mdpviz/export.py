@@ -16,13 +16,12 @@ import numpy as np
 import pandas as pd
 
 from . import metrics
-from .metrics import floor_m
 from .errors import MdpvizError
 from .mechanisms.base import Result
 from .paths import atomic_write, read_only
 from .problem import Problem
 from .reference import Reference
-from .verdict import claim_check, claims_all_pairs, degenerate_text, verdict
+from .verdict import against_claim, claims_all_pairs, degenerate_text, verdict
 
 FORMATS = (".npz", ".csv", ".json", ".geojson", ".gpkg")
 
@@ -52,21 +51,17 @@ def privacy(result: Result, evaluation: dict[str, Any] | None) -> dict[str, Any]
         all_pairs = evaluation["violations"]
         out["all_pairs"] = {"violated": all_pairs["violated_pairs"], "checked": all_pairs["checked_pairs"],
                             "tolerance_relative": all_pairs["tolerance"]}
-        found = claim_check(result)
-        if claims_all_pairs(result.claim):
-            out["against_claim"] = {**out["all_pairs"], "unit": "ordered pairs", "check": "all pairs"}
-        elif found is not None:
-            name, bad, total, unit = found
-            out["against_claim"] = {"violated": bad, "checked": total, "unit": unit, "check": name}
+    if (measured := against_claim(result, evaluation)) is not None:
+        out["against_claim"] = {"violated": measured.violated, "checked": measured.checked, "unit": measured.unit,
+                                "check": measured.check}
     return out
 
 
-def yardsticks(problem: Problem, evaluation: dict[str, Any] | None, ref: Reference | None) -> dict[str, Any]:
+def yardsticks(evaluation: dict[str, Any] | None, ref: Reference | None) -> dict[str, Any]:
     """The loss read against the no-privacy floor, and against the exact LP where it was solved (``ref``)."""
     if evaluation is None:
         return {}
-    loss = float(evaluation["utility_loss_m"])
-    floor = float(evaluation.get("floor_m", floor_m(problem)))
+    loss, floor = float(evaluation["utility_loss_m"]), float(evaluation["floor_m"])
     out: dict[str, Any] = {"utility_loss_m": loss, "floor_m": floor, "privacy_cost_m": loss - floor}
     if ref is not None:
         out.update(lp_optimum_m=ref.lp_m, lp_lower_bound_m=ref.lp_bound_m, lp_status=ref.lp_status,
@@ -80,7 +75,7 @@ def metadata(problem: Problem, result: Result, evaluation: dict[str, Any] | None
     against (the floor; the exact LP with ``ref``), then problem settings, parameters, status, timings, sizes,
     diagnostics, metrics."""
     meta: dict[str, Any] = _jsonable({
-        **privacy(result, evaluation), **yardsticks(problem, evaluation, ref),
+        **privacy(result, evaluation), **yardsticks(evaluation, ref),
         "mechanism": result.mechanism, "params": result.params, "status": result.status, "message": result.message,
         "eps_km_inv": result.eps, "timings_s": result.timings, "lp_size": result.lp_size,
         "objective_m": result.objective_m, "lower_bound_m": result.bound_m, "diagnostics": result.diagnostics,

@@ -240,7 +240,7 @@ def result_row(problem: Any, result: Any, *, check: bool = True) -> dict[str, An
     violations of ε-mDP on all pairs in its claim's metric, the violations against its own claim (``claim_*``:
     all pairs, or the narrower check the mechanism reports), the Bayes adversary's error (m) and the verdict."""
     from . import metrics
-    from .verdict import claim_check, claims_all_pairs, degenerate_text, verdict
+    from .verdict import against_claim, degenerate_text, verdict
 
     row: dict[str, Any] = {"status": result.status, "message": result.message,
                            "degenerate": degenerate_text(result), "claim": result.claim,
@@ -253,23 +253,22 @@ def result_row(problem: Any, result: Any, *, check: bool = True) -> dict[str, An
     if result.Z is None:
         row["verdict"] = verdict(result).level
         return row
-    row["loss_m"] = metrics.utility_loss_m(problem, result.Z)
-    row["floor_m"] = metrics.floor_m(problem)
-    row["privacy_cost_m"] = row["loss_m"] - row["floor_m"]
-    if check:
-        ev = metrics.evaluate(problem, result.Z, result.eps, metric=result.check_metric)
-        v = ev["violations"]
-        assert isinstance(v, dict)
-        row.update(violated_pairs=v["violated_pairs"], checked_pairs=v["checked_pairs"], violation_ratio=v["ratio"],
-                   worst_factor=v["worst_factor"], check_metric=result.check_metric or problem.metric,
-                   adversary_error_m=ev["adversary_error_m"])
-        found = claim_check(result)
-        if claims_all_pairs(result.claim):
-            row.update(claim_violated=v["violated_pairs"], claim_checked=v["checked_pairs"], claim_check="all pairs")
-        elif found is not None:
-            row.update(claim_violated=found[1], claim_checked=found[2], claim_check=found[0])
-        said = verdict(result, ev)
-        row.update(verdict=said.level, verdict_short=said.short)
+    if not check:
+        loss, floor = metrics.utility_loss_m(problem, result.Z), metrics.floor_m(problem)
+        row.update(loss_m=loss, floor_m=floor, privacy_cost_m=loss - floor)
+        return row
+    ev = metrics.evaluate(problem, result.Z, result.eps, metric=result.check_metric)
+    v = ev["violations"]
+    assert isinstance(v, dict)
+    row.update(loss_m=ev["utility_loss_m"], floor_m=ev["floor_m"], privacy_cost_m=ev["privacy_cost_m"],
+               violated_pairs=v["violated_pairs"], checked_pairs=v["checked_pairs"], violation_ratio=v["ratio"],
+               worst_factor=v["worst_factor"], check_metric=result.check_metric or problem.metric,
+               adversary_error_m=ev["adversary_error_m"])
+    if (measured := against_claim(result, ev)) is not None:
+        row.update(claim_violated=measured.violated, claim_checked=measured.checked, claim_check=measured.check,
+                   claim_kept=measured.kept)
+    said = verdict(result, ev)
+    row.update(verdict=said.level, verdict_short=said.short)
     return row
 
 

@@ -122,6 +122,36 @@ def pmdp_allows(result: Result, check_name: str, violated: int, checked: int) ->
     return not claim_refuted(violated, checked, float(delta))
 
 
+@dataclass(frozen=True)
+class ClaimMeasure:
+    """A result measured against its own claim: ``check`` names what measured it (``all pairs``, or the dotted
+    name of the mechanism's diagnostic), ``violated`` of ``checked`` ``unit`` break ε-mDP, and ``kept`` says whether
+    the claim holds (for PAnDA's (ε, δ)-PmDP, within what δ allows)."""
+
+    check: str
+    violated: int
+    checked: int
+    unit: str
+    kept: bool
+
+
+def against_claim(result: Result, evaluation: dict[str, Any] | None) -> ClaimMeasure | None:
+    """The one measurement of a result against its claim, which the verdict, exports, sweep rows and pages share:
+    the all-pairs check for an all-pairs claim, else the mechanism's own check (:func:`claim_check`); None when
+    nothing measures the claim (no evaluation, or a narrower claim with no check)."""
+    if evaluation is None:
+        return None
+    if claims_all_pairs(result.claim):
+        v = evaluation["violations"]
+        bad, total = int(v["violated_pairs"]), int(v["checked_pairs"])
+        return ClaimMeasure("all pairs", bad, total, "ordered pairs", bad == 0)
+    found = claim_check(result)
+    if found is None:
+        return None
+    name, bad, total, unit = found
+    return ClaimMeasure(name, bad, total, unit, bad == 0 or pmdp_allows(result, name, bad, total))
+
+
 def _pairs(n: int) -> str:
     return f"{n:,} ordered pair{'s' if n != 1 else ''}"
 
@@ -253,12 +283,12 @@ def verdict(result: Result, evaluation: dict[str, Any] | None = None, *, label: 
                        f"uses {float(v['worst_factor']):.3g}× the allowed ε·d).")
             claim_line = f"{bad:,} of {_pairs(checked)} violate ε-mDP ({bad / checked:.3g}), which it claims."
     else:
-        found = claim_check(result)
+        measured = against_claim(result, evaluation)
         all_txt = (f"{bad / checked:.2g} of all pairs ({bad:,} of {checked:,})" if bad
                    else f"none of all {_pairs(checked)}")
-        if found is not None:
-            check_name, c_bad, c_total, unit = found
-            kept = c_bad == 0 or (pmdp_allows(result, check_name, c_bad, c_total))
+        if measured is not None:
+            check_name, c_bad, c_total, unit = measured.check, measured.violated, measured.checked, measured.unit
+            kept = measured.kept
             kind, counts = ("narrower" if kept else "broken"), (c_bad, c_total, unit)
             what = f"{c_total:,} {'enforced' if 'enforced' in check_name.lower() else 'claimed'} {unit}"
             level = "ok" if kept else "error"

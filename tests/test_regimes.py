@@ -177,3 +177,13 @@ def test_examples_follow_the_map(tiny: Path) -> None:
     assert not check(aipo)
     panda = [n for n in nowhere(table) if n[0].startswith("PAnDA")]
     assert panda and panda[0][1] in ("breaks its claim", "is degenerate", "gives no mechanism", "trails EM")
+
+
+def test_a_claim_within_what_delta_allows_is_not_broken_in_the_grid() -> None:
+    """The cell table follows the verdict (verdict.against_claim), not a raw count: PAnDA's V_pair within δ keeps
+    its claim; a record made before ``claim_kept`` existed is judged by its count."""
+    recs = [record("em", 0, loss_m=1400.0, status="closed form"),
+            record("within", 0, loss_m=1300.0, claim_violated=3, claim_kept=True),
+            record("old", 0, loss_m=1300.0, claim_violated=3)]
+    table = cell_table(recs).set_index("method")
+    assert table.loc["within", "outcome"] == "beats EM" and table.loc["old", "outcome"] == "breaks its claim"

@@ -63,7 +63,11 @@ def _outcome(g: pd.DataFrame, method: str) -> str:
     has_z = g["loss_m"].notna() if "loss_m" in g else pd.Series(False, index=g.index)
     if not has_z.all():
         return "no result"
-    if "claim_violated" in g and (g["claim_violated"].fillna(0) > 0).any():
+    # kept or not, as the verdict decides (PAnDA's δ allowance included); records made before ``claim_kept``
+    # existed are judged by their count
+    kept = g["claim_kept"] if "claim_kept" in g else pd.Series(np.nan, index=g.index)
+    broken = kept.eq(False) | (kept.isna() & (g.get("claim_violated", pd.Series(0, index=g.index)).fillna(0) > 0))
+    if bool(broken.any()):
         return "breaks its claim"
     if (g["degenerate"].fillna("") != "").any():
         return "degenerate"
