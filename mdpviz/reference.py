@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 
 from .metrics import floor_m, utility_loss_m
+from .mechanisms.base import Result
 from .problem import Problem
 
 
@@ -69,10 +70,8 @@ def reference(problem: Problem, eps: float, *, time_limit: float | None = None, 
         return Reference(floor)
     from .solve import solve
 
-    r = solve(problem, "lp", {"eps": float(eps)}, time_limit=time_limit, use_cache=use_cache)
-    if r.status == "optimal" and r.Z is not None:
-        return Reference(floor, utility_loss_m(problem, r.Z), None, r.status)
-    return Reference(floor, None, r.bound_m, r.status)
+    return _with_lp(problem, floor, solve(problem, "lp", {"eps": float(eps)}, time_limit=time_limit,
+                                          use_cache=use_cache))
 
 
 def cached_reference(problem: Problem, eps: float) -> Reference:
@@ -81,6 +80,11 @@ def cached_reference(problem: Problem, eps: float) -> Reference:
 
     floor = floor_m(problem)
     r = cached_result(problem, "lp", {"eps": float(eps)})
-    if r is None or r.Z is None or r.status != "optimal":
-        return Reference(floor)
-    return Reference(floor, utility_loss_m(problem, r.Z), None, r.status)
+    return Reference(floor) if r is None else _with_lp(problem, floor, r)
+
+
+def _with_lp(problem: Problem, floor: float, r: Result) -> Reference:
+    """The floor with what an exact LP's result certifies: its loss when optimal, else its lower bound."""
+    if r.status == "optimal" and r.Z is not None:
+        return Reference(floor, utility_loss_m(problem, r.Z), None, r.status)
+    return Reference(floor, None, r.bound_m, r.status)

@@ -31,7 +31,7 @@ from .problem import Problem
 from .progress import Stopped, no_progress
 from .result_store import CACHEABLE, StoreError, encode, problems, read
 
-__all__ = ["CACHEABLE", "cache_key", "cached_result", "check_time_limit", "solve"]
+__all__ = ["CACHEABLE", "cache_key", "cached_result", "check_time_limit", "entry_path", "solve"]
 
 LOCK_WAIT_S = 900.0  # the ceiling of any wait for another solve of the same key (the time limit, if shorter, wins)
 _TIDIED: set[Path] = set()  # results folders already cleared of stale temporary files by this process
@@ -73,6 +73,12 @@ def check_time_limit(time_limit: Any) -> None:
     if time_limit is not None and not (number and math.isfinite(time_limit) and time_limit > 0):
         raise ParameterError(f"`time_limit` = {time_limit!r} is invalid: it must be a number of seconds > 0 "
                              "(or no limit at all).")
+
+
+def entry_path(problem: Problem, mechanism: str, params: dict[str, Any] | None = None) -> Path:
+    """Where the cache entry of these inputs is, or would be (its modification time tells a page when it changed)."""
+    mech = get_mechanism(mechanism)
+    return _path(cache_key(problem, mech.name, mech.validate(params)))
 
 
 def cached_result(problem: Problem, mechanism: str, params: dict[str, Any] | None = None) -> Result | None:

@@ -47,3 +47,20 @@ def test_privacy_costs_are_read_against_the_exact_lp(pb: Problem) -> None:
 def test_a_stopped_lp_gives_its_bound_not_an_optimum(pb: Problem) -> None:
     ref = reference(pb, 3.0, time_limit=1e-6, use_cache=False)
     assert ref.lp_status == "time limit" and ref.lp_m is None and ref.share_of_lp(1e9) is None
+
+
+def test_the_dashboard_reads_the_lp_reference_once_per_cache_entry(pb: Problem, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Explore's privacy-cost metric reads the LP's cache entry once, and again only when that entry changes."""
+    import streamlit as st
+
+    import mdpviz.ui.cache as cache
+
+    st.cache_resource.clear()
+    reads = []
+    real = cache.cached_reference
+    monkeypatch.setattr(cache, "cached_reference", lambda p, e: reads.append(e) or real(p, e))
+    first = cache.reference(pb, 4.0)
+    assert cache.reference(pb, 4.0) == first and len(reads) == 1 and first.lp_m is None
+    solve(pb, "lp", {"eps": 4.0})  # the entry appears: read again
+    assert cache.reference(pb, 4.0).lp_m is not None and len(reads) == 2
+    st.cache_resource.clear()

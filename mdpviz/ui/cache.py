@@ -24,7 +24,8 @@ from mdpviz.errors import MdpvizError
 from mdpviz.mechanisms import Result, get_mechanism
 from mdpviz.metrics import evaluate, expected_report, per_secret_loss_m
 from mdpviz.problem import Problem, build_problem, problem_from_points
-from mdpviz.solve import cache_key, cached_result
+from mdpviz.reference import Reference, cached_reference
+from mdpviz.solve import cache_key, cached_result, entry_path
 
 from . import basemap, maps
 
@@ -192,3 +193,18 @@ def violating_pairs(_prob: Problem, _result: Result, key: str, limit: int = 300
     assert v.worst_pairs is not None
     return (*v.worst_pairs, v.violated_pairs)
 
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _reference(_prob: Problem, fingerprint: str, eps: float, stamp: float) -> Reference:
+    return cached_reference(_prob, eps)
+
+
+def reference(prob: Problem, eps: float) -> Reference:
+    """The floor, and the exact LP's optimum when it is in the disk cache: read once per problem, ε and version of
+    that cache entry (its modification time), not on every rerun of a page."""
+    try:
+        stamp = entry_path(prob, "lp", {"eps": float(eps)}).stat().st_mtime
+    except OSError:
+        stamp = 0.0  # no LP solved for these inputs (yet)
+    return _reference(prob, prob.fingerprint, float(eps), stamp)

@@ -8,7 +8,6 @@ import pandas as pd
 import streamlit as st
 
 from mdpviz.export import result_bytes
-from mdpviz.reference import cached_reference
 from mdpviz.mechanisms import Result
 from mdpviz.problem import Problem
 
@@ -65,7 +64,7 @@ def _time_tab(t_time: Any, result: Result, key: str) -> None:
 def downloads(prob: Problem, result: Result, ev: dict[str, Any] | None, key: str) -> None:
     """Z as CSV and NPZ, metrics and metadata as JSON, secrets and outputs as GeoJSON (built only when clicked)."""
     stem = f"mdpviz-{prob.city or 'points'}-K{prob.k}-{result.mechanism}"
-    ref = cached_reference(prob, result.eps) if result.ok else None  # the exact LP's optimum, when in the cache
+    ref = cache.reference(prob, result.eps) if result.ok else None  # the exact LP's optimum, when in the cache
     c1, c2, c3, c4 = st.columns(4)
     c1.download_button("Z (CSV)", data=lambda: result_bytes(".csv", prob, result, ev, ref), file_name=f"{stem}.csv",
                        mime="text/csv", on_click="ignore", key=f"dl-csv-{key}", icon=":material/download:")

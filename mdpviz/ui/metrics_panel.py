@@ -11,10 +11,9 @@ import streamlit as st
 from mdpviz.explain import format_s
 from mdpviz.mechanisms import Result
 from mdpviz.problem import Problem
-from mdpviz.reference import cached_reference
 from mdpviz.verdict import Verdict, against_claim, verdict
 
-from . import glossary
+from . import cache, glossary
 
 
 def phase_text(timings: dict[str, float]) -> str:
@@ -76,7 +75,7 @@ def metrics_panel(prob: Problem, result: Result, ev: dict[str, Any], v: Verdict 
     viol = ev["violations"]
     if v is not None and v.meaning:
         st.caption(v.meaning)
-    ref = cached_reference(prob, result.eps)
+    ref = cache.reference(prob, result.eps)
     loss = float(ev["utility_loss_m"])
     share = ref.share_of_lp(loss)
     st.metric("Privacy cost (m)", f"{ref.privacy_cost_m(loss):.1f}",
