@@ -11,7 +11,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import geopandas as gpd
 import numpy as np
 import pandas as pd
 
@@ -94,7 +93,7 @@ def _csv_comments(meta: dict[str, Any]) -> str:
     return "".join(f"# {line}\n" for line in lines)
 
 
-def geo_frames(problem: Problem, result: Result) -> tuple[gpd.GeoDataFrame, gpd.GeoDataFrame]:
+def geo_frames(problem: Problem, result: Result) -> tuple[Any, Any]:
     """(secrets, outputs) as point layers in WGS 84 for a GIS.
 
     Secrets: index, prior, expected loss (m), the most likely report (its output index, position and
@@ -102,6 +101,8 @@ def geo_frames(problem: Problem, result: Result) -> tuple[gpd.GeoDataFrame, gpd.
     claim's metric (all pairs; for a narrower claim some of them are outside it, see the file's ``claim``).
     Outputs: index and the probability that a report is this output.
     """
+    import geopandas as gpd  # only the GIS formats need it: kept off the start-up of the CLI and the dashboard
+
     if result.Z is None:
         raise MdpvizError(f"There is no mechanism to export (status {result.status}).")
     Z = result.Z

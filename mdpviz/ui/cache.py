@@ -13,9 +13,11 @@ import base64
 import hashlib
 import json
 import weakref
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pydeck as pdk
 import streamlit as st
 
@@ -25,6 +27,8 @@ from mdpviz.mechanisms import Result, get_mechanism
 from mdpviz.metrics import evaluate, expected_report, per_secret_loss_m
 from mdpviz.problem import Problem, build_problem, problem_from_points
 from mdpviz.reference import Reference, cached_reference
+from mdpviz.regimes.report import CELLS_FILE, load_cells
+from mdpviz.regimes.report import SHIPPED_DIR as REGIMES_DIR
 from mdpviz.solve import cache_key, cached_result, entry_path
 
 from . import basemap, maps
@@ -208,3 +212,15 @@ def reference(prob: Problem, eps: float) -> Reference:
     except OSError:
         stamp = 0.0  # no LP solved for these inputs (yet)
     return _reference(prob, prob.fingerprint, float(eps), stamp)
+
+
+@st.cache_data(show_spinner=False)
+def _regime_cells(folder: str, mtime: float) -> pd.DataFrame | None:
+    return load_cells(Path(folder))
+
+
+def regime_cells(folder: Path = REGIMES_DIR) -> pd.DataFrame | None:
+    """The regime grid's cell table (``docs/regimes/cells.csv`` by default; None when there is none): read once per
+    version of the file, for the Which mechanism? page, Home and the examples alike."""
+    path = folder / CELLS_FILE
+    return _regime_cells(str(folder), path.stat().st_mtime if path.is_file() else 0.0)

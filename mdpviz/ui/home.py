@@ -79,11 +79,10 @@ def seed_examples() -> None:
     import streamlit as st
 
     from mdpviz.regimes.examples import nowhere
-    from mdpviz.regimes.report import load_cells
 
-    from . import presets
+    from . import cache, presets
 
-    table = load_cells()
+    table = cache.regime_cells()
     if table is None:
         return
     st.markdown("**The seed papers' methods where they work** (from the regime grid: they keep their claim and "

@@ -93,22 +93,14 @@ def from_mechanism(mech: Any, preset: Any) -> dict[str, Any] | None:
             "values": values}
 
 
-@st.cache_data(show_spinner=False)
-def regime_examples(_mtime: float) -> list[dict[str, Any]]:
-    """The seeds' examples where they win, from the committed regime grid (``mdpviz.regimes.examples``; read
-    again when its file changes)."""
+def regime_examples() -> list[dict[str, Any]]:
+    """The seeds' examples where they win, from the committed regime grid (``mdpviz.regimes.examples``)."""
     from mdpviz.regimes.examples import seed_examples
-    from mdpviz.regimes.report import load_cells
 
-    table = load_cells()
+    from .cache import regime_cells
+
+    table = regime_cells()
     return [] if table is None else seed_examples(table)
-
-
-def _grid_mtime() -> float:
-    from mdpviz.regimes.report import CELLS_FILE, SHIPPED_DIR
-
-    path = SHIPPED_DIR / CELLS_FILE
-    return path.stat().st_mtime if path.is_file() else 0.0
 
 
 def presets() -> list[dict[str, Any]]:
@@ -117,7 +109,7 @@ def presets() -> list[dict[str, Any]]:
     from mdpviz.mechanisms import mechanisms
 
     found = [{**p, "main": True} for p in json.loads(_FILE.read_text(encoding="utf-8"))]
-    found += regime_examples(_grid_mtime())
+    found += regime_examples()
     seen = {p["id"] for p in found} | {p["label"] for p in found}
     for mech in mechanisms():
         for preset in getattr(mech, "presets", ()) or ():

@@ -11,9 +11,9 @@ import streamlit as st
 
 from mdpviz.regimes.cells import SOUND, rank
 from mdpviz.regimes.grid import method_labels, methods
-from mdpviz.regimes.report import COLOURS, SHIPPED_DIR, chart, load_cells, region_label
+from mdpviz.regimes.report import COLOURS, SHIPPED_DIR, chart, region_label
 
-from . import presets
+from . import cache, presets
 
 OUTCOME_WORDS = {
     "beats EM": "keeps its claim and beats the exponential mechanism (by ≥ 1 % on every seed)",
@@ -27,10 +27,9 @@ OUTCOME_WORDS = {
 }
 
 
-@st.cache_data(show_spinner=False)
 def cells() -> pd.DataFrame | None:
     """The committed cell table (None when the repository holds no grid)."""
-    return load_cells(SHIPPED_DIR)
+    return cache.regime_cells(SHIPPED_DIR)
 
 
 def _pick(label: str, options: list[Any], key: str, fmt: Any = str, default: Any = None) -> Any:
