@@ -5,7 +5,8 @@ city and cost), written under one folder (``docs/regimes/`` for the committed ru
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from functools import partial
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +132,7 @@ def write(folder: Path, table: pd.DataFrame, labels: Mapping[str, str], size: Si
     for method in table["method"].unique():
         fig = chart(table, str(method), labels.get(str(method), str(method)))
         html = fig.to_html(include_plotlyjs=PLOTLY_JS, full_html=True)
-        atomic_write(charts / f"{str(method).replace(':', '_')}.html", lambda p, h=html: p.write_text(h))
+        atomic_write(charts / f"{str(method).replace(':', '_')}.html", partial(Path.write_text, data=html))
     text = readme(table, labels, size, meta, left_out)
     atomic_write(folder / "README.md", lambda p: p.write_text(text, encoding="utf-8"))
     return folder / "README.md"
@@ -152,8 +153,3 @@ def run_meta(command: str, run: Any, workers: int, wall_s: float, load: str, mac
             "wall_label": wall_label,
             "span": f"{finished[0]} to {finished[-1]}" if finished else "",
             "point_load": f"{min(loads):.1f}–{max(loads):.1f}" if loads else ""}
-
-
-def records_of(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The sweep records that finished (for ``cells.cell_table``)."""
-    return [r for r in rows if "point" in r]

@@ -106,7 +106,7 @@ def main(a: argparse.Namespace, say: Callable[[str], Any] = print) -> int:
         run = run_sweep(points, results, workers=a.workers, scheduler=a.scheduler, use_cache=False, fresh=a.fresh,
                         stop=stop, on_record=progress, redo=_hit_its_limit if a.retry_limits else None)
     wall = time.perf_counter() - t0
-    table = cell_table(report.records_of(run.records))
+    table = cell_table(run.records)
     command = f"python -m mdpviz regimes --size {a.size} --out {a.out}" + (
         " --retry-limits" if a.retry_limits else "") + (" --report-only" if a.report_only else "") + (
         f" --workers {a.workers}" if a.workers else "") + (f" --only {' '.join(a.only)}" if a.only else "")
@@ -118,7 +118,6 @@ def main(a: argparse.Namespace, say: Callable[[str], Any] = print) -> int:
         left = (left + "; " if left else "") + (f"{run.total - len(run.records)} points not run yet (a rerun of the "
                                                 "command resumes them)")
     path = report.write(out, table, method_labels(), size, meta, left)
-    skipped = run.skipped
     say(f"wrote {path} ({len(table)} cells × methods; {run.computed} computed, {run.reused} reused"
-        + (f", {skipped} unreadable lines skipped" if skipped else "") + f"; {wall:.0f} s)")
+        + (f", {run.skipped} unreadable lines skipped" if run.skipped else "") + f"; {wall:.0f} s)")
     return 0
