@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .grid import methods
+from .grid import Method, methods
 from .report import region_label
 
 # the seed papers' own methods in the grid (C-mDP runs on trajectories, outside it)
@@ -20,6 +20,18 @@ SEEDS = {"PAnDA (seed 000)": ("panda-",), "DISTA-LP (seed 001)": ("dista-lp",),
 def _of_seed(name: str, prefixes: tuple[str, ...]) -> bool:
     return any(name == p or (p.endswith(("-", ":")) and name.startswith(p)) or name.startswith(p + ":")
                for p in prefixes)
+
+
+def cell_values(row: Any, method: Method) -> dict[str, Any]:
+    """The dashboard settings of one cell of the grid (``row``: a row of the cell table) with ``method``: its whole
+    problem (seed 0), the mechanism, its preset's parameters and ε."""
+    k = int(row["K"])
+    outputs = row.get("outputs")
+    return {"city": row["city"], "region": row["region"], "k": k,
+            "m": int(outputs) if pd.notna(outputs) else min(100, k), "cost": row["cost"],
+            "tasks": 1 if row["cost"] == "travel" else 10, "seed": 0, "metric": "haversine", "prior": "uniform",
+            "mech": method.mechanism, f"mp.{method.mechanism}.eps": float(row["eps"]),
+            **{f"mp.{method.mechanism}.{name}": value for name, value in method.params}}
 
 
 def seed_examples(table: pd.DataFrame) -> list[dict[str, Any]]:
@@ -36,15 +48,8 @@ def seed_examples(table: pd.DataFrame) -> list[dict[str, Any]]:
         method = by_name.get(str(best["method"]))
         if method is None:
             continue
-        k = int(best["K"])
-        values: dict[str, Any] = {
-            "city": best["city"], "region": best["region"], "k": k,
-            "m": int(best["outputs"]) if pd.notna(best.get("outputs")) else min(100, k), "cost": best["cost"],
-            "tasks": 1 if best["cost"] == "travel" else 10, "seed": 0, "metric": "haversine", "prior": "uniform",
-            "mech": method.mechanism, f"mp.{method.mechanism}.eps": float(best["eps"]),
-            **{f"mp.{method.mechanism}.{k_}": v for k_, v in method.params}}
-        where = (f"{str(best['city']).title()}, {region_label(str(best['region']))}, K = {k:,}, {best['cost']} cost, "
-                 f"ε = {best['eps']:g} km⁻¹")
+        where = (f"{str(best['city']).title()}, {region_label(str(best['region']))}, K = {int(best['K']):,}, "
+                 f"{best['cost']} cost, ε = {best['eps']:g} km⁻¹")
         out.append({
             "id": f"regime-{str(best['method']).replace(':', '-')}", "page": "explore", "audience": "research",
             "regime": True, "label": f"{seed.split(' (')[0]} where it wins: {where}",  # shown full width
@@ -54,7 +59,7 @@ def seed_examples(table: pd.DataFrame) -> list[dict[str, Any]]:
                      f"{int((rows['method'] == best['method']).sum())} of "
                      f"{int((table['method'] == best['method']).sum())} cells of the grid. Its solve "
                      f"took {best['time_s']:.1f} s there (median over seeds, on the 2-core machine)."),
-            "values": values})
+            "values": cell_values(best, method)})
     return out
 
 

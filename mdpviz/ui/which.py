@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from mdpviz.regimes.cells import SOUND, rank
+from mdpviz.regimes.examples import cell_values
 from mdpviz.regimes.grid import method_labels, methods
 from mdpviz.regimes.report import COLOURS, SHIPPED_DIR, chart, region_label
 
@@ -58,10 +59,9 @@ def _fmt_m(v: float) -> str:
     return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:,.0f} m"
 
 
-def ranking(table: pd.DataFrame, cell: dict[str, Any]) -> pd.DataFrame:
-    """The cell's methods, sound first by privacy cost, in words and units."""
+def ranking(rows: pd.DataFrame) -> pd.DataFrame:
+    """A cell's methods as :func:`~mdpviz.regimes.cells.rank` orders them, in words and units."""
     labels = method_labels()
-    rows = rank(table, **cell)
     shown = pd.DataFrame({
         "method": [labels.get(m, m) for m in rows["method"]],
         "verdict here": rows["outcome"].to_list(),
@@ -85,12 +85,12 @@ def _style(frame: pd.DataFrame) -> Any:
 def cell_view(table: pd.DataFrame) -> None:
     """The question, the ranked answer and a button that opens the winner on Explore."""
     cell = cell_controls(table)
-    rows = ranking(table, cell)
+    ranked = rank(table, **cell)
+    rows = ranking(ranked)
     if rows.empty:
         st.info("The grid has no such cell; pick another combination.", icon=":material/info:")
         return
-    seeds = int(table[(table["city"] == cell["city"]) & (table["eps"] == cell["eps"])]["seeds"].max())
-    floor = rank(table, **cell)["floor_m"].mean()
+    seeds, floor = int(ranked["seeds"].max()), float(ranked["floor_m"].mean())
     sound = rows[rows["verdict here"].isin(SOUND)]
     best = sound.index[0] if len(sound) else None
     where = (f"{cell['city'].title()}, {region_label(cell['region'])}, K = {cell['K']:,}, {cell['cost']} cost, "
@@ -110,12 +110,7 @@ def cell_view(table: pd.DataFrame) -> None:
                                                "gives no mechanism here: its own words")})
     if best is not None:
         mech = next(m for m in methods() if m.name == best)
-        outputs = rank(table, **cell)["outputs"].dropna() if "outputs" in table else []
-        values = {"city": cell["city"], "region": cell["region"], "k": cell["K"],
-                  "m": int(outputs.iloc[0]) if len(outputs) else min(100, cell["K"]), "cost": cell["cost"],
-                  "tasks": 1 if cell["cost"] == "travel" else 10, "seed": 0, "mech": mech.mechanism,
-                  f"mp.{mech.mechanism}.eps": cell["eps"],
-                  **{f"mp.{mech.mechanism}.{k}": v for k, v in mech.params}}
+        values = cell_values(ranked[ranked["method"] == best].iloc[0], mech)
         st.button(f"Open {rows.loc[best, 'method']} on this cell in Explore (seed 0)", icon=":material/map:",
                   on_click=presets.apply_values, args=(values, "explore", f"Regime grid: {where}"),
                   key="which_open")
