@@ -36,14 +36,14 @@ if upload_error and result is None:  # in the main area, in place of the previou
              "the sampled road nodes meanwhile.", icon=":material/upload_file:")
 state.show_notices()
 explore.problem_notices(prob)
-ev = key = verdict = None
+ev = key = None
 if result is not None and result.ok:
     key = cache.result_key(prob, result)
     ev = cache.evaluation(prob, result, key)
 if error:
     st.error(f"{mech.label}: {error}", icon=":material/error:")
 elif result is not None:
-    verdict = metrics_panel.verdict_box(result, ev, mech.label)
+    metrics_panel.verdict_box(result, ev, mech.label)
 map_col, side_col = st.columns([3, 1], gap="medium")
 with side_col:
     if result is None:
@@ -52,7 +52,7 @@ with side_col:
         if not error:
             st.info("Not solved yet for these settings. Press **Solve** in the sidebar.", icon=":material/play_arrow:")
     elif ev is not None:
-        metrics_panel.metrics_panel(prob, result, ev, verdict)
+        metrics_panel.metrics_panel(prob, result, ev)
 with map_col:
     explore.map_view(prob, result, ev, key)
 if result is not None:

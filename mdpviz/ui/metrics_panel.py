@@ -70,11 +70,9 @@ def verdict_box(result: Result, ev: dict[str, Any] | None, label: str) -> Verdic
     return v
 
 
-def metrics_panel(prob: Problem, result: Result, ev: dict[str, Any], v: Verdict | None = None) -> None:
+def metrics_panel(prob: Problem, result: Result, ev: dict[str, Any]) -> None:
     """The headline numbers of one result, with units, and the violations stated against the claim."""
     viol = ev["violations"]
-    if v is not None and v.meaning:
-        st.caption(v.meaning)
     ref = cache.reference(prob, result.eps)
     loss = float(ev["utility_loss_m"])
     share = ref.share_of_lp(loss)
