@@ -145,3 +145,28 @@ def test_chart_leaves_out_lower_bars_that_a_log_axis_cannot_show() -> None:
         fig = chart_figure(rows, ChartSpec("time", "K", "s", log_y=log_y), "t")
         bars = fig.data[0].error_y
         assert list(bars.array) == [3.0, 1.0] and list(bars.arrayminus) == want
+
+
+def test_a_band_reaching_0_is_no_test_and_a_within_claim_is_one_sided() -> None:
+    from mdpviz.reproduce.base import BAND_COVERS_0
+
+    wide = {"value": 10.0, "pm": 22.35, "relation": "="}  # PAnDA London K = 3,000's ± band
+    assert verdict(0.0025, wide)[0] == BAND_COVERS_0  # was 'agrees': the band covers 0
+    assert verdict(11.0, wide)[0] == "agrees"  # a ratio inside [0.8, 1.25] still agrees
+    within = {"value": 2.0, "relation": "abs<="}  # C-mDP: "within 1–2 % of TrueMB"
+    assert verdict(0.05, within)[0] == verdict(-0.09, within)[0] == "bound holds"
+    assert verdict(3.5, within)[0] == "bound fails"
+
+
+def test_a_degenerate_release_never_agrees() -> None:
+    paper = {"value": 100.0, "pm": 10.0, "relation": "=", "text": "100", "source": "T", "spec": "s", "id": "x"}
+    row = comparison_row(table="T", city="rome", setting="s", x=1, method="m", metric="loss", unit="m", ours=101.0,
+                         paper=paper, degenerate="Degenerate release: every user reports the same distribution")
+    assert row["verdict"] == "degenerate" and "same distribution" in row["reason"]
+
+
+def test_cmdp_rows_find_every_method_the_comparison_emits() -> None:
+    from mdpviz.cmdp.compare import BEST_LP_LABEL, NO_MOTION_LP_LABEL
+    from mdpviz.reproduce.cmdp import LABELS
+
+    assert {BEST_LP_LABEL, NO_MOTION_LP_LABEL} <= set(LABELS)  # the LP rows had "no number": labels differed

@@ -250,8 +250,17 @@ def rows_of(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+BAND_COVERS_0 = "no test: the paper's ± covers 0"
+
+
 def verdict(ours: float, paper: Mapping[str, Any] | None) -> tuple[str, float]:
-    """('agrees' | 'differs' | 'paper has none' | 'bound holds' | 'bound fails' | 'no number', ratio ours/paper)."""
+    """('agrees' | 'differs' | 'paper has none' | 'bound holds' | 'bound fails' | 'no number' | BAND_COVERS_0,
+    ratio ours/paper).
+
+    Relations: '=' (± ``pm``), '<', '<=', '>', '>=' (a printed bound), 'abs<=' (|ours| ≤ value: "within x %"),
+    'range' (a claimed interval). A '=' value whose ± band reaches 0 tests nothing by its band: only a ratio
+    in AGREE_BAND agrees, and any other number is BAND_COVERS_0, never an agreement.
+    """
     if paper is None:
         return "paper has none", math.nan
     if ours is None or not math.isfinite(ours):
@@ -264,24 +273,32 @@ def verdict(ours: float, paper: Mapping[str, Any] | None) -> tuple[str, float]:
         lo, hi = sorted(paper["range"])
         nearest = lo if abs(ours - lo) <= abs(ours - hi) else hi
         return ("agrees" if lo <= ours <= hi else "differs"), (ours / nearest if nearest else math.nan)
-    if rel in ("<", "<=", ">", ">="):
-        ok = {"<": ours < value, "<=": ours <= value, ">": ours > value, ">=": ours >= value}[rel]
+    if rel in ("<", "<=", ">", ">=", "abs<="):
+        ok = {"<": ours < value, "<=": ours <= value, ">": ours > value, ">=": ours >= value,
+              "abs<=": abs(ours) <= value}[rel]
         return ("bound holds" if ok else "bound fails"), ratio
     pm = paper.get("pm") or 0.0
-    inside = abs(ours - value) <= pm or (math.isfinite(ratio) and AGREE_BAND[0] <= ratio <= AGREE_BAND[1])
+    in_ratio = math.isfinite(ratio) and AGREE_BAND[0] <= ratio <= AGREE_BAND[1]
     if value == 0:
-        inside = abs(ours) <= max(pm, 1e-12)
-    return ("agrees" if inside else "differs"), ratio
+        return ("agrees" if abs(ours) <= max(pm, 1e-12) else "differs"), ratio
+    if pm >= abs(value):
+        return ("agrees" if in_ratio else BAND_COVERS_0), ratio
+    return ("agrees" if abs(ours - value) <= pm or in_ratio else "differs"), ratio
 
 
 def comparison_row(*, table: str, city: str, setting: str, x: float | str, method: str, metric: str, unit: str,
                    ours: float | None, ours_pm: float | None = None, n: int = 0, paper: Mapping[str, Any] | None,
-                   reason: str = "", note: str = "", series: str = "") -> dict[str, Any]:
-    """One side-by-side row; ``reason`` is kept where the numbers differ (or there is no number of ours)."""
+                   reason: str = "", note: str = "", series: str = "", degenerate: str = "") -> dict[str, Any]:
+    """One side-by-side row; ``reason`` is kept where the numbers differ (or there is no number of ours).
+
+    ``degenerate`` (the degenerate verdict of the runs, '' when none is) turns an agreement into 'degenerate': a
+    release that collapsed or was erased never agrees with a paper, whatever its number."""
     ours_f = math.nan if ours is None else float(ours)
     v, ratio = verdict(ours_f, paper)
     if paper is not None and paper.get("value") is None:
         v = f"paper: {paper.get('status') or 'no number'}"
+    if degenerate and v in ("agrees", "bound holds"):
+        v, reason = "degenerate", degenerate
     shown_reason = reason if v not in ("agrees", "bound holds") else (note or "")
     ref = ""
     if paper is not None:

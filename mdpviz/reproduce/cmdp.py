@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cmdp.compare import BEST_LP_LABEL, NO_MOTION_LP_LABEL
 from ..sweep import Point, problem_of
 from . import common as cm
 from .base import ChartSpec, Comparison, Experiment, comparison_row, find_preset, mean_pm, paper_value, rows_of, \
@@ -28,8 +29,8 @@ PAPER = "cmdp"
 EPS_ALL = (0.5, 1.0, 1.5, 2.0, 2.5)
 # (our row label in mdpviz.cmdp.compare, the paper's method name)
 LABELS = {"LP+C-mDP": "LP+C-mDP", "LP+Markov": "LP+Markov", "LP+TrueMB": "LP+TrueMB",
-          "LP (no-motion cost)": "LP", "ConstOPT/LP+EM (no-motion cost)": "ConstOPT", "ExpMech": "ExpMech",
-          "LP (context-averaged cost; best context-invariant)": "LP"}
+          NO_MOTION_LP_LABEL: "LP", "ConstOPT/LP+EM (no-motion cost)": "ConstOPT", "ExpMech": "ExpMech",
+          BEST_LP_LABEL: "LP"}
 
 
 @functools.lru_cache(maxsize=2)
@@ -128,8 +129,7 @@ def compare(records: list[dict[str, Any]], size: str, mode: str) -> Comparison:
                                       n=loss[2], paper=paper_value(PAPER, source="Fig. 10 (y-axis)"),
                                       reason=cm.failed(runs) or "a synthetic corpus between stations: the scale of the "
                                       "losses follows our station spacing, not the taxi data's"))
-        claims = [("LP+C-mDP", "LP (no-motion cost)", "LP"),
-                  ("LP+C-mDP", "LP (context-averaged cost; best context-invariant)", "LP"),
+        claims = [("LP+C-mDP", NO_MOTION_LP_LABEL, "LP"), ("LP+C-mDP", BEST_LP_LABEL, "LP"),
                   ("LP+C-mDP", "ConstOPT/LP+EM (no-motion cost)", "ConstOPT"), ("LP+C-mDP", "ExpMech", "ExpMech"),
                   ("LP+C-mDP", "LP+TrueMB", "LP+TrueMB"), ("LP+Markov", "LP+C-mDP", "LP+C-mDP")]
         for a, b, paper_b in claims:
@@ -140,10 +140,10 @@ def compare(records: list[dict[str, Any]], size: str, mode: str) -> Comparison:
             if ch[2]:
                 reason = ("our corpus is synthetic (planted memory orders 1–3), so how much context helps depends "
                           "on the generator, not on taxi data")
-                if b.startswith("LP (context-averaged"):
+                if b == BEST_LP_LABEL:
                     reason = ("against the best context-invariant LP (a stronger baseline than the paper's LP); "
                               + reason)
-                share = cm.values(get[a], "blanket_size1_share")
+                share = cm.values(get["LP+C-mDP"], "blanket_size1_share")  # C-mDP's slots (Markov's are all 1 lag)
                 if a == "LP+Markov" and share:
                     reason = (f"{100 * np.mean(share):.0f}% of LP+C-mDP's report slots keep a one-lag context, "
                               "where its secret is LP+Markov's; " + reason)

@@ -191,7 +191,7 @@ def compare(records: list[dict[str, Any]], size: str, mode: str) -> Comparison:
                                       paper=paper_value(PAPER, source="Table IV", city=city, N=pn, eps=eps,
                                                         method=label),
                                       reason=_reason(label, runs, "utility_loss", peers[(label,)]),
-                                      series=f"N = {n:,}"))
+                                      series=f"N = {n:,}", degenerate=cm.degenerate(runs)))
             if label == "DISTA-LP":
                 for metric, key in (("upload_budget", "upload_budget"), ("eps_pt", "d.eps_pt")):
                     v = mean_pm(cm.values(runs, key))

@@ -164,7 +164,7 @@ def _comparisons(records: list[dict[str, Any]], size: str, mode: str, table: str
             reason = _reason_loss(label, runs, mean, paper, em)
             out.append(comparison_row(table="Table 4", city=city, setting=setting, x=k, method=label,
                                       metric="utility_loss", unit="m", ours=mean, ours_pm=pm, n=n, paper=paper,
-                                      reason=reason, note=cm.degenerate(runs)))
+                                      reason=reason, degenerate=cm.degenerate(runs)))
             if label.startswith("PAnDA"):
                 ul = mean_pm(cm.values(runs, "d.utility.user_level_m"))
                 out.append(comparison_row(table="Table 4", city=city, setting=setting, x=k, method=label,
