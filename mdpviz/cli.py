@@ -320,6 +320,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "missing, in a folder that must exist")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the solve cache")
     p.add_argument("--fresh", action="store_true", help="recompute every point (default: resume from the points file)")
+    p.add_argument("--report-only", action="store_true",
+                   help="compute nothing: rebuild the reports from the points file, whatever code made its records "
+                        "(each report names the code stamps)")
     p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                    help="stop starting points this long after the command started (experiments sharing a grid, "
                         "e.g. the three PAnDA ones, then report the same points); each report lists the points not "
@@ -411,11 +414,12 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
 
         command = f"python -m mdpviz reproduce {name} --size {a.size} --mode {a.mode}" + (
             f" --workers {a.workers}" if a.workers else "") + (f" --scheduler {a.scheduler}" if a.scheduler else "") + (
-            f" --budget {a.budget:g}" if a.budget else "")
+            f" --budget {a.budget:g}" if a.budget else "") + (" --report-only" if a.report_only else "")
         stop = None if a.budget is None else (lambda: time.perf_counter() - t_start > a.budget)
         print(f"{name}: {a.size} form, {a.mode} mode", flush=True)
         path, cmp = reproduce(name, size=a.size, mode=a.mode, out_dir=out_dir, workers=a.workers,
-                              scheduler=a.scheduler, use_cache=not a.no_cache, fresh=a.fresh, command=command,
+                              scheduler=a.scheduler, use_cache=not a.no_cache, fresh=a.fresh,
+                              report_only=a.report_only, command=command,
                               progress=progress, stop=stop)
         counts: dict[str, int] = {}
         for row in cmp.rows:

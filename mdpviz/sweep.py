@@ -345,6 +345,17 @@ class SweepRun:
     skipped: int = 0  # lines of the results file that could not be read (torn, not UTF-8 JSON) and were skipped
 
 
+def recorded(points: Sequence[Point], results: Path | str, note: str = "--report-only") -> SweepRun:
+    """The grid's records as the points file holds them, whatever code made them (none computed): for rebuilding
+    reports from finished points after a change in how they are read."""
+    store = ResultsFile(results)
+    known = store.records()
+    unique = list({p.key: p for p in points}.values())
+    records = [known[p.key] for p in unique if p.key in known]
+    return SweepRun(records, computed=0, reused=len(records), stopped=len(records) < len(unique),
+                    backend=f"points file only ({note})", total=len(unique), skipped=store.skipped)
+
+
 def run_sweep(points: Sequence[Point], results: Path | str | None = None, *, workers: int = 0,
               scheduler: str | None = None, use_cache: bool = True, retry_errors: bool = True,
               same_code: bool = True, fresh: bool = False, stop: Callable[[], bool] | None = None,

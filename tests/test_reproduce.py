@@ -170,3 +170,18 @@ def test_cmdp_rows_find_every_method_the_comparison_emits() -> None:
     from mdpviz.reproduce.cmdp import LABELS
 
     assert {BEST_LP_LABEL, NO_MOTION_LP_LABEL} <= set(LABELS)  # the LP rows had "no number": labels differed
+
+
+def test_report_only_rebuilds_a_report_from_its_points_without_computing(tmp_path: Path) -> None:
+    assert main(["reproduce", "aipo-tables", "--tiny", "--out", str(tmp_path)]) == 0
+    first = load_report(tmp_path / "aipo-tables-tiny")
+    points = tmp_path / "_points" / "aipo-tables-tiny.jsonl"
+    lines = points.read_text().splitlines()
+    for line in lines:  # records of other code are never reused by a run, but a report-only rebuild reads them
+        assert json.loads(line)["code"]
+    points.write_text("\n".join(line.replace(json.loads(line)["code"], "other-code") for line in lines) + "\n")
+    assert main(["reproduce", "aipo-tables", "--tiny", "--report-only", "--out", str(tmp_path)]) == 0
+    again = load_report(tmp_path / "aipo-tables-tiny")
+    assert again["meta"]["computed"] == 0 and again["meta"]["codes"] == ["other-code"]
+    assert again["comparison"]["ours"].equals(first["comparison"]["ours"])
+    assert "`other-code`" in again["markdown"] and "--report-only" in again["markdown"]

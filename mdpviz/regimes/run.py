@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MdpvizError
-from ..sweep import ResultsFile, SweepRun, run_sweep
+from ..sweep import recorded, run_sweep
 from . import report
 from .cells import cell_table
 from .grid import COMMITTED_LEFT_OUT, SIZES, method_labels, methods, regime_points
@@ -61,15 +61,6 @@ def check(a: argparse.Namespace) -> Path:
     return out
 
 
-def _recorded(points: list[Any], results: Path) -> SweepRun:
-    """The grid's records as the points file holds them (none computed), whatever code made them."""
-    store = ResultsFile(results)
-    known = store.records()
-    records = [known[p.key] for p in points if p.key in known]
-    return SweepRun(records, computed=0, reused=len(records), stopped=len(records) < len(points),
-                    backend="points file only (--report-only)", total=len(points), skipped=store.skipped)
-
-
 def _hit_its_limit(record: dict[str, Any]) -> bool:
     """A record whose solve stopped at its time limit."""
     return any(row.get("status") == "time limit" for row in record.get("rows") or [])
@@ -101,7 +92,7 @@ def main(a: argparse.Namespace, say: Callable[[str], Any] = print) -> int:
     out.mkdir(exist_ok=True)
     say(f"regimes: {len(points)} points ({size.name}); results in {results}")
     if a.report_only:
-        run = _recorded(points, results)
+        run = recorded(points, results)
     else:
         run = run_sweep(points, results, workers=a.workers, scheduler=a.scheduler, use_cache=False, fresh=a.fresh,
                         stop=stop, on_record=progress, redo=_hit_its_limit if a.retry_limits else None)

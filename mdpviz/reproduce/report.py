@@ -125,6 +125,9 @@ def markdown(exp: Experiment, cmp: Comparison, meta: Mapping[str, Any]) -> str:
              f"({meta['computed']} computed now, {meta['reused']} reused from the points file, {meta['errors']} "
              f"errors{', stopped early' if meta.get('stopped') else ''}), wall time {meta['wall_s']:.0f} s",
              f"code: mdpviz {meta['version']}" + (f", commit {meta['commit']}" if meta.get("commit") else ""),
+             *([f"points made by code stamp{'s' if len(meta['codes']) > 1 else ''} "
+                + ", ".join(f"`{c}`" for c in meta["codes"]) + " (`mdpviz.sweep.code_stamp()`)"]
+               if meta.get("codes") else []),
              *([f"points file: {meta['skipped_lines']} unreadable line(s) skipped (torn by a crash, or not UTF-8 "
                 "JSON): their points count as not finished"] if meta.get("skipped_lines") else []),
              f"the paper's numbers: `mdpviz/reproduce/paper_values.json` (from {info['spec']} §7); the paper ran "

@@ -14,7 +14,7 @@ from typing import Any
 from .. import __version__
 from ..benchmarks.report import machine
 from ..errors import MdpvizError
-from ..sweep import Point, run_sweep
+from ..sweep import Point, recorded, run_sweep
 from .base import Comparison
 from .registry import get_experiment
 from .report import NOTES_FILE, PLOTLY_JS, folder_name, write_index, write_report
@@ -92,7 +92,7 @@ def not_run(points: list[Point], finished: set[str]) -> list[str]:
 
 def reproduce(name: str, *, size: str = "quick", mode: str = "paper", out_dir: Path | str = DEFAULT_OUT,
               workers: int = 0, scheduler: str | None = None, use_cache: bool = True, fresh: bool = False,
-              command: str = "",
+              report_only: bool = False, command: str = "",
               progress: Callable[[dict[str, Any], int, int], None] | None = None,
               stop: Callable[[], bool] | None = None) -> tuple[Path, Comparison]:
     """Rerun experiment ``name`` and write its report folder under ``out_dir``; return (report.md path, rows).
@@ -101,7 +101,8 @@ def reproduce(name: str, *, size: str = "quick", mode: str = "paper", out_dir: P
     report folder or report file in it is refused before any work.
 
     Finished points are kept in ``out_dir/_points/`` so an interrupted run resumes where it stopped (records of
-    other library code are recomputed; ``fresh`` recomputes every point).
+    other library code are recomputed; ``fresh`` recomputes every point). ``report_only`` computes nothing: the
+    report is rebuilt from the points file's records, whatever code made them (``meta['codes']`` names it).
     """
     exp = get_experiment(name)
     exp.check(size, mode)
@@ -111,8 +112,11 @@ def reproduce(name: str, *, size: str = "quick", mode: str = "paper", out_dir: P
     points = exp.points(size, mode)
     load_start, t0 = _load(), time.perf_counter()
     date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    run = run_sweep(points, points_file(out_dir, name, size), workers=workers, scheduler=scheduler,
-                    use_cache=use_cache, fresh=fresh, stop=stop, on_record=progress)
+    if report_only:
+        run = recorded(points, points_file(out_dir, name, size))
+    else:
+        run = run_sweep(points, points_file(out_dir, name, size), workers=workers, scheduler=scheduler,
+                        use_cache=use_cache, fresh=fresh, stop=stop, on_record=progress)
     if run.skipped:
         print(f"skipped {run.skipped} unreadable line(s) of {points_file(out_dir, name, size)} (torn by a crash, or "
               "not UTF-8 JSON): their points count as not finished", flush=True)
@@ -129,7 +133,8 @@ def reproduce(name: str, *, size: str = "quick", mode: str = "paper", out_dir: P
             "points_finished": [finished[0], finished[-1]] if finished else [],
             "points_load": [min(loads), max(loads)] if loads else [],
             "points_wall_s": sum(float(r.get("wall_s") or 0.0) for r in run.records),
-            "not_run": not_run(points, {r["key"] for r in run.records}), "skipped_lines": run.skipped}
+            "not_run": not_run(points, {r["key"] for r in run.records}), "skipped_lines": run.skipped,
+            "codes": sorted({str(r.get("code", "")) for r in run.records})}
     path = write_report(exp, cmp, run.records, meta, out_dir / folder_name(name, size, mode))
     write_index(out_dir)
     return path, cmp
