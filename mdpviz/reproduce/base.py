@@ -70,6 +70,7 @@ class Comparison:
     rows: list[dict[str, Any]]
     notes: list[str] = field(default_factory=list)
     chart: list[dict[str, Any]] = field(default_factory=list)
+    extra_md: str = ""  # Markdown written after the notes, before the row tables (a ladder's one table)
 
 
 @dataclass(frozen=True)

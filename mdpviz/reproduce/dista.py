@@ -60,11 +60,14 @@ def region(city: str, n: int, rep: int) -> str:
 
 
 def measure(point: Point, *, use_cache: bool = True) -> list[dict[str, Any]]:
-    """DISTA-LP, then each baseline on the same problem; losses summed over DISTA-LP's users' true records."""
+    """DISTA-LP, then each baseline on the same problem; losses summed over DISTA-LP's users' true records.
+
+    A ``_baselines`` parameter (a list of labels, e.g. ``["EM"]``) runs only those baselines."""
     from ..solve import solve
 
     pb = problem_of(point)
     params = params_of(point)
+    only = params.pop("_baselines", None)
     r = solve(pb, "dista-lp", params, time_limit=point.time_limit, use_cache=use_cache)
     row = {**result_row(pb, r, check=False), "label": "DISTA-LP"}
     dg = r.diagnostics
@@ -76,6 +79,8 @@ def measure(point: Point, *, use_cache: bool = True) -> list[dict[str, Any]]:
         row["upload_budget"] = sum(float(dg["budget"].get(k, 0.0)) for k in ("eps_dx", "eps_dy", "eps_cy"))
     out = [row]
     for name, label, extra in BASELINES:
+        if only is not None and label not in only:
+            continue
         wanted = {"eps": point.params["eps"], **extra}
         if name.startswith("panda"):
             wanted["seed"] = point.seed

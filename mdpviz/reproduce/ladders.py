@@ -1,0 +1,240 @@
+"""Ablation ladders: from a paper as written to its authors' code, one change at a time, each rung measured.
+
+A ladder is data (``claims.json``, key ``ladders``): a problem, the ε values, and rungs. A rung names a mechanism
+(or a measuring task) and its parameters; ``from`` makes it inherit another rung's parameters and problem, so each
+rung states only what it changes. Headline rungs (the paper's method and its baseline) run on ``headline_seeds``
+(10 in the full form, for the claims' 95 % intervals), the others on ``seeds``. Each ladder is registered as an
+experiment (``python -m mdpviz reproduce panda-ladder``); its report holds one row per rung, ε and metric. The
+claims ledger (``ledger.py``) reads the ladders' records to judge the papers' claims and to measure their causes.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..sweep import Point, problem_of
+from . import common as cm
+from .base import ChartSpec, Comparison, Experiment, comparison_row, rows_of
+from .registry import register
+
+LEDGER_FILE = Path(__file__).with_name("claims.json")
+
+
+@functools.lru_cache(maxsize=1)
+def ledger_data() -> dict[str, Any]:
+    """The ledger file: ``ladders`` (name -> ladder) and ``claims`` (list)."""
+    return json.loads(LEDGER_FILE.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
+# ---------------------------------------------------------------- reading a metric from a measured row
+
+def metric_value(row: Mapping[str, Any], metric: str) -> float | None:
+    """The number ``metric`` names in a measured row, or None.
+
+    ``a|b``: the first of a, b the row has; ``a/b``: a divided by b; ``degenerate?``: 1 when the release is
+    degenerate (collapsed, erased, or its claim not met), else 0; ``optimal?``: 1 when the solve ended optimal.
+    """
+    if "|" in metric:
+        for part in metric.split("|"):
+            if (v := metric_value(row, part)) is not None:
+                return v
+        return None
+    if "/" in metric:
+        num, den = (metric_value(row, part) for part in metric.split("/", 1))
+        return num / den if num is not None and den else None
+    if metric == "degenerate?":
+        return 1.0 if row.get("degenerate") else 0.0
+    if metric == "optimal?":
+        return 1.0 if row.get("status") == "optimal" else 0.0
+    v = row.get(metric)
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float)) and math.isfinite(v):
+        return float(v)
+    return None
+
+
+# ---------------------------------------------------------------- the ladder as data
+
+@dataclass(frozen=True)
+class Rung:
+    """One rung: ``label``, what it ``change`` s (plain words), and the point settings it stands for."""
+
+    label: str
+    change: str
+    mechanism: str
+    params: dict[str, Any]
+    problem: dict[str, Any]
+    task: str
+    headline: bool
+    seeds: tuple[int, ...] | None  # None: the ladder's seeds
+
+
+def rungs(ladder: Mapping[str, Any]) -> list[Rung]:
+    """The ladder's rungs with inherited settings resolved (a rung's ``from`` must come earlier)."""
+    done: dict[str, Rung] = {}
+    out = []
+    for r in ladder["rungs"]:
+        base = done[r["from"]] if r.get("from") else None
+        params = {**(base.params if base else ladder.get("params", {})), **r.get("params", {})}
+        problem = {**(base.problem if base else {}), **r.get("problem", {})}
+        rung = Rung(r["label"], r["change"], r.get("mechanism", base.mechanism if base else ""), params, problem,
+                    r.get("task", base.task if base else ladder.get("task", "")), bool(r.get("headline")),
+                    tuple(r["seeds"]) if "seeds" in r else None)
+        done[rung.label] = rung
+        out.append(rung)
+    return out
+
+
+def _form(ladder: Mapping[str, Any], size: str) -> dict[str, Any]:
+    """Problem, ε values, seeds and time limit of one form (tiny: the ``tiny`` overrides, which win over every
+    rung's problem, one seed, one ε)."""
+    tiny = ladder.get("tiny", {})
+    return {"problem": {**ladder["problem"], **(tiny.get("problem", {}) if size == "tiny" else {})},
+            "problem_over": tiny.get("problem", {}) if size == "tiny" else {},
+            "params": tiny.get("params", {}) if size == "tiny" else {},
+            "eps": ladder["eps"][:1] if size == "tiny" else ladder["eps"],
+            "seeds": ladder["seeds"] if size == "full" else [0],
+            "headline_seeds": ladder["headline_seeds"] if size == "full" else [0],
+            "time_limit": tiny.get("time_limit", 20.0) if size == "tiny" else ladder.get("time_limit", 600.0)}
+
+
+def points(name: str, size: str) -> list[Point]:
+    """The ladder's grid: rung × ε × seed (headline rungs on the headline seeds); the rungs in order."""
+    ladder = ledger_data()["ladders"][name]
+    form = _form(ladder, size)
+    out = []
+    for n, rung in enumerate(rungs(ladder)):
+        problem = {**ladder["problem"], **rung.problem, **form["problem_over"]}
+        seeds = rung.seeds if rung.seeds is not None and size == "full" else (
+            form["headline_seeds"] if rung.headline else form["seeds"])
+        for eps in form["eps"]:
+            params = {**rung.params, **{k: v for k, v in form["params"].items() if k in rung.params}, "eps": eps}
+            task = {"task": rung.task} if rung.task else {}
+            out += [Point(problem, rung.mechanism, params, seed, time_limit=form["time_limit"],
+                          tags={"label": rung.label, "rung": n}, **task) for seed in seeds]
+    return out
+
+
+# ---------------------------------------------------------------- summaries
+
+def mean_ci(values: Sequence[float]) -> tuple[float, float, float, int]:
+    """Mean and its 95 % interval (Student t over the runs; the mean itself for one run), and the count."""
+    from scipy.stats import t
+
+    arr = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+    if arr.size == 0:
+        return math.nan, math.nan, math.nan, 0
+    mean = float(arr.mean())
+    if arr.size == 1:
+        return mean, mean, mean, 1
+    half = float(t.ppf(0.975, arr.size - 1) * arr.std(ddof=1) / math.sqrt(arr.size))
+    return mean, mean - half, mean + half, int(arr.size)
+
+
+def _shown(mean: float, lo: float, hi: float, k: int) -> str:
+    """'1,234 [1,200, 1,268]' (the 95 % interval when there are several runs), '' without a number."""
+    if k == 0:
+        return ""
+    return cm.fmt(mean) + (f" [{cm.fmt(lo)}, {cm.fmt(hi)}]" if k > 1 and hi > lo else "")
+
+
+def ladder_table(name: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    """The ladder as one Markdown table: a line per rung (and ε, and method of a multi-method task), a column per
+    metric (mean [95 % interval]), the runs' count and what ended degenerate."""
+    ladder = ledger_data()["ladders"][name]
+    the_rungs = rungs(ladder)
+    metrics = ladder["metrics"]
+    multi = any(r.get("label") for r in rows)
+    head = ["rung", "ε (km⁻¹)", *(["method"] if multi else []),
+            *[text + (f" ({unit})" if unit else "") for _, text, unit in metrics], "runs", "degenerate or failed"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for n, rung in enumerate(the_rungs):
+        for (eps, method), runs in cm.group([r for r in rows if r.get("tag.label") == rung.label],
+                                            "param.eps", "label").items():
+            if multi and ladder.get("chart_rows") and method not in ladder["chart_rows"]:
+                continue
+            cells = [f"{n}. {rung.label}", cm.fmt(eps), *([str(method)] if multi else [])]
+            cells += [_shown(*mean_ci([v for r in runs if (v := metric_value(r, m)) is not None]))
+                      for m, _, _ in metrics]
+            why = cm.failed(runs) or cm.degenerate(runs)
+            cells += [str(len({r.get("seed") for r in runs})), why.replace("|", "/")]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _compare(name: str, records: list[dict[str, Any]], size: str, mode: str) -> Comparison:
+    ladder = ledger_data()["ladders"][name]
+    rows = rows_of(records)
+    order = {r.label: n for n, r in enumerate(rungs(ladder))}
+    out: list[dict[str, Any]] = []
+    chart: list[dict[str, Any]] = []
+    for (label, eps, method), runs in cm.group(rows, "tag.label", "param.eps", "label").items():
+        n = order.get(label)
+        if n is None:
+            continue
+        for metric, text, unit in ladder["metrics"]:
+            vals = [v for r in runs if (v := metric_value(r, metric)) is not None]
+            if not vals:
+                continue
+            mean, lo, hi, k = mean_ci(vals)
+            row = comparison_row(table=f"Ladder: {text}", city=str(runs[0].get("problem.city", "")),
+                                 setting=f"{n}. {label}; ε = {eps:g} km⁻¹", x=n, method=str(method or label),
+                                 metric=metric, unit=unit, ours=mean, ours_pm=(hi - lo) / 2 if k > 1 else None, n=k,
+                                 paper=None, reason=cm.failed(runs) or cm.degenerate(runs),
+                                 series=f"ε = {eps:g}" if len(ladder["eps"]) > 1 else "") | {"verdict": "measured"}
+            out.append(row)
+            if metric == ladder["metrics"][0][0] and (not ladder.get("chart_rows") or method in ladder["chart_rows"]):
+                chart.append({**row, "method": str(method or ladder.get("series", "measured"))})
+    notes = [f"Rung {n}. **{r.label}**: {r.change}" for n, r in enumerate(rungs(ladder))]
+    form = _form(ladder, size)
+    notes.append(f"Problem {form['problem']}, ε ∈ {form['eps']} km⁻¹; headline rungs on {len(form['headline_seeds'])} "
+                 f"seed(s), the others on {len(form['seeds'])}; ± is the half-width of the 95 % interval (Student t).")
+    return Comparison(out, notes, chart=chart, extra_md="## The ladder\n\n" + ladder_table(name, rows))
+
+
+def _register(name: str, ladder: Mapping[str, Any]) -> Experiment:
+    return register(Experiment(
+        name=name, paper=ladder["paper"], title=ladder["title"], summary=ladder["summary"],
+        points=lambda size, mode: points(name, size),
+        compare=lambda records, size, mode: _compare(name, records, size, mode),
+        chart=ChartSpec(ladder["metrics"][0][0], "rung (one change at a time)", ladder["metrics"][0][1]
+                        + (f" ({ladder['metrics'][0][2]})" if ladder["metrics"][0][2] else ""),
+                        log_y=bool(ladder.get("log_y")))))
+
+
+LADDERS = {name: _register(name, ladder) for name, ladder in ledger_data()["ladders"].items()}
+
+
+# ---------------------------------------------------------------- a measuring task of the AIPO ladder
+
+def em_other_outputs(point: Point, *, use_cache: bool = True) -> dict[str, Any]:
+    """EM as the AIPO artifact scores it: weights toward |Y| other records drawn at random (``randi`` per test),
+    loss read on the problem's own outputs' cost columns (the cached ``loss_matrix_orig``).
+
+    The release is still EM (ε-mDP, checked); only its scoring mixes two output sets. Spec 003 §10.
+    """
+    from .. import metrics
+
+    t0 = time.perf_counter()
+    pb = problem_of(point)
+    eps = float(point.params["eps"])
+    rng = np.random.default_rng(point.seed + 7919)
+    other = rng.choice(pb.k, size=pb.m, replace=False)
+    logits = -0.5 * eps * pb.d[:, other]  # the library's EM: exp(−ε·d/2) is ε-mDP
+    Z = np.exp(logits - logits.max(axis=1, keepdims=True))
+    Z /= Z.sum(axis=1, keepdims=True)
+    v = metrics.violations(pb, Z, eps)
+    return {"status": "closed form", "loss_m": float(pb.p @ np.einsum("ij,ij->i", pb.c, Z)),
+            "floor_m": metrics.floor_m(pb), "violated_pairs": v.violated_pairs, "checked_pairs": v.checked_pairs,
+            "violation_ratio": v.ratio, "time_s": time.perf_counter() - t0,
+            "message": "EM over other records' locations, scored on the real outputs' cost columns"}
