@@ -307,6 +307,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*", metavar="NAME",
                    help="experiments to run (`--list` names them; `all` = every one)")
     p.add_argument("--list", action="store_true", help="list the experiments and exit")
+    p.add_argument("--claims", action="store_true",
+                   help="print the claims ledger (every headline claim of the five papers, its verdict and measured "
+                        "cause) judged from the committed runs in docs/reproduce, or from --out's runs (then also "
+                        "written to --out/CLAIMS.md)")
+    p.add_argument("--json", action="store_true", help="with --claims: print the ledger as JSON")
+    p.add_argument("--witness", metavar="CLAIM",
+                   help="re-solve one run and print the privacy breach a claim's verdict states: the two secrets, "
+                        "what tells them apart, and the ratio against e^(ε·d)")
     size = p.add_mutually_exclusive_group()
     size.add_argument("--quick", dest="size", action="store_const", const="quick",
                       help="fewer seeds and smaller K (each experiment in about 2 minutes on 2 cores)")
@@ -371,6 +379,50 @@ def cmd_regimes(a: argparse.Namespace) -> int:
     return regimes(a, say=lambda text: print(text, flush=True))
 
 
+def _witness(claim_id: str) -> int:
+    """`reproduce --witness CLAIM`: the breach behind a claim's verdict, re-solved and printed."""
+    from .reproduce.ledger import claims, find_claim
+    from .reproduce.witness import witness_lines
+
+    claim = find_claim(claim_id)
+    if not claim.get("witness"):
+        with_one = [c["id"] for c in claims() if c.get("witness")]
+        raise MdpvizError(f"Claim `{claim_id}` states no privacy breach; claims with a witness: {', '.join(with_one)}.")
+    print(f"{claim['claim']} ({claim['where']})")
+    for line in witness_lines(claim["witness"]):
+        print("  " + line)
+    return 0
+
+
+def _claims(a: argparse.Namespace) -> int:
+    """`reproduce --claims [--json] [--out DIR]`: the ledger, judged from the committed runs or DIR's."""
+    import json
+
+    from .reproduce.ledger import ledger, plain_text, write_claims
+    from .reproduce.report import SHIPPED_DIR
+
+    if a.out is not None and not a.out.strip():
+        raise MdpvizError("`--out` is empty; give the folder of the reports, or leave it out (the committed runs).")
+    folder = Path(a.out) if a.out else SHIPPED_DIR
+    if not folder.is_dir():
+        raise MdpvizError(f"`--out {folder}` is not a folder of reproduce runs (`python -m mdpviz reproduce NAME "
+                          f"--out {folder}` makes one).")
+    judged = ledger(folder)
+    if a.out:
+        from .benchmarks.options import check_file, check_folder
+
+        check_folder(folder, f"`--out {folder}`")
+        check_file(folder / "CLAIMS.md", f"`--out {folder}`")
+        write_claims(folder)
+    if a.json:
+        print(json.dumps([j.as_dict() for j in judged], indent=1, ensure_ascii=False))
+    else:
+        print(plain_text(judged), end="")
+        if a.out:
+            print(f"wrote {folder / 'CLAIMS.md'}")
+    return 0
+
+
 def cmd_reproduce(a: argparse.Namespace) -> int:
     """`reproduce`: list the papers' experiments, or rerun the named ones and write their reports."""
     import math
@@ -379,6 +431,12 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     from .reproduce import DEFAULT_OUT, experiments, get_experiment, reproduce
     from .reproduce.run import check_out
 
+    if a.json and not a.claims:
+        raise MdpvizError("`--json` goes with `--claims` (`python -m mdpviz reproduce --claims --json`).")
+    if a.witness is not None:
+        return _witness(a.witness)
+    if a.claims:
+        return _claims(a)
     if a.list or not a.names:
         for e in experiments():
             print(f"{e.name:<20} {e.title}" + (f"  [modes: {', '.join(e.modes)}]" if len(e.modes) > 1 else ""))

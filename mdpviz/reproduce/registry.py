@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..errors import MdpvizError
 from .base import Experiment
 
@@ -30,3 +32,9 @@ def get_experiment(name: str) -> Experiment:
     except KeyError:
         raise MdpvizError(f"Unknown experiment `{name}`; known: {', '.join(e.name for e in experiments())} "
                           "(`python -m mdpviz reproduce --list`).") from None
+
+
+def points_file(out_dir: Path, experiment: str, size: str) -> Path:
+    """Where an experiment's finished points live (shared by experiments with the same grid)."""
+    exp = get_experiment(experiment)
+    return out_dir / "_points" / f"{exp.grid_name or exp.name}-{size}.jsonl"

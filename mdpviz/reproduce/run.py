@@ -16,7 +16,8 @@ from ..benchmarks.report import machine
 from ..errors import MdpvizError
 from ..sweep import Point, recorded, run_sweep
 from .base import Comparison
-from .registry import get_experiment
+from .ledger import write_claims
+from .registry import get_experiment, points_file
 from .report import NOTES_FILE, PLOTLY_JS, folder_name, write_index, write_report
 
 DEFAULT_OUT = Path("mdpviz-reproduce")
@@ -36,12 +37,6 @@ def _commit() -> str:
     except (OSError, subprocess.SubprocessError):
         return ""
     return out.stdout.strip() if out.returncode == 0 else ""
-
-
-def points_file(out_dir: Path, experiment: str, size: str) -> Path:
-    """Where an experiment's finished points live (shared by experiments with the same grid)."""
-    exp = get_experiment(experiment)
-    return out_dir / "_points" / f"{exp.grid_name or exp.name}-{size}.jsonl"
 
 
 REPORT_FILES = ("comparison.csv", "points.csv", "chart.html", "meta.json", "report.md")
@@ -137,4 +132,5 @@ def reproduce(name: str, *, size: str = "quick", mode: str = "paper", out_dir: P
             "codes": sorted({str(r.get("code", "")) for r in run.records})}
     path = write_report(exp, cmp, run.records, meta, out_dir / folder_name(name, size, mode))
     write_index(out_dir)
+    write_claims(out_dir)
     return path, cmp

@@ -14,7 +14,15 @@ import streamlit as st
 
 from mdpviz.paths import cache_dir
 from mdpviz.reproduce import Experiment, experiments, paper_info, reproduce
+from mdpviz.reproduce.ladders import LEDGER_FILE, ladder_table, ledger_data
+from mdpviz.reproduce.ledger import (CONTRADICTED, NOT_RUN, NOT_TESTED, PAPER_NAMES, REPRODUCED, UNKNOWN, Records,
+                                     ledger)
 from mdpviz.reproduce.report import SHIPPED_DIR, chart_figure, folder_name, load_report, shown_rows
+
+# verdict -> (Streamlit colour, icon) of its badge
+BADGES = {REPRODUCED: ("green", ":material/check_circle:"), CONTRADICTED: ("red", ":material/cancel:"),
+          UNKNOWN: ("orange", ":material/help:"), NOT_TESTED: ("gray", ":material/block:"),
+          NOT_RUN: ("gray", ":material/hourglass_empty:")}
 
 
 def live_dir() -> Path:
@@ -134,3 +142,66 @@ def rerun(exp: Experiment, mode: str, size: str) -> None:
     reproduce(exp.name, size=size, mode=mode, out_dir=live_dir(), progress=progress,
               command=f"Reproduce page: {exp.name} --size {size} --mode {mode}")
     bar.progress(1.0, text="done")
+
+
+def _stamp() -> float:
+    """Latest change of the ledger's inputs (the claims file and the committed points files)."""
+    files = [LEDGER_FILE, *sorted((SHIPPED_DIR / "_points").glob("*.jsonl"))]
+    return max(f.stat().st_mtime for f in files if f.exists())
+
+
+@st.cache_data(show_spinner="Judging the claims from the committed runs…", max_entries=4)
+def _ledger(stamp: float) -> list[dict[str, Any]]:
+    return [j.as_dict() for j in ledger(SHIPPED_DIR)]
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _ladder(name: str, stamp: float) -> str:
+    rows = Records(SHIPPED_DIR).rows(name)
+    return ladder_table(name, rows) if rows else ""
+
+
+def ledger_view() -> None:
+    """The claims ledger: one card per paper, each claim in plain words with its verdict and cause; its test,
+    measurements, evidence and the paper's ablation ladder in an expander."""
+    stamp = _stamp()
+    judged = _ledger(stamp)
+    tally = counts_of(judged)
+    st.markdown("Every headline claim of the five seed papers, judged from the committed full runs: "
+                + ", ".join(f"**{n} {v}**" for v, n in tally.items()) + ". A cause counts only when its own "
+                "measurement holds; numbers are means with their 95 % interval over the runs.")
+    ladders = ledger_data()["ladders"]
+    for paper, title in PAPER_NAMES.items():
+        mine = [j for j in judged if j["paper"] == paper]
+        if not mine:
+            continue
+        with st.container(border=True):
+            st.markdown(f"##### {title}")
+            for j in mine:
+                colour, icon = BADGES[j["verdict"]]
+                st.markdown(f":{colour}-badge[{icon} {j['verdict']}] **{j['claim']}** · {j['where']}")
+                if j["cause"]:
+                    label = "Why not tested" if j["verdict"] == NOT_TESTED else "Cause"
+                    st.caption(f"{label}: {j['cause']}")
+                with st.expander("Test, numbers and evidence", expanded=False):
+                    if j["rule"]:
+                        st.markdown(f"**Test**: {j['rule']}  \n**Ours**: " + "; ".join(j["measured"]))
+                    for fact in j["also_measured"]:
+                        st.markdown(f"**Also measured**: {fact}")
+                    if j["note"]:
+                        st.markdown(f"**Note**: {j['note']}")
+                    st.markdown(f"**Evidence**: {j['evidence']}")
+            for name, lad in ladders.items():
+                if lad["paper"] == paper and (table := _ladder(name, stamp)):
+                    with st.expander(f"Ladder: {lad['title']}", expanded=False):
+                        st.caption(lad["summary"])
+                        st.markdown(table)
+
+
+def counts_of(judged: list[dict[str, Any]]) -> dict[str, int]:
+    """How many claims got each verdict (verdict order)."""
+    out: dict[str, int] = {}
+    for v in BADGES:
+        if n := sum(1 for j in judged if j["verdict"] == v):
+            out[v] = n
+    return out

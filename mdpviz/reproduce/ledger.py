@@ -1,0 +1,325 @@
+"""The claims ledger: every headline claim of the seed papers, one verdict each, with its measured cause.
+
+Claims are data (``claims.json``). A claim's ``test`` is a measurement over the finished records of an experiment
+(a ladder or a table) and the band the paper's claim allows; its ``cause`` is a second measurement that must hold
+for the cause to count as measured. Verdicts:
+
+- **reproduced**: in every group our mean lies in the claim's band (for ``max``, the largest run does), and no run
+  of the tested method is degenerate;
+- **contradicted**: in some group the whole 95 % interval lies outside the band (or the tested release is
+  degenerate), and the cause's own measurement holds (its mean in its band: the cause is then measured, shown
+  with its number);
+- **not reproduced, cause unknown**: otherwise: no cause is given, the cause's measurement fails, or the interval
+  still meets the band (more runs needed);
+- **not tested**: the ledger says why;
+- **not run**: the experiment's records are missing (the evidence names the command).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..sweep import recorded
+from .base import rows_of
+from .ladders import ledger_data, mean_ci, metric_value
+from ..paths import atomic_write
+from .registry import get_experiment, points_file
+from .report import SHIPPED_DIR
+
+REPRODUCED = "reproduced"
+CONTRADICTED = "contradicted"
+UNKNOWN = "not reproduced, cause unknown"
+NOT_TESTED = "not tested"
+NOT_RUN = "not run"
+VERDICTS = (REPRODUCED, CONTRADICTED, UNKNOWN, NOT_TESTED, NOT_RUN)
+PAPER_NAMES = {"panda": "PAnDA (CCS 2025)", "benders": "Benders decomposition (IJCAI 2024)",
+               "aipo": "AIPO (arXiv 2601.09946)", "cmdp": "C-mDP (arXiv 2605.26351)", "dista": "DISTA-LP (NDSS 2027)"}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One group's measurement: mean and 95 % interval over the runs (or pairs of runs), and their count."""
+
+    group: str
+    mean: float
+    lo: float
+    hi: float
+    n: int
+    degenerate: int = 0  # runs of the tested method with a degenerate verdict
+
+    def text(self, unit: str) -> str:
+        """'−66.1 % [−68.0, −64.2] (n = 10)'."""
+        if self.n == 0:
+            return f"{self.group}: no runs"
+        body = _num(self.mean) + (f" [{_num(self.lo)}, {_num(self.hi)}]" if self.n > 1 and self.hi > self.lo else "")
+        return (f"{self.group}: " if self.group else "") + f"{body}{(' ' + unit) if unit else ''} (n = {self.n})"
+
+
+@dataclass
+class Judged:
+    """A claim with its verdict, cause and evidence."""
+
+    claim: dict[str, Any]
+    verdict: str
+    measured: list[Estimate] = field(default_factory=list)
+    cause: str = ""
+    cause_measured: list[Estimate] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)
+    context: list[str] = field(default_factory=list)  # measured facts shown beside the verdict
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form: paper, claim, verdict, cause, evidence and the measured numbers."""
+        c = self.claim
+        unit = c.get("test", {}).get("unit", "") if c.get("test") else ""
+        return {"id": c["id"], "paper": c["paper"], "claim": c["claim"], "where": c["where"], "verdict": self.verdict,
+                "rule": rule_text(c["test"]) if c.get("test") else "",
+                "measured": [e.text(unit) for e in self.measured],
+                "cause": self.cause, "evidence": " ; ".join(self.evidence), "note": c.get("note", ""),
+                "also_measured": self.context}
+
+
+def _num(v: float) -> str:
+    if not math.isfinite(v):
+        return "—"
+    if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e5):
+        return f"{v:.3g}"
+    return f"{v:,.4g}" if abs(v) >= 1000 else f"{v:.4g}"
+
+
+def rule_text(test: Mapping[str, Any]) -> str:
+    """The test in words: 'change of A's loss against B's, each ε, within [−95.5, −61.1] %'."""
+    lo, hi = test["band"]
+    unit = test.get("unit", "")
+    band = (f"≤ {_num(hi)}" if lo is None else f"≥ {_num(lo)}" if hi is None else
+            f"= {_num(lo)}" if lo == hi else f"within [{_num(lo)}, {_num(hi)}]") + (f" {unit}" if unit else "")
+    what = test.get("what") or test["of"]["metric"]
+    stat = {"mean": "mean of", "max": "largest run of", "change_pct": "change in % of", "ratio": "ratio of"}[test["stat"]]
+    each = f", each {', '.join(k.split('.')[-1] for k in test['each'])}" if test.get("each") else ""
+    return f"{stat} {what}{each}: {band}"
+
+
+# ---------------------------------------------------------------- records
+
+class Records:
+    """The finished rows of each experiment's full form in a reports folder (read once, whatever code made them)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._rows: dict[str, list[dict[str, Any]]] = {}
+
+    def rows(self, experiment: str) -> list[dict[str, Any]]:
+        """The experiment's rows (``rows_of``), empty when its points file is missing."""
+        if experiment not in self._rows:
+            exp = get_experiment(experiment)
+            path = points_file(self.folder, experiment, "full")
+            run = recorded(exp.points("full", "paper"), path) if path.exists() else None
+            self._rows[experiment] = rows_of(run.records) if run else []
+        return self._rows[experiment]
+
+
+def _select(records: Records, ref: Mapping[str, Any]) -> list[dict[str, Any]]:
+    where = ref.get("where", {})
+    return [r for r in records.rows(ref["experiment"]) if all(r.get(k) == v for k, v in where.items())]
+
+
+def _groups(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> dict[str, list[Mapping[str, Any]]]:
+    out: dict[str, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        label = ", ".join(f"{k.split('.')[-1]} = {r.get(k)}" for k in keys)
+        out.setdefault(label, []).append(r)
+    return out
+
+
+def estimates(records: Records, test: Mapping[str, Any]) -> list[Estimate]:
+    """The test's statistic in each group (``each`` keys), over the selected rows (a change or a ratio against
+    ``vs`` pairs rows by ``pair_by``: the seed and the ``each`` keys unless the test names others)."""
+    keys = list(test.get("each", []))
+    out = []
+    vs_rows = _select(records, test["vs"]) if "vs" in test else []
+    for group, rows in _groups(_select(records, test["of"]), keys).items():
+        metric = test["of"]["metric"]
+        bad = sum(1 for r in rows if r.get("degenerate"))
+        if test["stat"] in ("change_pct", "ratio"):
+            pair = list(test.get("pair_by", ["seed", *keys]))
+            base = {tuple(r.get(k) for k in pair): metric_value(r, test["vs"]["metric"]) for r in vs_rows}
+            vals = []
+            for r in rows:
+                a, b = metric_value(r, metric), base.get(tuple(r.get(k) for k in pair))
+                if a is not None and b:
+                    vals.append(100.0 * (a / b - 1.0) if test["stat"] == "change_pct" else a / b)
+        else:
+            vals = [v for r in rows if (v := metric_value(r, metric)) is not None]
+        if test["stat"] == "max":
+            top = max(vals) if vals else math.nan
+            out.append(Estimate(group, top, top, top, len(vals), bad))
+        else:
+            mean, lo, hi, n = mean_ci(vals)
+            out.append(Estimate(group, mean, lo, hi, n, bad))
+    return out
+
+
+def inside(e: Estimate, band: Sequence[float | None]) -> bool:
+    """Whether the estimate's mean lies in the band (None = an open side)."""
+    lo, hi = band
+    return e.n > 0 and (lo is None or e.mean >= lo) and (hi is None or e.mean <= hi)
+
+
+def excluded(e: Estimate, band: Sequence[float | None]) -> bool:
+    """Whether the estimate's whole 95 % interval lies outside the band: the claim is clearly not met there."""
+    lo, hi = band
+    return e.n > 0 and ((lo is not None and e.hi < lo) or (hi is not None and e.lo > hi))
+
+
+# ---------------------------------------------------------------- verdicts
+
+def judge(claim: Mapping[str, Any], records: Records) -> Judged:
+    """The claim's verdict from the records (see the module docstring)."""
+    c = dict(claim)
+    if not c.get("test"):
+        return Judged(c, NOT_TESTED, cause=c.get("why", ""), evidence=list(c.get("evidence", [])))
+    test = c["test"]
+    exps = {test["of"]["experiment"], *([test["vs"]["experiment"]] if "vs" in test else [])}
+    evidence = [f"docs/reproduce/{e}/report.md (`python -m mdpviz reproduce {e} --workers 2`)" for e in sorted(exps)]
+    evidence += list(c.get("evidence", []))
+    if c.get("witness"):
+        evidence.append(f"`python -m mdpviz reproduce --witness {c['id']}`")
+    measured = estimates(records, test)
+    if not measured or any(e.n == 0 for e in measured):
+        return Judged(c, NOT_RUN, measured, cause="no records of " + ", ".join(sorted(exps)) + " in "
+                      f"{records.folder}: run the commands in the evidence", evidence=evidence)
+    degenerate = sum(e.degenerate for e in measured)
+    if all(inside(e, test["band"]) for e in measured) and not degenerate:
+        return Judged(c, REPRODUCED, measured, evidence=evidence)
+    clear = degenerate > 0 or any(excluded(e, test["band"]) for e in measured)
+    cause = c.get("cause")
+    if cause is None:
+        return Judged(c, UNKNOWN, measured, cause="no cause measured yet", evidence=evidence)
+    checks = cause["check"] if isinstance(cause["check"], list) else [cause["check"]]
+    got = [(chk, estimates(records, chk)) for chk in checks]
+    shown = "; ".join(f"{rule_text(chk)}: " + "; ".join(e.text(chk.get("unit", "")) for e in est) for chk, est in got)
+    measured_cause = [e for _, est in got for e in est]
+    if not clear:
+        return Judged(c, UNKNOWN, measured, "our mean lies outside the claim's band but its 95 % interval still "
+                      f"meets it: more runs are needed before a cause can be named (proposed: {cause['text']})",
+                      evidence=evidence)
+    if all(est and all(inside(e, chk["band"]) for e in est) for chk, est in got):
+        text = f"{cause['text']} Measured: {shown}."
+        if degenerate and all(inside(e, test["band"]) for e in measured):
+            text = (f"the number is in the band but {degenerate} run(s) of the tested method are degenerate. "
+                    + text)
+        return Judged(c, CONTRADICTED, measured, text, measured_cause, evidence)
+    return Judged(c, UNKNOWN, measured, f"the proposed cause did not measure out ({cause['text']} Wanted: "
+                  f"{shown or 'no runs'}).", measured_cause, evidence)
+
+
+def judge_with_context(claim: Mapping[str, Any], records: Records) -> Judged:
+    """``judge``, plus the claim's ``context`` measurements (facts shown beside the verdict, no band)."""
+    j = judge(claim, records)
+    for test in claim.get("context", []):
+        est = estimates(records, test)
+        j.context.append(f"{test['what']}: " + "; ".join(e.text(test.get("unit", "")) for e in est))
+    return j
+
+
+def claims() -> list[dict[str, Any]]:
+    """The ledger's claims, in file order."""
+    return list(ledger_data()["claims"])
+
+
+def ledger(folder: Path | None = None) -> list[Judged]:
+    """Every claim judged from the records in ``folder`` (default: the committed runs in docs/reproduce)."""
+    records = Records(folder or SHIPPED_DIR)
+    return [judge_with_context(c, records) for c in claims()]
+
+
+def find_claim(claim_id: str) -> dict[str, Any]:
+    """The claim with this id; an error listing the ids otherwise."""
+    from ..errors import MdpvizError
+
+    for c in claims():
+        if c["id"] == claim_id:
+            return c
+    raise MdpvizError(f"Unknown claim `{claim_id}`; known: {', '.join(c['id'] for c in claims())}.")
+
+
+# ---------------------------------------------------------------- text
+
+def counts(judged: Sequence[Judged]) -> dict[str, int]:
+    """How many claims got each verdict."""
+    out = {v: 0 for v in VERDICTS}
+    for j in judged:
+        out[j.verdict] += 1
+    return {k: v for k, v in out.items() if v}
+
+
+def plain_text(judged: Sequence[Judged]) -> str:
+    """The ledger for a terminal: per paper, each claim with its verdict, measurement and cause."""
+    lines = ["Claims ledger: " + ", ".join(f"{v} {n}" for v, n in counts(judged).items())]
+    for paper in PAPER_NAMES:
+        mine = [j for j in judged if j.claim["paper"] == paper]
+        if not mine:
+            continue
+        lines += ["", PAPER_NAMES[paper]]
+        for j in mine:
+            d = j.as_dict()
+            lines.append(f"  [{j.verdict}] {d['claim']} ({d['where']}; id {d['id']})")
+            if d["rule"]:
+                lines.append(f"      test: {d['rule']}; ours: " + "; ".join(d["measured"]))
+            if d["cause"]:
+                lines.append(f"      {'why not tested' if j.verdict == NOT_TESTED else 'cause'}: {d['cause']}")
+            for fact in d["also_measured"]:
+                lines.append(f"      also measured: {fact}")
+            if d["note"]:
+                lines.append(f"      note: {d['note']}")
+            lines.append(f"      evidence: {d['evidence']}")
+    return "\n".join(lines) + "\n"
+
+
+def markdown(judged: Sequence[Judged], folder: Path) -> str:
+    """docs/reproduce/CLAIMS.md: one section per paper, each claim with its verdict, then its ladder table."""
+    from .ladders import ladder_table
+
+    out = ["# Claims ledger", "",
+           "Written by `python -m mdpviz reproduce` (and `reproduce --claims --out FOLDER`) from the finished points "
+           "in this folder and the claims in `mdpviz/reproduce/claims.json`. Each headline claim of the five seed "
+           "papers gets one verdict: **reproduced**, **contradicted** (with its measured cause), **not reproduced, "
+           "cause unknown**, or **not tested** (with why). Numbers are means with their 95 % interval (Student t) "
+           "over the runs; a cause counts only when its own measurement holds.", "",
+           "Verdicts: " + ", ".join(f"{v} {n}" for v, n in counts(judged).items()) + ".", ""]
+    ladders = {name: lad for name, lad in ledger_data()["ladders"].items()}
+    for paper in PAPER_NAMES:
+        mine = [j for j in judged if j.claim["paper"] == paper]
+        if not mine:
+            continue
+        out += [f"## {PAPER_NAMES[paper]}", ""]
+        for j in mine:
+            d = j.as_dict()
+            out.append(f"- **{d['claim']}** ({d['where']}) — **{j.verdict}**.")
+            if d["rule"]:
+                out.append(f"  - Test: {d['rule']}. Ours: " + "; ".join(d["measured"]) + ".")
+            if d["cause"]:
+                out.append(f"  - {'Why not tested' if j.verdict == NOT_TESTED else 'Cause'}: {d['cause']}")
+            for fact in d["also_measured"]:
+                out.append(f"  - Also measured: {fact}.")
+            if d["note"]:
+                out.append(f"  - Note: {d['note']}")
+            out.append(f"  - Evidence: {d['evidence']}.")
+        for name, lad in ladders.items():
+            if lad["paper"] == paper:
+                rows = Records(folder).rows(name)
+                if rows:
+                    out += ["", f"### {lad['title']}", "", ladder_table(name, rows)]
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def write_claims(folder: Path) -> Path:
+    """``folder/CLAIMS.md``: the ledger judged from the runs in ``folder``."""
+    text = markdown(ledger(folder), folder)
+    path = folder / "CLAIMS.md"
+    atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"))
+    return path
