@@ -43,7 +43,7 @@ def test_the_paper_values_file_says_where_each_number_comes_from() -> None:
     assert paper_value("benders", source="Table 3", dataset="road", method="BD k-m-DV")["value"] == 290.7
 
 
-@pytest.mark.parametrize("name", [e.name for e in experiments()])
+@pytest.mark.parametrize("name", [e.name for e in experiments() if not e.name.endswith("-ladder")])
 def test_each_experiment_runs_tiny_and_cites_the_papers_numbers(name: str, out_dir: Path) -> None:
     exp = get_experiment(name)
     path, cmp = reproduce(name, size="tiny", out_dir=out_dir)
