@@ -35,44 +35,97 @@ def folder_name(experiment: str, size: str, mode: str) -> str:
     return experiment + (f"-{mode}" if mode != "paper" else "") + (f"-{size}" if size != "full" else "")
 
 
-def chart_figure(rows: Sequence[Mapping[str, Any]], spec: ChartSpec, title: str) -> Any:
-    """Ours (lines with ±1.96·std bars; on a log y axis a lower bar reaching 0 is left out) and the paper's points
-    (open markers, dotted) for ``spec.metric``."""
-    import plotly.graph_objects as go
+MAX_SERIES = 6  # method lines per panel; more are split into panels (by city, then method family)
+FAMILIES = ("PAnDA", "AIPO", "LP+C-mDP", "DISTA")  # a method whose name starts so is charted with its own family
 
-    fig = go.Figure()
+
+def _family(method: str) -> str:
+    return next((f for f in FAMILIES if method.startswith(f)), "baselines")
+
+
+def facets(keys: Sequence[tuple[str, str, str]]) -> list[tuple[str, list[tuple[str, str, str]]]]:
+    """Series keys (method, city, extra) in panels of at most MAX_SERIES: all in one panel when they fit, else by
+    city and extra (e.g. N), then by method family, then in chunks; each panel with its title."""
+    if len(keys) <= MAX_SERIES:
+        return [("", list(keys))]
+    cities = sorted({c for _, c, _ in keys})
+    extras = sorted({e for _, _, e in keys})
+    coarse: dict[str, list[tuple[str, str, str]]] = {}
+    for key in keys:
+        parts = ([key[1]] if len(cities) > 1 else []) + ([key[2]] if len(extras) > 1 else [])
+        coarse.setdefault(", ".join(p for p in parts if p), []).append(key)
+    out = []
+    for title, members in coarse.items():
+        fine: dict[str, list[tuple[str, str, str]]] = {}
+        for key in members:
+            label = title if len(members) <= MAX_SERIES else ", ".join(p for p in (title, _family(key[0])) if p)
+            fine.setdefault(label, []).append(key)
+        for label, part in fine.items():
+            for n in range(0, len(part), MAX_SERIES):
+                out.append((label + (f" ({n // MAX_SERIES + 1})" if len(part) > MAX_SERIES else ""),
+                            part[n:n + MAX_SERIES]))
+    return out
+
+
+def chart_figure(rows: Sequence[Mapping[str, Any]], spec: ChartSpec, title: str) -> Any:
+    """Ours (lines with their ± bars; on a log y axis a lower bar reaching 0 is left out) and the paper's points
+    (open markers, dotted) for ``spec.metric``, at most MAX_SERIES methods per panel."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
     picked = [r for r in rows if r["metric"] == spec.metric and (not spec.table or r["table"] == spec.table)]
     series: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
     for r in picked:
         extra = r.get("series")
         series.setdefault((str(r["method"]), str(r["city"]), "" if extra != extra or not extra else str(extra)),
                           []).append(r)
+    series = {k: v for k, v in series.items()  # a series with no number of ours or the paper's draws nothing
+              if any(math.isfinite(_num(r["ours"])) or math.isfinite(_num(r["paper_value"])) for r in v)}
+    panels = facets(sorted(series))
     cities = {c for _, c, _ in series}
+    ncols = 2 if len(panels) in (2, 4) else min(len(panels), 3)
+    nrows = -(-len(panels) // ncols)
+    fig = make_subplots(rows=nrows, cols=ncols, shared_yaxes=True, horizontal_spacing=0.05,
+                        vertical_spacing=0.42 / nrows if nrows > 1 else 0.0,
+                        subplot_titles=[t for t, _ in panels] if len(panels) > 1 else None)
     palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
                "#17becf", "#393b79", "#637939"]
-    for i, ((method, city, extra), pts) in enumerate(sorted(series.items())):
-        pts = sorted(pts, key=lambda r: _num(r["x"]))
-        name = method + (f" ({city})" if len(cities) > 1 else "") + (f", {extra}" if extra else "")
-        color = palette[i % len(palette)]
-        xs = [r["x"] for r in pts]
-        ours = [_num(r["ours"]) for r in pts]
-        if any(math.isfinite(v) for v in ours):
-            pm = [_num(r["ours_pm"]) for r in pts]
-            # a log axis cannot show an interval reaching 0: such a lower bar is left out (the upper one stays)
-            minus = [0.0 if spec.log_y and e >= v else e for v, e in zip(ours, pm, strict=True)]
-            fig.add_trace(go.Scatter(x=xs, y=ours, mode="lines+markers", name=f"{name}: ours", line={"color": color},
-                                     error_y={"type": "data", "array": pm, "arrayminus": minus, "symmetric": False,
-                                              "visible": True}, legendgroup=name))
-        paper = [_num(r["paper_value"]) for r in pts]
-        if any(math.isfinite(v) for v in paper):
-            fig.add_trace(go.Scatter(x=xs, y=paper, mode="markers+lines", name=f"{name}: paper",
-                                     line={"color": color, "dash": "dot"},
-                                     marker={"symbol": "circle-open", "size": 10, "color": color}, legendgroup=name,
-                                     text=[r["paper"] for r in pts], hovertemplate="paper %{text}<extra></extra>"))
-    fig.update_layout(title=title, xaxis_title=spec.x_label, yaxis_title=spec.y_label, template="plotly_white",
-                      legend={"font": {"size": 10}}, margin={"l": 60, "r": 20, "t": 50, "b": 50})
-    if spec.log_x:
-        fig.update_xaxes(type="log")
+    names: dict[str, str] = {}  # line name -> colour: one colour and one legend entry per name across panels
+    legend_done: set[str] = set()
+    for n_panel, (panel, keys) in enumerate(panels):
+        row, col = n_panel // ncols + 1, n_panel % ncols + 1
+        shown_city = len(cities) > 1 and not any(c in panel for c in cities)
+        for key in keys:
+            method, city, extra = key
+            pts = sorted(series[key], key=lambda r: _num(r["x"]))
+            name = method + (f" ({city})" if shown_city else "") + (f", {extra}" if extra and extra not in panel
+                                                                     else "")
+            color = names.setdefault(name, palette[len(names) % len(palette)])
+            xs = [r["x"] for r in pts]
+            ours = [_num(r["ours"]) for r in pts]
+            first = name not in legend_done
+            legend_done.add(name)
+            if any(math.isfinite(v) for v in ours):
+                pm = [_num(r["ours_pm"]) for r in pts]
+                # a log axis cannot show an interval reaching 0: such a lower bar is left out (the upper one stays)
+                minus = [0.0 if spec.log_y and e >= v else e for v, e in zip(ours, pm, strict=True)]
+                fig.add_trace(go.Scatter(x=xs, y=ours, mode="lines+markers", name=f"{name}: ours",
+                                         line={"color": color}, legendgroup=f"{name}: ours", showlegend=first,
+                                         error_y={"type": "data", "array": pm, "arrayminus": minus,
+                                                  "symmetric": False, "visible": True}), row=row, col=col)
+            paper = [_num(r["paper_value"]) for r in pts]
+            if any(math.isfinite(v) for v in paper):
+                fig.add_trace(go.Scatter(x=xs, y=paper, mode="markers+lines", name=f"{name}: paper",
+                                         line={"color": color, "dash": "dot"},
+                                         marker={"symbol": "circle-open", "size": 10, "color": color},
+                                         legendgroup=f"{name}: paper", showlegend=first,
+                                         text=[r["paper"] for r in pts],
+                                         hovertemplate="paper %{text}<extra></extra>"), row=row, col=col)
+    fig.update_layout(title=title, yaxis_title=spec.y_label, template="plotly_white", legend={"font": {"size": 10}},
+                      margin={"l": 60, "r": 20, "t": 70, "b": 50})
+    if len(panels) > 1:  # one legend for every panel: a name has one colour wherever it is drawn
+        fig.update_layout(height=380 * nrows + 120)
+    fig.update_xaxes(title_text=spec.x_label, type="log" if spec.log_x else None)
     if spec.log_y:
         fig.update_yaxes(type="log")
     return fig
