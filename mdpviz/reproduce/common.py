@@ -72,9 +72,11 @@ def degenerate(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def hardware_reason(load: str = "") -> str:
-    """Why wall times cannot match: the machine and software differ."""
-    return (f"different machine and software: the paper ran MATLAB linprog on a 24-core desktop; ours is Python + "
-            f"HiGHS on {machine()}" + (f", load {load}" if load else "") + ", one core per solve")
+    """What a time row can and cannot say: seconds from another machine and solver are not compared; the claims
+    ledger judges timing claims by orderings and ratios measured in one run here."""
+    return (f"seconds are not compared across machines (the paper: MATLAB linprog on a desktop; ours: Python + HiGHS "
+            f"on {machine()}" + (f", load {load}" if load else "") + ", one core per solve); timing claims are "
+            "judged by orderings measured here (CLAIMS.md)")
 
 
 def pct(a: float, b: float) -> float:
