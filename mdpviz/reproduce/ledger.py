@@ -183,14 +183,15 @@ def judge(claim: Mapping[str, Any], records: Records) -> Judged:
         return Judged(c, NOT_TESTED, cause=c.get("why", ""), evidence=list(c.get("evidence", [])))
     test = c["test"]
     exps = {test["of"]["experiment"], *([test["vs"]["experiment"]] if "vs" in test else [])}
-    evidence = [f"docs/reproduce/{e}/report.md (`python -m mdpviz reproduce {e} --workers 2`)" for e in sorted(exps)]
+    where = "docs/reproduce" if records.folder.resolve() == SHIPPED_DIR else str(records.folder)
+    evidence = [f"{where}/{e}/report.md (`python -m mdpviz reproduce {e} --workers 2`)" for e in sorted(exps)]
     evidence += list(c.get("evidence", []))
     if c.get("witness"):
         evidence.append(f"`python -m mdpviz reproduce --witness {c['id']}`")
     measured = estimates(records, test)
     if not measured or any(e.n == 0 for e in measured):
-        return Judged(c, NOT_RUN, measured, cause="no records of " + ", ".join(sorted(exps)) + " in "
-                      f"{records.folder}: run the commands in the evidence", evidence=evidence)
+        return Judged(c, NOT_RUN, measured, cause="no records of " + ", ".join(sorted(exps)) + f" in {where}: run "
+                      "the commands in the evidence", evidence=evidence)
     # a degenerate release never reproduces a claim about what it achieves (loss, privacy); a claim about its
     # cost (bytes) sets ``"degenerate_blocks": false``
     degenerate = sum(e.degenerate for e in measured) if test.get("degenerate_blocks", True) else 0

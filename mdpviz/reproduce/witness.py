@@ -6,6 +6,7 @@ A witness re-solves one point of a ladder (through the solve cache) and reads th
   w(d)). For two users' true secrets i, j the anchor set A* of the records likelier under i than under j is
   e^(ε̄·d) times likelier under i (Prop. 3, exact); where ε̄ > ε, Phase I alone spends more than the whole budget
   and no Phase II can meet the claim's exponent (ε − ε̄)·d (V_pair).
+- ``cone``: the release matrix Z itself: the pair of secrets and the output with the worst ratio Z[i,y]/Z[j,y].
 - ``dista-end-to-end``: DISTA-LP's whole release. Each user reports from the candidate outputs nearest their true
   record, so an output in one user's candidates and not in the other's has probability > 0 under one secret and 0
   under the other: an infinite ratio.
@@ -107,7 +108,26 @@ def _dista_end_to_end(pb: Any, result: Any, name: str, eps: float) -> list[str]:
             f"end to end, {e2e['breached']:,} of {e2e['pairs']:,} ordered user pairs breach ε in this run"]
 
 
-KINDS = {"panda-phase1": _panda_phase1, "dista-end-to-end": _dista_end_to_end}
+def _cone(pb: Any, result: Any, name: str, eps: float) -> list[str]:
+    from .. import metrics
+
+    v = metrics.violations(pb, result.Z, eps, metric=result.check_metric, pairs_limit=1)
+    if not v.violated_pairs or v.worst_pairs is None:
+        return [f"no pair of secrets breaks ε-mDP in this release ({v.checked_pairs:,} ordered pairs checked)"]
+    i, j = int(v.worst_pairs[0][0]), int(v.worst_pairs[1][0])
+    zi, zj = result.Z[i], result.Z[j]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_ratio = np.where(zi > 0, np.log(zi) - np.log(zj), -np.inf)
+    y = int(np.argmax(log_ratio))
+    d = float(metrics.check_distance(pb, result.check_metric)[i, j])
+    ratio = "∞" if zj[y] <= 0 else f"{math.exp(min(float(log_ratio[y]), 700)):.4g}"
+    return [f"secrets: {_where(pb, i)} and {_where(pb, j)}, d = {d:.3f} km",
+            f"output y = {y} (record {int(pb.y_index[y])}): Pr[y | first] = {zi[y]:.4g}, Pr[y | second] = {zj[y]:.4g}, "
+            f"ratio {ratio} against the e^(ε·d) = {math.exp(min(eps * d, 700)):.4g} ε-mDP allows",
+            f"{v.violated_pairs:,} of {v.checked_pairs:,} ordered pairs of secrets break ε-mDP in this release"]
+
+
+KINDS = {"panda-phase1": _panda_phase1, "dista-end-to-end": _dista_end_to_end, "cone": _cone}
 
 
 def witness_lines(spec: Mapping[str, Any], size: str = "full") -> list[str]:
