@@ -77,6 +77,7 @@ class Rung:
     task: str
     headline: bool
     seeds: tuple[int, ...] | None  # None: the ladder's seeds
+    baseline: bool = False  # not a step of the ladder (EM, the LP): charted as its own point
 
 
 def rungs(ladder: Mapping[str, Any]) -> list[Rung]:
@@ -89,7 +90,7 @@ def rungs(ladder: Mapping[str, Any]) -> list[Rung]:
         problem = {**(base.problem if base else {}), **r.get("problem", {})}
         rung = Rung(r["label"], r["change"], r.get("mechanism", base.mechanism if base else ""), params, problem,
                     r.get("task", base.task if base else ladder.get("task", "")), bool(r.get("headline")),
-                    tuple(r["seeds"]) if "seeds" in r else None)
+                    tuple(r["seeds"]) if "seeds" in r else None, bool(r.get("baseline")))
         done[rung.label] = rung
         out.append(rung)
     return out
@@ -175,7 +176,8 @@ def ladder_table(name: str, rows: Sequence[Mapping[str, Any]]) -> str:
 def _compare(name: str, records: list[dict[str, Any]], size: str, mode: str) -> Comparison:
     ladder = ledger_data()["ladders"][name]
     rows = rows_of(records)
-    order = {r.label: n for n, r in enumerate(rungs(ladder))}
+    the_rungs = rungs(ladder)
+    order = {r.label: n for n, r in enumerate(the_rungs)}
     out: list[dict[str, Any]] = []
     chart: list[dict[str, Any]] = []
     for (label, eps, method), runs in cm.group(rows, "tag.label", "param.eps", "label").items():
@@ -194,8 +196,9 @@ def _compare(name: str, records: list[dict[str, Any]], size: str, mode: str) -> 
                                  series=f"ε = {eps:g}" if len(ladder["eps"]) > 1 else "") | {"verdict": "measured"}
             out.append(row)
             if metric == ladder["metrics"][0][0] and (not ladder.get("chart_rows") or method in ladder["chart_rows"]):
-                chart.append({**row, "method": str(method or ladder.get("series", "measured"))})
-    notes = [f"Rung {n}. **{r.label}**: {r.change}" for n, r in enumerate(rungs(ladder))]
+                line = label if the_rungs[n].baseline else str(method or ladder.get("series", "measured"))
+                chart.append({**row, "method": line})
+    notes = [f"Rung {n}. **{r.label}**: {r.change}" for n, r in enumerate(the_rungs)]
     form = _form(ladder, size)
     notes.append(f"Problem {form['problem']}, ε ∈ {form['eps']} km⁻¹; headline rungs on {len(form['headline_seeds'])} "
                  f"seed(s), the others on {len(form['seeds'])}; ± is the half-width of the 95 % interval (Student t).")
