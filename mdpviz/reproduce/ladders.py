@@ -67,7 +67,8 @@ def metric_value(row: Mapping[str, Any], metric: str) -> float | None:
 
 @dataclass(frozen=True)
 class Rung:
-    """One rung: ``label``, what it ``change`` s (plain words), and the point settings it stands for."""
+    """One rung: ``label``, what it ``change`` s (plain words), and the point settings it stands for (a rung may
+    run on fewer ``seeds`` or ``eps`` values than the ladder, in the full form)."""
 
     label: str
     change: str
@@ -78,6 +79,7 @@ class Rung:
     headline: bool
     seeds: tuple[int, ...] | None  # None: the ladder's seeds
     baseline: bool = False  # not a step of the ladder (EM, the LP): charted as its own point
+    eps: tuple[float, ...] | None = None  # None: the ladder's ε values (full form)
 
 
 def rungs(ladder: Mapping[str, Any]) -> list[Rung]:
@@ -90,7 +92,8 @@ def rungs(ladder: Mapping[str, Any]) -> list[Rung]:
         problem = {**(base.problem if base else {}), **r.get("problem", {})}
         rung = Rung(r["label"], r["change"], r.get("mechanism", base.mechanism if base else ""), params, problem,
                     r.get("task", base.task if base else ladder.get("task", "")), bool(r.get("headline")),
-                    tuple(r["seeds"]) if "seeds" in r else None, bool(r.get("baseline")))
+                    tuple(r["seeds"]) if "seeds" in r else None, bool(r.get("baseline")),
+                    tuple(r["eps"]) if "eps" in r else None)
         done[rung.label] = rung
         out.append(rung)
     return out
@@ -118,7 +121,7 @@ def points(name: str, size: str) -> list[Point]:
         problem = {**ladder["problem"], **rung.problem, **form["problem_over"]}
         seeds = rung.seeds if rung.seeds is not None and size == "full" else (
             form["headline_seeds"] if rung.headline else form["seeds"])
-        for eps in form["eps"]:
+        for eps in (rung.eps if rung.eps is not None and size == "full" else form["eps"]):
             params = {**rung.params, **{k: v for k, v in form["params"].items() if k in rung.params}, "eps": eps}
             task = {"task": rung.task} if rung.task else {}
             out += [Point(problem, rung.mechanism, params, seed, time_limit=form["time_limit"],

@@ -36,6 +36,7 @@ UNKNOWN = "not reproduced, cause unknown"
 NOT_TESTED = "not tested"
 NOT_RUN = "not run"
 VERDICTS = (REPRODUCED, CONTRADICTED, UNKNOWN, NOT_TESTED, NOT_RUN)
+PAIR_BY = ("seed", "param.eps", "problem.k", "problem.city")  # a change or ratio compares runs of one setting
 PAPER_NAMES = {"panda": "PAnDA (CCS 2025)", "benders": "Benders decomposition (IJCAI 2024)",
                "aipo": "AIPO (arXiv 2601.09946)", "cmdp": "C-mDP (arXiv 2605.26351)", "dista": "DISTA-LP (NDSS 2027)"}
 
@@ -136,7 +137,7 @@ def _groups(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> dict[str,
 
 def estimates(records: Records, test: Mapping[str, Any]) -> list[Estimate]:
     """The test's statistic in each group (``each`` keys), over the selected rows (a change or a ratio against
-    ``vs`` pairs rows by ``pair_by``: the seed and the ``each`` keys unless the test names others)."""
+    ``vs`` pairs rows by ``pair_by``: PAIR_BY and the ``each`` keys unless the test names others)."""
     keys = list(test.get("each", []))
     out = []
     vs_rows = _select(records, test["vs"]) if "vs" in test else []
@@ -144,7 +145,7 @@ def estimates(records: Records, test: Mapping[str, Any]) -> list[Estimate]:
         metric = test["of"]["metric"]
         bad = sum(1 for r in rows if r.get("degenerate"))
         if test["stat"] in ("change_pct", "ratio"):
-            pair = list(test.get("pair_by", ["seed", *keys]))
+            pair = list(test.get("pair_by", [*PAIR_BY, *keys]))
             base = {tuple(r.get(k) for k in pair): metric_value(r, test["vs"]["metric"]) for r in vs_rows}
             vals = []
             for r in rows:
