@@ -4,8 +4,9 @@ Claims are data (``claims.json``). A claim's ``test`` is a measurement over the 
 (a ladder or a table) and the band the paper's claim allows; its ``cause`` is a second measurement that must hold
 for the cause to count as measured. Verdicts:
 
-- **reproduced**: in every group our mean lies in the claim's band (for ``max``, the largest run does), and no run
-  of the tested method is degenerate;
+- **reproduced**: in every group our mean lies in the claim's band (for ``max``, the largest run does; for a
+  ``strict`` test, a claimed effect such as "A beats B", the whole 95 % interval does), and no run of the tested
+  method is degenerate;
 - **contradicted**: in some group the whole 95 % interval lies outside the band (or the tested release is
   degenerate), and the cause's own measurement holds (its mean in its band: the cause is then measured, shown
   with its number);
@@ -100,7 +101,7 @@ def rule_text(test: Mapping[str, Any]) -> str:
     what = test.get("what") or test["of"]["metric"]
     stat = {"mean": "mean of", "max": "largest run of", "change_pct": "change in % of", "ratio": "ratio of"}[test["stat"]]
     each = f", each {', '.join(k.split('.')[-1] for k in test['each'])}" if test.get("each") else ""
-    return f"{stat} {what}{each}: {band}"
+    return f"{stat} {what}{each}: {band}" + (" (its whole 95 % interval)" if test.get("strict") else "")
 
 
 # ---------------------------------------------------------------- records
@@ -169,6 +170,12 @@ def inside(e: Estimate, band: Sequence[float | None]) -> bool:
     return e.n > 0 and (lo is None or e.mean >= lo) and (hi is None or e.mean <= hi)
 
 
+def within(e: Estimate, band: Sequence[float | None]) -> bool:
+    """Whether the estimate's whole 95 % interval lies in the band (a "strict" test: the effect is clear)."""
+    lo, hi = band
+    return e.n > 0 and (lo is None or e.lo >= lo) and (hi is None or e.hi <= hi)
+
+
 def excluded(e: Estimate, band: Sequence[float | None]) -> bool:
     """Whether the estimate's whole 95 % interval lies outside the band: the claim is clearly not met there."""
     lo, hi = band
@@ -196,9 +203,12 @@ def judge(claim: Mapping[str, Any], records: Records) -> Judged:
     # a degenerate release never reproduces a claim about what it achieves (loss, privacy); a claim about its
     # cost (bytes) sets ``"degenerate_blocks": false``
     degenerate = sum(e.degenerate for e in measured) if test.get("degenerate_blocks", True) else 0
-    if all(inside(e, test["band"]) for e in measured) and not degenerate:
+    # a "strict" claim (an effect: "A beats B") needs its whole interval in the band; without it, the runs say
+    # the effect is not there (10 seeds), which is itself clear
+    holds = within if test.get("strict") else inside
+    if all(holds(e, test["band"]) for e in measured) and not degenerate:
         return Judged(c, REPRODUCED, measured, evidence=evidence)
-    clear = degenerate > 0 or any(excluded(e, test["band"]) for e in measured)
+    clear = degenerate > 0 or bool(test.get("strict")) or any(excluded(e, test["band"]) for e in measured)
     cause = c.get("cause")
     if cause is None:
         return Judged(c, UNKNOWN, measured, cause="no cause measured yet", evidence=evidence)
