@@ -26,7 +26,8 @@ NOTES_FILE = "NOTES.md"  # hand-written notes on a run, appended to the generate
 TEXT_COLUMNS = ("table", "city", "setting", "method", "metric", "unit", "paper", "verdict", "reason", "paper_ref",
                 "hardware", "series", "paper_id")
 POINT_COLUMNS = ("problem.city", "problem.k", "problem.region", "mechanism", "tag.label", "tag.mode", "seed", "status",
-                 "loss_m", "objective_m", "bound_m", "time_s", "violated_pairs", "checked_pairs", "violation_ratio",
+                 "loss_m", "objective_m", "bound_m", "gap_m", "time_s", "cpu_s", "iterations", "master_pairs",
+                 "violated_pairs", "checked_pairs", "violation_ratio",
                  "worst_factor", "degenerate", "message", "error", "cached", "wall_s")
 
 
