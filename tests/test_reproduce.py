@@ -182,6 +182,8 @@ def test_report_only_rebuilds_a_report_from_its_points_without_computing(tmp_pat
     points.write_text("\n".join(line.replace(json.loads(line)["code"], "other-code") for line in lines) + "\n")
     assert main(["reproduce", "aipo-tables", "--tiny", "--report-only", "--out", str(tmp_path)]) == 0
     again = load_report(tmp_path / "aipo-tables-tiny")
-    assert again["meta"]["computed"] == 0 and again["meta"]["codes"] == ["other-code"]
+    assert again["meta"]["codes"] == ["other-code"] and "--report-only" in again["meta"]["rebuilt"]
+    for kept in ("command", "date", "wall_s", "computed"):  # the run that computed the points, not the rebuild
+        assert again["meta"][kept] == first["meta"][kept]
     assert again["comparison"]["ours"].equals(first["comparison"]["ours"])
-    assert "`other-code`" in again["markdown"] and "--report-only" in again["markdown"]
+    assert "`other-code`" in again["markdown"] and "rebuilt from the points file" in again["markdown"]

@@ -152,6 +152,15 @@ def _shown(mean: float, lo: float, hi: float, k: int) -> str:
     return cm.fmt(mean) + (f" [{cm.fmt(lo)}, {cm.fmt(hi)}]" if k > 1 and hi > lo else "")
 
 
+def _why(runs: Sequence[Mapping[str, Any]]) -> str:
+    """What ended badly in these runs: an error or a stop (its first sentence), else a degenerate verdict, else ''."""
+    bad = [r for r in runs if r.get("error") or r.get("status") in ("error", "refused", "time limit", "infeasible")]
+    if bad:
+        msg = str(bad[0].get("error") or bad[0].get("message") or bad[0].get("status"))
+        return f"{len(bad)} of {len(runs)} runs: {cm.first_sentence(msg)}"
+    return cm.degenerate(runs)
+
+
 def ladder_table(name: str, rows: Sequence[Mapping[str, Any]]) -> str:
     """The ladder as one Markdown table: a line per rung (and ε, and method of a multi-method task), a column per
     metric (mean [95 % interval]), the runs' count and what ended degenerate."""
@@ -170,8 +179,7 @@ def ladder_table(name: str, rows: Sequence[Mapping[str, Any]]) -> str:
             cells = [f"{n}. {rung.label}", cm.fmt(eps), *([str(method)] if multi else [])]
             cells += [_shown(*mean_ci([v for r in runs if (v := metric_value(r, m)) is not None]))
                       for m, _, _ in metrics]
-            why = cm.failed(runs) or cm.degenerate(runs)
-            cells += [str(len({r.get("seed") for r in runs})), why.replace("|", "/")]
+            cells += [str(len({r.get("seed") for r in runs})), _why(runs).replace("|", "/")]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -195,7 +203,7 @@ def _compare(name: str, records: list[dict[str, Any]], size: str, mode: str) -> 
             row = comparison_row(table=f"Ladder: {text}", city=str(runs[0].get("problem.city", "")),
                                  setting=f"{n}. {label}; ε = {eps:g} km⁻¹", x=n, method=str(method or label),
                                  metric=metric, unit=unit, ours=mean, ours_pm=(hi - lo) / 2 if k > 1 else None, n=k,
-                                 paper=None, reason=cm.failed(runs) or cm.degenerate(runs),
+                                 paper=None, reason=_why(runs),
                                  series=f"ε = {eps:g}" if len(ladder["eps"]) > 1 else "") | {"verdict": "measured"}
             out.append(row)
             if metric == ladder["metrics"][0][0] and (not ladder.get("chart_rows") or method in ladder["chart_rows"]):
@@ -244,3 +252,26 @@ def em_other_outputs(point: Point, *, use_cache: bool = True) -> dict[str, Any]:
             "floor_m": metrics.floor_m(pb), "violated_pairs": v.violated_pairs, "checked_pairs": v.checked_pairs,
             "violation_ratio": v.ratio, "time_s": time.perf_counter() - t0,
             "message": "EM over other records' locations, scored on the real outputs' cost columns"}
+
+
+# ---------------------------------------------------------------- a measuring task of the Benders ladder
+
+def benders_partition(point: Point, *, use_cache: bool = True) -> dict[str, Any]:
+    """Tables 1–2 of the Benders paper for one sample, on the true haversine or (``distance`` = 'swapped') on the
+    haversine with latitude and longitude swapped, as the artifact's stored distance matrix has it (spec 004 §6):
+    the k-m-DV partition's subset and master-component sizes, boundary records and neighbour pairs within η."""
+    from ..geo import pairwise_haversine_km
+    from .benders import partition_sizes
+
+    t0 = time.perf_counter()
+    pb = problem_of(point)
+    prm = point.params
+    d = pb.d
+    if prm.get("distance") == "swapped":
+        d = pairwise_haversine_km(pb.x_lon, pb.x_lat, pb.x_lon, pb.x_lat)
+    stats = partition_sizes(d, np.asarray(pb.xy_km), str(prm.get("partitioner", "kmeans-dv")),
+                            int(prm.get("subsets", 25)), point.seed)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        stretch = np.median((d / pb.d)[pb.d > 0])
+    return {"status": "measured", **{f"part.{k}": v for k, v in stats.items()},
+            "part.median_stretch": float(stretch), "time_s": time.perf_counter() - t0}

@@ -12,7 +12,8 @@ for the cause to count as measured. Verdicts:
   with its number);
 - **not reproduced, cause unknown**: otherwise: no cause is given, the cause's measurement fails, or the interval
   still meets the band (more runs needed);
-- **not tested**: the ledger says why;
+- **not tested**: the ledger says why (a static reason, or a ``blocked`` measurement of ours that stands in the
+  test's way, such as our solver failing where the claim's number would be read);
 - **not run**: the experiment's records are missing (the evidence names the command).
 """
 
@@ -197,6 +198,13 @@ def judge(claim: Mapping[str, Any], records: Records) -> Judged:
     if c.get("witness"):
         evidence.append(f"`python -m mdpviz reproduce --witness {c['id']}`")
     measured = estimates(records, test)
+    if (blocked := c.get("blocked")) is not None and measured and all(e.n for e in measured):
+        # the test cannot be read: a measured fact of our run stands in its way (e.g. our solver fails there)
+        est = estimates(records, blocked["check"])
+        if est and all(inside(e, blocked["check"]["band"]) for e in est):
+            shown = "; ".join(e.text(blocked["check"].get("unit", "")) for e in est)
+            return Judged(c, NOT_TESTED, measured, f"{blocked['text']} Measured: {rule_text(blocked['check'])}: "
+                          f"{shown}.", est, evidence)
     if not measured or any(e.n == 0 for e in measured):
         return Judged(c, NOT_RUN, measured, cause="no records of " + ", ".join(sorted(exps)) + f" in {where}: run "
                       "the commands in the evidence", evidence=evidence)

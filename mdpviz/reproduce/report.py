@@ -179,6 +179,7 @@ def markdown(exp: Experiment, cmp: Comparison, meta: Mapping[str, Any]) -> str:
              f"({meta['computed']} computed now, {meta['reused']} reused from the points file, {meta['errors']} "
              f"errors{', stopped early' if meta.get('stopped') else ''}), wall time {meta['wall_s']:.0f} s",
              f"code: mdpviz {meta['version']}" + (f", commit {meta['commit']}" if meta.get("commit") else ""),
+             *([f"report rebuilt from the points file {meta['rebuilt']}"] if meta.get("rebuilt") else []),
              *([f"points made by code stamp{'s' if len(meta['codes']) > 1 else ''} "
                 + ", ".join(f"`{c}`" for c in meta["codes"]) + " (`mdpviz.sweep.code_stamp()`)"]
                if meta.get("codes") else []),

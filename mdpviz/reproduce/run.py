@@ -39,6 +39,20 @@ def _commit() -> str:
     return out.stdout.strip() if out.returncode == 0 else ""
 
 
+RUN_FIELDS = ("command", "date", "load_start", "load_end", "backend", "computed", "reused", "wall_s", "stopped")
+
+
+def _previous_meta(folder: Path) -> dict[str, Any] | None:
+    """The meta.json of an earlier report in ``folder`` (None when there is none or it cannot be read)."""
+    import json
+
+    try:
+        data = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 REPORT_FILES = ("comparison.csv", "points.csv", "chart.html", "meta.json", "report.md")
 
 
@@ -130,7 +144,12 @@ def reproduce(name: str, *, size: str = "quick", mode: str = "paper", out_dir: P
             "points_wall_s": sum(float(r.get("wall_s") or 0.0) for r in run.records),
             "not_run": not_run(points, {r["key"] for r in run.records}), "skipped_lines": run.skipped,
             "codes": sorted({str(r.get("code", "")) for r in run.records})}
-    path = write_report(exp, cmp, run.records, meta, out_dir / folder_name(name, size, mode))
+    folder = out_dir / folder_name(name, size, mode)
+    if report_only and (previous := _previous_meta(folder)) is not None:
+        # a rebuilt report keeps the run that computed its points (its command, date, load, wall time, backend)
+        meta.update({k: previous[k] for k in RUN_FIELDS if k in previous},
+                    rebuilt=f"{date} by `{meta['command']}`")
+    path = write_report(exp, cmp, run.records, meta, folder)
     write_index(out_dir)
     write_claims(out_dir)
     return path, cmp
