@@ -161,17 +161,16 @@ def _why(runs: Sequence[Mapping[str, Any]]) -> str:
     return cm.degenerate(runs)
 
 
-def ladder_table(name: str, rows: Sequence[Mapping[str, Any]]) -> str:
-    """The ladder as one Markdown table: a line per rung (and ε, and method of a multi-method task), a column per
-    metric (mean [95 % interval]), the runs' count and what ended degenerate."""
+def ladder_cells(name: str, rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """The ladder as a table of text: a line per rung (and ε, and method of a multi-method task), a column per
+    metric (mean [95 % interval]), the runs' count and what ended degenerate or failed. Returns (header, lines)."""
     ladder = ledger_data()["ladders"][name]
-    the_rungs = rungs(ladder)
     metrics = ladder["metrics"]
     multi = any(r.get("label") for r in rows)
     head = ["rung", "ε (km⁻¹)", *(["method"] if multi else []),
             *[text + (f" ({unit})" if unit else "") for _, text, unit in metrics], "runs", "degenerate or failed"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for n, rung in enumerate(the_rungs):
+    lines = []
+    for n, rung in enumerate(rungs(ladder)):
         for (eps, method), runs in cm.group([r for r in rows if r.get("tag.label") == rung.label],
                                             "param.eps", "label").items():
             if multi and ladder.get("chart_rows") and method not in ladder["chart_rows"]:
@@ -179,9 +178,16 @@ def ladder_table(name: str, rows: Sequence[Mapping[str, Any]]) -> str:
             cells = [f"{n}. {rung.label}", cm.fmt(eps), *([str(method)] if multi else [])]
             cells += [_shown(*mean_ci([v for r in runs if (v := metric_value(r, m)) is not None]))
                       for m, _, _ in metrics]
-            cells += [str(len({r.get("seed") for r in runs})), _why(runs).replace("|", "/")]
-            lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+            lines.append(cells + [str(len({r.get("seed") for r in runs})), _why(runs)])
+    return head, lines
+
+
+def ladder_table(name: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    """``ladder_cells`` as a Markdown table."""
+    head, lines = ladder_cells(name, rows)
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(c.replace("|", "/") for c in cells) + " |" for cells in lines]
+    return "\n".join(out) + "\n"
 
 
 def _compare(name: str, records: list[dict[str, Any]], size: str, mode: str) -> Comparison:

@@ -14,7 +14,7 @@ import streamlit as st
 
 from mdpviz.paths import cache_dir
 from mdpviz.reproduce import Experiment, experiments, paper_info, reproduce
-from mdpviz.reproduce.ladders import LEDGER_FILE, ladder_table, ledger_data
+from mdpviz.reproduce.ladders import LEDGER_FILE, ladder_cells, ledger_data
 from mdpviz.reproduce.ledger import (CONTRADICTED, NOT_RUN, NOT_TESTED, PAPER_NAMES, REPRODUCED, UNKNOWN, Records,
                                      ledger)
 from mdpviz.reproduce.report import SHIPPED_DIR, chart_figure, folder_name, load_report, shown_rows
@@ -156,9 +156,12 @@ def _ledger(stamp: float) -> list[dict[str, Any]]:
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def _ladder(name: str, stamp: float) -> str:
+def _ladder(name: str, stamp: float) -> pd.DataFrame | None:
     rows = Records(SHIPPED_DIR).rows(name)
-    return ladder_table(name, rows) if rows else ""
+    if not rows:
+        return None
+    head, lines = ladder_cells(name, rows)
+    return pd.DataFrame(lines, columns=head)
 
 
 def ledger_view() -> None:
@@ -180,22 +183,25 @@ def ledger_view() -> None:
             for j in mine:
                 colour, icon = BADGES[j["verdict"]]
                 st.markdown(f":{colour}-badge[{icon} {j['verdict']}] **{j['claim']}** · {j['where']}")
-                if j["cause"]:
+                cause, _, measured = j["cause"].partition(" Measured: ")
+                if cause:
                     label = "Why not tested" if j["verdict"] == NOT_TESTED else "Cause"
-                    st.caption(f"{label}: {j['cause']}")
+                    st.caption(f"{label}: {cause}")
                 with st.expander("Test, numbers and evidence", expanded=False):
                     if j["rule"]:
                         st.markdown(f"**Test**: {j['rule']}  \n**Ours**: " + "; ".join(j["measured"]))
+                    if measured:
+                        st.markdown(f"**The cause, measured**: {measured}")
                     for fact in j["also_measured"]:
                         st.markdown(f"**Also measured**: {fact}")
                     if j["note"]:
                         st.markdown(f"**Note**: {j['note']}")
                     st.markdown(f"**Evidence**: {j['evidence']}")
             for name, lad in ladders.items():
-                if lad["paper"] == paper and (table := _ladder(name, stamp)):
+                if lad["paper"] == paper and (table := _ladder(name, stamp)) is not None:
                     with st.expander(f"Ladder: {lad['title']}", expanded=False):
-                        st.caption(lad["summary"])
-                        st.markdown(table)
+                        st.caption(lad["summary"] + " Means with their 95 % interval over the runs.")
+                        st.dataframe(table, hide_index=True, width="stretch")
 
 
 def counts_of(judged: list[dict[str, Any]]) -> dict[str, int]:
