@@ -115,8 +115,12 @@ def test_pages_draw_explain_and_stay_on_their_origin(tmp_path: Path) -> None:
             page.goto(f"{url}/learn", timeout=30_000)
             page.wait_for_selector("text=Learn: mDP in four steps", timeout=30_000)
             _idle(page)
-            # the Reproduce page shows a report (the shipped full run where there is one) with its chart
+            # the Reproduce page opens with the claims ledger; its second tab shows a report (the shipped full run
+            # where there is one) with its chart
             page.goto(f"{url}/reproduce", timeout=30_000)
+            page.wait_for_selector("text=Every headline claim of the five seed papers", timeout=30_000)
+            assert page.locator("text=PAnDA (CCS 2025)").first.is_visible()
+            page.get_by_role("tab", name="Tables and reruns").click()
             page.wait_for_selector("h4:has-text('PAnDA Table 2')", timeout=30_000)
             _idle(page)
             assert page.locator("[data-testid='stException']").count() == 0

@@ -78,7 +78,8 @@ def check_out(out_dir: Path, names: Sequence[str], size: str, mode: str, option:
             raise MdpvizError(f"{shown}: `{folder}` is a file where the run writes a folder; move it away first.")
         if folder.is_dir():
             check_folder(folder, shown)
-    files = [points_file(out_dir, n, size) for n in names] + [out_dir / "README.md", out_dir / PLOTLY_JS]
+    files = [points_file(out_dir, n, size) for n in names] + [out_dir / "README.md", out_dir / "CLAIMS.md",
+                                                               out_dir / PLOTLY_JS]
     files += [out_dir / folder_name(n, size, mode) / f for n in names for f in REPORT_FILES]
     for path in files:
         check_file(path, shown)
