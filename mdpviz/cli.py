@@ -433,6 +433,11 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
 
     if a.json and not a.claims:
         raise MdpvizError("`--json` goes with `--claims` (`python -m mdpviz reproduce --claims --json`).")
+    if (a.claims or a.witness is not None) and (a.names or a.size != "full"):
+        raise MdpvizError("`--claims` and `--witness` judge the committed full runs: give no experiment names and no "
+                          "--tiny/--quick/--size.")
+    if a.claims and a.witness is not None:
+        raise MdpvizError("Give `--claims` or `--witness CLAIM`, not both.")
     if a.witness is not None:
         return _witness(a.witness)
     if a.claims:

@@ -516,8 +516,7 @@ def test_reproduce_skips_unreadable_lines_of_its_points_file(tmp_path: Path, cli
     assert "Traceback" not in out + err and "error:" not in err
     assert "skipped 2 unreadable line(s) of" in out
     assert "2 unreadable line(s) skipped" in (out_dir / "aipo-tables-tiny" / "report.md").read_text()
-    assert {p.name for p in out_dir.iterdir()} == {"_points", "aipo-tables-tiny", "README.md", "CLAIMS.md",
-                                                 "plotly.min.js"}
+    assert {p.name for p in out_dir.iterdir()} == {"_points", "aipo-tables-tiny", "README.md", "plotly.min.js"}
     assert _entries(tmp_path.parent) == before and _entries(tmp_path / "work") == set()
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from mdpviz.cli import main
+from mdpviz.errors import MdpvizError
 from mdpviz.reproduce.ladders import ledger_data, metric_value, rungs
 from mdpviz.reproduce.ledger import (CONTRADICTED, NOT_RUN, NOT_TESTED, REPRODUCED, UNKNOWN, VERDICTS, Records,
                                      claims, judge, ledger)
@@ -60,11 +61,26 @@ def test_an_interval_that_still_meets_the_band_is_no_contradiction() -> None:
 
 
 def test_a_claimed_effect_needs_its_whole_interval_in_the_band() -> None:
-    tiny_gain = {"x": _rows("A", [99.9, 100.1, 99.8, 100.0]) + _rows("B", [100.0] * 4) + _rows("C", [7.0] * 4)}
+    noisy_gain = {"x": _rows("A", [90.0, 110.0, 85.0, 96.0]) + _rows("B", [100.0] * 4) + _rows("C", [7.0] * 4)}
     claim = _claim([None, 0], [5, 10])
-    assert judge(claim, FakeRecords(tiny_gain)).verdict == REPRODUCED  # the mean is below 0 ...
-    claim["test"]["strict"] = True  # ... but "A beats B" needs the whole interval below 0
-    assert judge(claim, FakeRecords(tiny_gain)).verdict == CONTRADICTED
+    assert judge(claim, FakeRecords(noisy_gain)).verdict == REPRODUCED  # the mean is below 0 ...
+    claim["test"]["strict"] = True  # ... but "A beats B" needs the whole interval below 0: not settled
+    assert judge(claim, FakeRecords(noisy_gain)).verdict == UNKNOWN
+    no_gain = {"x": _rows("A", [99.9, 100.1, 99.8, 100.0]) + _rows("B", [100.0] * 4) + _rows("C", [7.0] * 4)}
+    assert judge(claim, FakeRecords(no_gain)).verdict == UNKNOWN  # an interval around 0, no margin: not settled
+    claim["test"]["margin"] = 1.0  # every gain above 1 % ruled out: the claimed effect is clearly absent
+    assert judge(claim, FakeRecords(no_gain)).verdict == CONTRADICTED
+
+
+def test_one_run_of_a_mean_is_no_interval() -> None:
+    one = {"x": _rows("A", [20.0]) + _rows("B", [100.0]) + _rows("C", [7.0])}
+    assert judge(_claim([-60, -40], [5, 10]), FakeRecords(one)).verdict == UNKNOWN  # −80 % once: not settled
+
+
+def test_pairs_that_cannot_be_told_apart_are_refused() -> None:
+    twice = {"x": _rows("A", [50.0]) + _rows("B", [100.0]) + _rows("B", [90.0])}  # two B runs of seed 0
+    with pytest.raises(MdpvizError, match="pairing key"):
+        judge(_claim([-60, -40]), FakeRecords(twice))
 
 
 def test_a_degenerate_release_is_never_reproduced() -> None:
@@ -104,7 +120,7 @@ def test_the_committed_ledger_gives_every_claim_a_verdict_and_a_measured_cause()
     assert len(judged) == len(claims())
     for j in judged:
         d = j.as_dict()
-        assert d["verdict"] in VERDICTS and d["evidence"]
+        assert d["verdict"] in VERDICTS and d["verdict"] != NOT_RUN and d["evidence"], d["id"]
         if d["verdict"] != REPRODUCED:
             assert d["cause"], d["id"]
         assert "different machine" not in (d["cause"] + d["evidence"])
@@ -127,7 +143,22 @@ def test_a_tiny_ladder_writes_its_table_and_the_folder_its_claims(name: str, tmp
     table = report.split("## The ladder", 1)[1]
     for n, rung in enumerate(ledger_data()["ladders"][name]["rungs"]):
         assert f"| {n}. {rung['label']} |" in table  # every rung measured, in order
-    assert (tmp_path / "CLAIMS.md").read_text().startswith("# Claims ledger")
+    assert not (tmp_path / "CLAIMS.md").exists()  # the ledger judges full forms: a tiny run writes none
+
+
+def test_claims_out_judges_that_folder_and_writes_its_ledger(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["reproduce", "--claims", "--out", str(tmp_path)]) == 0  # an empty folder: nothing was run there
+    text = (tmp_path / "CLAIMS.md").read_text()
+    assert text.startswith("# Claims ledger") and "not run" in text and f"--out {tmp_path}" in text
+    assert main(["reproduce", "--claims", "--out", str(tmp_path / "missing")]) == 2
+
+
+def test_the_committed_claims_md_is_what_the_ledger_writes() -> None:
+    from mdpviz.reproduce.ledger import markdown
+    from mdpviz.reproduce.report import SHIPPED_DIR
+
+    assert (SHIPPED_DIR / "CLAIMS.md").read_text(encoding="utf-8") == markdown(ledger(), SHIPPED_DIR)
 
 
 def test_the_dista_witness_names_two_secrets_and_an_output_only_one_can_report() -> None:
@@ -141,3 +172,29 @@ def test_the_dista_witness_names_two_secrets_and_an_output_only_one_can_report()
     assert len(panda) >= 2  # a breach, or a plain statement that this tiny run has none
     cone = "\n".join(witness_lines(find_claim("panda-loss-vs-em")["witness"], "tiny"))
     assert "ordered pairs of secrets break ε-mDP" in cone and "Pr[y | first]" in cone  # the authors' code leaks
+
+
+def _refs(node: Any) -> list[dict[str, Any]]:
+    """Every {experiment, where, metric} reference inside a claim."""
+    if isinstance(node, dict):
+        own = [node] if {"experiment", "metric"} <= set(node) else []
+        return own + [r for v in node.values() for r in _refs(v)]
+    if isinstance(node, list):
+        return [r for v in node for r in _refs(v)]
+    return []
+
+
+def test_every_reference_of_the_ledger_names_an_experiment_and_a_rung_that_exist() -> None:
+    """A typo in claims.json would otherwise read as "not run"."""
+    from mdpviz.reproduce import get_experiment
+
+    ladders = ledger_data()["ladders"]
+    for c in claims():
+        for ref in _refs(c):
+            get_experiment(ref["experiment"])  # raises for an unknown name
+            label = ref.get("where", {}).get("tag.label")
+            if ref["experiment"] in ladders and label is not None:
+                assert label in {r["label"] for r in ladders[ref["experiment"]]["rungs"]}, (c["id"], label)
+        if c.get("witness"):
+            w = c["witness"]
+            assert w["rung"] in {r["label"] for r in ladders[w["ladder"]]["rungs"]}, c["id"]

@@ -27,6 +27,7 @@ from .base import ChartSpec, Comparison, Experiment, comparison_row, rows_of
 from .registry import register
 
 LEDGER_FILE = Path(__file__).with_name("claims.json")
+NO_SOLVE = ("closed form", "sampled", "measured")  # statuses of results without an optimisation
 
 
 @functools.lru_cache(maxsize=1)
@@ -41,7 +42,8 @@ def metric_value(row: Mapping[str, Any], metric: str) -> float | None:
     """The number ``metric`` names in a measured row, or None.
 
     ``a|b``: the first of a, b the row has; ``a/b``: a divided by b; ``degenerate?``: 1 when the release is
-    degenerate (collapsed, erased, or its claim not met), else 0; ``optimal?``: 1 when the solve ended optimal.
+    degenerate (collapsed, erased, or its claim not met), else 0; ``optimal?``: 1 when the solve ended optimal, 0
+    when it ended otherwise, None for a mechanism that solves nothing (closed form, sampled, a measuring task).
     """
     if "|" in metric:
         for part in metric.split("|"):
@@ -53,8 +55,9 @@ def metric_value(row: Mapping[str, Any], metric: str) -> float | None:
         return num / den if num is not None and den else None
     if metric == "degenerate?":
         return 1.0 if row.get("degenerate") else 0.0
-    if metric == "optimal?":
-        return 1.0 if row.get("status") == "optimal" else 0.0
+    if metric == "optimal?":  # of a solve; None for a mechanism without one (closed form, sampled, measured)
+        status = row.get("status")
+        return None if status in NO_SOLVE else (1.0 if status == "optimal" else 0.0)
     v = row.get(metric)
     if isinstance(v, bool):
         return float(v)

@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import MdpvizError
+from ..paths import atomic_write
 from ..sweep import recorded
 from .base import rows_of
 from .ladders import ledger_data, mean_ci, metric_value
-from ..paths import atomic_write
 from .registry import get_experiment, points_file
 from .report import SHIPPED_DIR
 
@@ -53,11 +54,12 @@ class Estimate:
     hi: float
     n: int
     degenerate: int = 0  # runs of the tested method with a degenerate verdict
+    exact: bool = False  # a largest run or a 0/1 fact: one run is a measurement, not an interval of width 0
 
     def text(self, unit: str) -> str:
-        """'−66.1 % [−68.0, −64.2] (n = 10)'."""
+        """'eps = 1.0: −66.11 [−69.31, −62.91] % (n = 10)'."""
         if self.n == 0:
-            return f"{self.group}: no runs"
+            return (f"{self.group}: " if self.group else "") + "no runs with this number"
         body = _num(self.mean) + (f" [{_num(self.lo)}, {_num(self.hi)}]" if self.n > 1 and self.hi > self.lo else "")
         return (f"{self.group}: " if self.group else "") + f"{body}{(' ' + unit) if unit else ''} (n = {self.n})"
 
@@ -148,7 +150,13 @@ def estimates(records: Records, test: Mapping[str, Any]) -> list[Estimate]:
         bad = sum(1 for r in rows if r.get("degenerate"))
         if test["stat"] in ("change_pct", "ratio"):
             pair = list(test.get("pair_by", [*PAIR_BY, *keys]))
-            base = {tuple(r.get(k) for k in pair): metric_value(r, test["vs"]["metric"]) for r in vs_rows}
+            base: dict[tuple[Any, ...], float | None] = {}
+            for r in vs_rows:
+                key = tuple(r.get(k) for k in pair)
+                if key in base:
+                    raise MdpvizError(f"Two baseline runs share the pairing key {dict(zip(pair, key))} in "
+                                      f"{test['vs']}; add the setting that tells them apart to `pair_by`.")
+                base[key] = metric_value(r, test["vs"]["metric"])
             vals = []
             for r in rows:
                 a, b = metric_value(r, metric), base.get(tuple(r.get(k) for k in pair))
@@ -158,10 +166,10 @@ def estimates(records: Records, test: Mapping[str, Any]) -> list[Estimate]:
             vals = [v for r in rows if (v := metric_value(r, metric)) is not None]
         if test["stat"] == "max":
             top = max(vals) if vals else math.nan
-            out.append(Estimate(group, top, top, top, len(vals), bad))
+            out.append(Estimate(group, top, top, top, len(vals), bad, exact=True))
         else:
             mean, lo, hi, n = mean_ci(vals)
-            out.append(Estimate(group, mean, lo, hi, n, bad))
+            out.append(Estimate(group, mean, lo, hi, n, bad, exact=metric.endswith("?")))
     return out
 
 
@@ -171,16 +179,25 @@ def inside(e: Estimate, band: Sequence[float | None]) -> bool:
     return e.n > 0 and (lo is None or e.mean >= lo) and (hi is None or e.mean <= hi)
 
 
+def _interval(e: Estimate) -> tuple[float, float]:
+    """The estimate's 95 % interval; unbounded for a single run of a mean (one run gives no interval)."""
+    return (e.lo, e.hi) if e.exact or e.n > 1 else (-math.inf, math.inf)
+
+
 def within(e: Estimate, band: Sequence[float | None]) -> bool:
     """Whether the estimate's whole 95 % interval lies in the band (a "strict" test: the effect is clear)."""
     lo, hi = band
-    return e.n > 0 and (lo is None or e.lo >= lo) and (hi is None or e.hi <= hi)
+    e_lo, e_hi = _interval(e)
+    return e.n > 0 and (lo is None or e_lo >= lo) and (hi is None or e_hi <= hi)
 
 
-def excluded(e: Estimate, band: Sequence[float | None]) -> bool:
-    """Whether the estimate's whole 95 % interval lies outside the band: the claim is clearly not met there."""
+def excluded(e: Estimate, band: Sequence[float | None], margin: float = 0.0) -> bool:
+    """Whether the estimate's whole 95 % interval lies outside the band, moved ``margin`` into it: the claim is
+    clearly not met there. With a margin, a claimed effect ("A beats B": a change ≤ 0) is clearly absent when the
+    interval rules out every effect larger than the margin."""
     lo, hi = band
-    return e.n > 0 and ((lo is not None and e.hi < lo) or (hi is not None and e.lo > hi))
+    e_lo, e_hi = _interval(e)
+    return e.n > 0 and ((lo is not None and e_hi < lo + margin) or (hi is not None and e_lo > hi - margin))
 
 
 # ---------------------------------------------------------------- verdicts
@@ -193,41 +210,49 @@ def judge(claim: Mapping[str, Any], records: Records) -> Judged:
     test = c["test"]
     exps = {test["of"]["experiment"], *([test["vs"]["experiment"]] if "vs" in test else [])}
     where = "docs/reproduce" if records.folder.resolve() == SHIPPED_DIR else str(records.folder)
-    evidence = [f"{where}/{e}/report.md (`python -m mdpviz reproduce {e} --workers 2`)" for e in sorted(exps)]
+    out = "" if where == "docs/reproduce" else f" --out {where}"
+    evidence = [f"{where}/{e}/report.md (`python -m mdpviz reproduce {e} --workers 2{out}`)" for e in sorted(exps)]
     evidence += list(c.get("evidence", []))
     if c.get("witness"):
         evidence.append(f"`python -m mdpviz reproduce --witness {c['id']}`")
     measured = estimates(records, test)
-    if (blocked := c.get("blocked")) is not None and measured and all(e.n for e in measured):
+    if (blocked := c.get("blocked")) is not None:
         # the test cannot be read: a measured fact of our run stands in its way (e.g. our solver fails there)
         est = estimates(records, blocked["check"])
         if est and all(inside(e, blocked["check"]["band"]) for e in est):
             shown = "; ".join(e.text(blocked["check"].get("unit", "")) for e in est)
-            return Judged(c, NOT_TESTED, measured, f"{blocked['text']} Measured: {rule_text(blocked['check'])}: "
-                          f"{shown}.", est, evidence)
+            return Judged(c, NOT_TESTED, [], f"{blocked['text']} Measured: {rule_text(blocked['check'])}: {shown}.",
+                          est, evidence)
     if not measured or any(e.n == 0 for e in measured):
-        return Judged(c, NOT_RUN, measured, cause="no records of " + ", ".join(sorted(exps)) + f" in {where}: run "
-                      "the commands in the evidence", evidence=evidence)
+        selected = _select(records, test["of"])
+        if not selected:
+            why = "no records of " + ", ".join(sorted(exps)) + f" in {where}: run the commands in the evidence"
+        else:
+            statuses = ", ".join(sorted({str(r.get("status") or r.get("error") or "?") for r in selected}))
+            why = (f"{len(selected)} runs selected, none with a number for `{test['of']['metric']}` (their "
+                   f"status: {statuses})")
+        return Judged(c, NOT_RUN, measured, cause=why, evidence=evidence)
     # a degenerate release never reproduces a claim about what it achieves (loss, privacy); a claim about its
     # cost (bytes) sets ``"degenerate_blocks": false``
     degenerate = sum(e.degenerate for e in measured) if test.get("degenerate_blocks", True) else 0
-    # a "strict" claim (an effect: "A beats B") needs its whole interval in the band; without it, the runs say
-    # the effect is not there (10 seeds), which is itself clear
+    # a "strict" claim (an effect: "A beats B") needs its whole interval in the band; it is clearly absent when
+    # the interval rules out every effect larger than the claim's ``margin`` (an equivalence margin)
     holds = within if test.get("strict") else inside
     if all(holds(e, test["band"]) for e in measured) and not degenerate:
         return Judged(c, REPRODUCED, measured, evidence=evidence)
-    clear = degenerate > 0 or bool(test.get("strict")) or any(excluded(e, test["band"]) for e in measured)
+    margin = float(test.get("margin", 0.0))
+    clear = degenerate > 0 or any(excluded(e, test["band"], margin) for e in measured)
     cause = c.get("cause")
+    if not clear:
+        return Judged(c, UNKNOWN, measured, "our runs do not settle it: the mean misses the claim's band but the "
+                      "95 % interval still meets it (more runs are needed)"
+                      + (f"; proposed cause: {cause['text']}" if cause else ""), evidence=evidence)
     if cause is None:
         return Judged(c, UNKNOWN, measured, cause="no cause measured yet", evidence=evidence)
     checks = cause["check"] if isinstance(cause["check"], list) else [cause["check"]]
     got = [(chk, estimates(records, chk)) for chk in checks]
     shown = "; ".join(f"{rule_text(chk)}: " + "; ".join(e.text(chk.get("unit", "")) for e in est) for chk, est in got)
     measured_cause = [e for _, est in got for e in est]
-    if not clear:
-        return Judged(c, UNKNOWN, measured, "our mean lies outside the claim's band but its 95 % interval still "
-                      f"meets it: more runs are needed before a cause can be named (proposed: {cause['text']})",
-                      evidence=evidence)
     if all(est and all(inside(e, chk["band"]) for e in est) for chk, est in got):
         text = f"{cause['text']} Measured: {shown}."
         if degenerate and all(inside(e, test["band"]) for e in measured):
@@ -260,8 +285,6 @@ def ledger(folder: Path | None = None) -> list[Judged]:
 
 def find_claim(claim_id: str) -> dict[str, Any]:
     """The claim with this id; an error listing the ids otherwise."""
-    from ..errors import MdpvizError
-
     for c in claims():
         if c["id"] == claim_id:
             return c
@@ -290,7 +313,7 @@ def plain_text(judged: Sequence[Judged]) -> str:
             d = j.as_dict()
             lines.append(f"  [{j.verdict}] {d['claim']} ({d['where']}; id {d['id']})")
             if d["rule"]:
-                lines.append(f"      test: {d['rule']}; ours: " + "; ".join(d["measured"]))
+                lines.append(f"      test: {d['rule']}" + ("; ours: " + "; ".join(d["measured"]) if d["measured"] else ""))
             if d["cause"]:
                 lines.append(f"      {'why not tested' if j.verdict == NOT_TESTED else 'cause'}: {d['cause']}")
             for fact in d["also_measured"]:
@@ -311,6 +334,12 @@ def markdown(judged: Sequence[Judged], folder: Path) -> str:
            "papers gets one verdict: **reproduced**, **contradicted** (with its measured cause), **not reproduced, "
            "cause unknown**, or **not tested** (with why). Numbers are means with their 95 % interval (Student t) "
            "over the runs; a cause counts only when its own measurement holds.", "",
+           "How a claim is judged: its band is the paper's stated range or bound, or 0.8–1.25× a single number (for a "
+           "change in %, 0.8–1.25× the ratio 1 + change it implies). **Reproduced**: our mean lies in the band in "
+           "every group (a claimed effect, \"A beats B\", needs its whole 95 % interval there) and no tested release "
+           "is degenerate. **Contradicted**: the interval lies clearly outside the band (or the release is "
+           "degenerate) and the cause's own measurement holds. **Not reproduced, cause unknown**: anything else "
+           "(the proposed cause fails, or more runs are needed). **Not tested**: the reason is given.", "",
            "Verdicts: " + ", ".join(f"{v} {n}" for v, n in counts(judged).items()) + ".", ""]
     ladders = {name: lad for name, lad in ledger_data()["ladders"].items()}
     for paper in PAPER_NAMES:
@@ -322,7 +351,7 @@ def markdown(judged: Sequence[Judged], folder: Path) -> str:
             d = j.as_dict()
             out.append(f"- **{d['claim']}** ({d['where']}) — **{j.verdict}**.")
             if d["rule"]:
-                out.append(f"  - Test: {d['rule']}. Ours: " + "; ".join(d["measured"]) + ".")
+                out.append(f"  - Test: {d['rule']}." + (" Ours: " + "; ".join(d["measured"]) + "." if d["measured"] else ""))
             if d["cause"]:
                 out.append(f"  - {'Why not tested' if j.verdict == NOT_TESTED else 'Cause'}: {d['cause']}")
             for fact in d["also_measured"]:

@@ -195,12 +195,12 @@ def markdown(exp: Experiment, cmp: Comparison, meta: Mapping[str, Any]) -> str:
                   + "".join(f"- {w}\n" for w in meta["not_run"]) + "\n")
     if cmp.notes:
         out.write("## Settings and scope\n\n" + "".join(f"- {n}\n" for n in cmp.notes) + "\n")
-    if cmp.extra_md:
-        out.write(cmp.extra_md + "\n")
     frame = pd.DataFrame(cmp.rows, columns=[*COLUMNS, "paper_id"])
     verdicts = frame["verdict"].value_counts().to_dict() if len(frame) else {}
     out.write("Verdicts: " + ", ".join(f"{v} {n}" for v, n in verdicts.items()) + ". 'agrees': within the paper's "
               "± band or a ratio in [0.8, 1.25]; 'bound holds/fails': against a printed bound (≤, <, >).\n\n")
+    if cmp.extra_md:
+        out.write(cmp.extra_md + "\n")
     hw = info.get("short", info["hardware"])
     for table, part in frame.groupby("table", sort=False):
         out.write(f"## {table}\n\n")

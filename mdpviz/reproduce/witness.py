@@ -39,12 +39,13 @@ def _where(pb: Any, i: int) -> str:
 
 
 def _panda_phase1(pb: Any, result: Any, name: str, eps: float) -> list[str]:
-    from ..panda.budget import phase1_cost_direct, phase1_cost_last_factor_direct
-    from ..panda.selection import make_selection
+    from itertools import product
 
-    prm = result.params
-    sel = make_selection(name.rsplit("-", 1)[-1], prm["alpha"], prm["lam"], float(pb.d.max()) / prm["gamma_div"],
-                         prm["floor"], prm["w_min"])
+    from ..panda.budget import phase1_cost_direct, phase1_cost_last_factor_direct
+    from ..panda.selection import Selection
+
+    prm, dg = result.params, result.diagnostics
+    sel = Selection(dg["variant"], prm["alpha"], prm["lam"], dg["gamma_km"], dg["floor"], dg["floor_value"])
     users = np.unique(np.asarray(result.diagnostics["users"]["secret"], dtype=np.int64))
     w = sel.weights(pb.d[users])  # (users, K)
     a, b = np.nonzero(~np.eye(len(users), dtype=bool))
@@ -61,6 +62,21 @@ def _panda_phase1(pb: Any, result: Any, name: str, eps: float) -> list[str]:
         return [f"no pair of this run's {len(users)} users has ε̄ > ε: Phase I stays within the budget here (largest "
                 f"ε̄·d − ε·d = {float(excess[n]):.3f} nats)"]
     true = float(phase1_cost_direct(w[a[n]], w[b[n]]))  # Prop. 3's ε̄·d (both directions): at least ``ratio``
+    # (ε, δ)-PmDP asks that Phase I's loss exceed ε·d with probability at most δ: that probability, exactly, over
+    # the anchor-set patterns of the records whose selection probabilities differ (the others cancel)
+    differ = np.flatnonzero(~np.isclose(w[a[n]], w[b[n]], rtol=1e-12, atol=0.0))
+    tail = ""
+    if len(differ) <= 16:
+        wi, wj = w[a[n]][differ], w[b[n]][differ]
+        p_over = 0.0
+        for pattern in product((False, True), repeat=len(differ)):
+            chosen = np.array(pattern)
+            loss = float(np.sum(np.where(chosen, np.log(wi) - np.log(wj), np.log1p(-wi) - np.log1p(-wj))))
+            if loss > eps * d[n] + 1e-12:
+                p_over += float(np.prod(np.where(chosen, wi, 1.0 - wi)))
+        tail = (f"; the probability that Phase I alone leaks more than ε·d for the first user is {p_over:.3g} "
+                f"(exact, over the {len(differ)} records whose selection probabilities differ), against the "
+                f"claim's δ = {prm['delta']:g}")
     v = result.diagnostics["violations"]["V_pair"]
     lines = [f"users' true secrets: {_where(pb, i)} and {_where(pb, j)}, d = {pb.d[i, j]:.3f} km",
              f"Phase I: the anchor set A* = the {int(star.sum())} records likelier for the first user than for the "
@@ -69,7 +85,7 @@ def _panda_phase1(pb: Any, result: Any, name: str, eps: float) -> list[str]:
              f"the whole budget allows e^(ε·d) = e^{eps * pb.d[i, j]:.3f} = "
              f"{math.exp(eps * pb.d[i, j]):.4g}: Phase I alone exceeds it by a factor "
              f"{math.exp(min(ratio - eps * pb.d[i, j], 700)):.4g}, so the claim's Phase II exponent "
-             "(ε − ε̄)·d is negative and no anchor rows can meet it",
+             "(ε − ε̄)·d is negative and no anchor rows can meet it" + tail,
              f"Prop. 3's ε̄·d for the pair (both directions) is {true:.3f}; in this run {int((excess > 0).sum()):,} "
              f"of {len(a):,} ordered user pairs have ε̄ > ε; V_pair (the "
              f"claim's own check) breaks {v['violated']:,} of {v['checked']:,}"]
@@ -115,7 +131,7 @@ def _cone(pb: Any, result: Any, name: str, eps: float) -> list[str]:
     if not v.violated_pairs or v.worst_pairs is None:
         return [f"no pair of secrets breaks ε-mDP in this release ({v.checked_pairs:,} ordered pairs checked)"]
     i, j = int(v.worst_pairs[0][0]), int(v.worst_pairs[1][0])
-    zi, zj = result.Z[i], result.Z[j]
+    zi, zj = (np.where(result.Z[x] > FLOOR, result.Z[x], 0.0) for x in (i, j))
     with np.errstate(divide="ignore", invalid="ignore"):
         log_ratio = np.where(zi > 0, np.log(zi) - np.log(zj), -np.inf)
     y = int(np.argmax(log_ratio))
@@ -125,6 +141,9 @@ def _cone(pb: Any, result: Any, name: str, eps: float) -> list[str]:
             f"output y = {y} (record {int(pb.y_index[y])}): Pr[y | first] = {zi[y]:.4g}, Pr[y | second] = {zj[y]:.4g}, "
             f"ratio {ratio} against the e^(ε·d) = {math.exp(min(eps * d, 700)):.4g} ε-mDP allows",
             f"{v.violated_pairs:,} of {v.checked_pairs:,} ordered pairs of secrets break ε-mDP in this release"]
+
+
+FLOOR = 1e-250  # entries at the solvers' floor (about 1e-300) are zeros for a witness: the ratio is then infinite
 
 
 KINDS = {"panda-phase1": _panda_phase1, "dista-end-to-end": _dista_end_to_end, "cone": _cone}
@@ -140,7 +159,10 @@ def witness_lines(spec: Mapping[str, Any], size: str = "full") -> list[str]:
         raise MdpvizError(f"Unknown witness kind `{kind}`; known: {', '.join(KINDS)}.")
     point = witness_point(spec, size)
     pb = problem_of(point)
-    mechanism = point.mechanism or "dista-lp"
+    mechanism = point.mechanism
+    if not mechanism:
+        raise MdpvizError(f"Rung `{spec['rung']}` of `{spec['ladder']}` runs a measuring task, not one mechanism: a "
+                          "witness needs a rung that solves a mechanism.")
     params = {k: v for k, v in params_of(point).items() if not k.startswith("_")}
     result = solve(pb, mechanism, params, time_limit=point.time_limit)
     if result.Z is None:

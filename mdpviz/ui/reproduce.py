@@ -110,7 +110,8 @@ def chart(exp: Experiment, report: dict[str, Any]) -> None:
     rows = report["comparison"].to_dict("records")
     fig = chart_figure(rows, exp.chart, exp.title)
     st.plotly_chart(fig, config={"displayModeBar": False}, key=f"repro_chart_{exp.name}")
-    st.caption("Lines: ours (± 1.96·std over seeds). Open markers on dotted lines: the paper's numbers, which "
+    spread = ("its 95 % interval (Student t)" if exp.name.endswith("-ladder") else "± 1.96·std over seeds")
+    st.caption(f"Lines: ours ({spread}). Open markers on dotted lines: the paper's numbers, which "
                f"ran on {paper_info(exp.paper)['hardware']}.")
 
 
@@ -173,6 +174,19 @@ def ledger_view() -> None:
     st.markdown("Every headline claim of the five seed papers, judged from the committed full runs: "
                 + ", ".join(f"**{n} {v}**" for v, n in tally.items()) + ". A cause counts only when its own "
                 "measurement holds; numbers are means with their 95 % interval over the runs.")
+    with st.expander("How a claim is judged", expanded=False):
+        st.markdown(
+            "- **The band** is the paper's stated range or bound, or 0.8–1.25× a single number (for a change in %, "
+            "0.8–1.25× the ratio it implies: \"76 % lower\" is a ratio of 0.24, so 0.19–0.30).\n"
+            "- **Reproduced**: our mean lies in the band for every setting tested; a claimed effect (\"A beats B\") "
+            "needs its whole 95 % interval there; a degenerate release (collapsed, erased) never reproduces.\n"
+            "- **Contradicted**: our interval lies clearly outside the band, and the cause's own measurement (a "
+            "rung of the ablation ladder, a privacy witness, a solver fact) holds.\n"
+            "- **Not reproduced, cause unknown**: the proposed cause did not measure out, or more runs are needed.\n"
+            "- **Not tested**: the reason is given (data we do not hold, or our own solver failing where the number "
+            "would be read).\n"
+            "- **Ladder**: the paper's method as written, then one change at a time toward the authors' published "
+            "code; the rung where the paper's number appears, and its measured privacy, is the cause.")
     ladders = ledger_data()["ladders"]
     for paper, title in PAPER_NAMES.items():
         mine = [j for j in judged if j["paper"] == paper]
@@ -185,7 +199,7 @@ def ledger_view() -> None:
                 st.markdown(f":{colour}-badge[{icon} {j['verdict']}] **{j['claim']}** · {j['where']}")
                 cause, _, measured = j["cause"].partition(" Measured: ")
                 if cause:
-                    label = "Why not tested" if j["verdict"] == NOT_TESTED else "Cause"
+                    label = {NOT_TESTED: "Why not tested", UNKNOWN: "Why not reproduced"}.get(j["verdict"], "Cause")
                     st.caption(f"{label}: {cause}")
                 with st.expander("Test, numbers and evidence", expanded=False):
                     if j["rule"]:
