@@ -73,11 +73,11 @@ less utility loss; δ is the price. The paper sweeps δ from 10⁻⁷ to 0.15.""
     n_users = c2.slider("N (users)", 10, 200, 50, 10, key="learn_n")
     st.markdown(learn.delta_text(delta, n_users))
     with solving.guard():
-        here, strict = learn.delta_budget(float(delta)), learn.delta_budget(1e-7)
+        here, strict = learn.delta_budget(float(delta)), learn.delta_budget(learn.STRICT_DELTA)
     st.plotly_chart(charts.stacked_split([("Phase I (anchor choice)", here.get("phase1", 0.0)),
                                           ("safety margin", here.get("margin", 0.0)),
                                           ("Phase II (the LP)", here.get("phase2", 0.0))],
-                                         f"PAnDA-p's budget at δ = {delta:g} (live)", "% of ε"),
+                                         f"PAnDA-p's budget at δ = {delta:g}, live", "% of ε"),
                     config={"displayModeBar": False}, key="learn_delta_split")
     st.markdown(learn.delta_example_text(float(delta), here, strict))
     st.page_link("app_pages/tradeoff.py", label="Sweep δ for PAnDA-p on the Trade-off page",

@@ -49,15 +49,18 @@ c1.metric("C-mDP loss (m)", f"{result.objective_m:.1f}", delta=None if pct is No
           help="In-sample expected next-location loss, Eq. 34"
                + (f"; on a held-out corpus: {held:.1f} m." if held is not None else ".")
                + " The change is against the best context-invariant LP (below).")
-c2.metric("Secrets with their context (count)", diag["n_secrets"],
-          help="Each secret is a station together with its blanket (the stations before and after that predict it).")
+# labels short enough for a quarter of the main column at 1280×800 (longer ones are cut off with "…")
+c2.metric("Secrets (count)", f"{diag['n_secrets']:,}",
+          help="Each secret is a station together with its context: its blanket (the stations before and after "
+               "that predict it).")
 ve, vl = diag["violations_enforced"], diag["violations_location"]
-c3.metric("Violations of its claim", f"{ve['violated']}/{ve['checked']}",
+c3.metric("Violations of its claim", tv.violations_text(ve),
           help="Pairs of (station, context) secrets under the metric that includes the context (the paper's Eq. 13): "
                "must be 0.")
-c4.metric("Violations, location alone (not claimed)", f"{vl['violated']}/{vl['checked']}",
-          help="Rows averaged over contexts, compared by location only: may be > 0 (it protects location with its "
-               "context, a different target).")
+c4.metric("Violations, location only", tv.violations_text(vl), delta="not claimed", delta_color="off",
+          delta_arrow="off",
+          help="Violations when rows are averaged over contexts and compared by location only: may be > 0 (it "
+               "protects location with its context, a different target).")
 st.caption("**Against the best LP that ignores context** (" + BEST_LP_LABEL + "): "
            + (f"{lp_loss:.1f} m under the same model; {mech.label} is **{pct:+.1f} %** from it (negative: what "
               "knowing the context buys)." if lp_loss is not None and pct is not None else
@@ -100,20 +103,22 @@ with tab_curve:
     if ss.get("traj_curves") == values_json:
         with solving.guard():
             df = tv.curves(city, k, seed, region, values_json, eps_values)
+        if not done:  # computed just now: draw again, so the button and caption above say it is done
+            st.rerun()
         st.plotly_chart(tv.loss_figure(df), key="traj-loss")
         st.plotly_chart(tv.loss_figure(df, "wall_s", "Runtime (s) against ε"), key="traj-time")
-        st.dataframe(df, hide_index=True, width="stretch")
+        st.dataframe(tv.curves_table(df), hide_index=True, width="stretch")
 with tab_blanket:
     st.plotly_chart(tv.blanket_figure(diag), key="traj-hist")
     clf = diag.get("classifier")
     if clf:
         st.caption("Blanket classifier (positive = fail to reject), per split")
-        st.dataframe(pd.DataFrame(clf).T, width="stretch")
+        st.dataframe(tv.classifier_table(clf), width="stretch")
     pc1, pc2 = st.columns(2)
     pc1.plotly_chart(tv.pvalue_figure(diag["groups"], "speed_bin", diag["corpus"]["alpha"]), key="traj-p-speed")
     pc2.plotly_chart(tv.pvalue_figure(diag["groups"], "hour_group", diag["corpus"]["alpha"]), key="traj-p-hour")
     st.caption("Algorithm 1 per (hour group, speed bin, region) group")
-    st.dataframe(pd.DataFrame(diag["groups"]), hide_index=True, width="stretch")
+    st.dataframe(tv.groups_table(diag["groups"]), hide_index=True, width="stretch")
 with tab_table:
     st.dataframe(pd.DataFrame({"station": diag["secret_station"], "blanket (x(t−1)>x(t−2)…)": diag["secret_context"],
                                "prior": diag["secret_prior"]}), hide_index=True, width="stretch")

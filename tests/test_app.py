@@ -369,6 +369,42 @@ def test_binned_histograms_and_checks_are_found_anywhere() -> None:
     assert set(scalars) == {"eps_bar.median"} and not arrays
 
 
+def test_iteration_histories_have_named_columns() -> None:
+    """The LP engines' histories are drawn with their columns' names (the walk of the dashboard found "history"
+    and "column 0 … column 4" on Explore's diagnostics); an unknown 2-D diagnostic is numbered from 1."""
+    from mdpviz.ui.charts import columns_chart
+    from mdpviz.ui.diagnostics import array_columns
+
+    structured = {"history": [(0.1, 15.0, 14.0, 3000, 14000)] * 3, "pair_cap": 15.0}
+    names = array_columns(structured, "history", 5)
+    assert names == ["seconds since start", "best objective", "best bound", "LP variables", "LP pair rows"]
+    assert array_columns({"history": [], "atoms_final": 1}, "history", 4)[-1] == "atoms"
+    assert array_columns({"history": []}, "history", 5) == [f"column {j}" for j in range(1, 6)]
+    fig = columns_chart(np.asarray(structured["history"], float), "Iteration history", names)
+    assert [a.text for a in fig.layout.annotations] == names
+
+
+def test_trajectory_curves_table_has_words_not_keys() -> None:
+    """Trajectories' loss-against-ε table: readable column names (the library's rows say ``vs_lp_pct``,
+    ``heldout_loss_m``, ``wall_s``) and "–" for a method without a value, never None or NaN."""
+    import pandas as pd
+
+    from mdpviz.ui.trajectories import curves_table, violations_text
+
+    rows = pd.DataFrame([{"eps": 0.5, "method": "cmdp", "label": "LP+C-mDP", "status": "optimal", "loss_m": 1325.1,
+                          "heldout_loss_m": 1325.7, "objective_m": 1325.1, "wall_s": 2.5, "vs_lp_pct": -5.1},
+                         {"eps": 0.5, "method": "em", "label": "ExpMech", "status": "time limit", "wall_s": 60.0,
+                          "heldout_loss_m": None}])
+    shown = curves_table(rows)
+    assert not [c for c in shown.columns if "_" in c or c == "method" and "LP+C-mDP" not in set(shown[c])]
+    assert {"ε (km⁻¹)", "expected loss (m)", "held-out loss (m)", "wall time (s)", "vs best LP (%)"} <= set(
+        shown.columns)
+    assert shown["method"].tolist() == ["LP+C-mDP", "ExpMech"]
+    assert shown.iloc[1]["expected loss (m)"] == "–" and shown.iloc[1]["held-out loss (m)"] == "–"
+    assert not shown.isna().any().any()
+    assert violations_text({"violated": 352, "checked": 3552}) == "352 / 3,552"
+
+
 def test_diagnostics_render_generically_for_a_new_mechanism() -> None:
     """A mechanism registered with anchors, a budget split, a float array and a history shows up with no page
     change: controls from its schema, a histogram, a split bar and anchor points on the map."""
@@ -382,7 +418,7 @@ def test_diagnostics_render_generically_for_a_new_mechanism() -> None:
         diag = {"anchors": np.arange(0, problem.k, 4), "budget_split": {"phase I": 24.0, "margin": 9.0,
                                                                          "phase II": 67.0},
                 "eps_bar": np.linspace(0.1, 2.0, 50), "history": np.column_stack([np.arange(5.0), np.ones(5)]),
-                "gamma_km": 0.05}
+                "gamma_km": 0.05, "lower_bound_m": None}
         return Result("test-anchored", params, Z, "closed form", params["eps"], diagnostics=diag,
                       timings={"anchor sampling_s": 0.01, "lp_s": 0.02})
 
@@ -404,6 +440,18 @@ def test_diagnostics_render_generically_for_a_new_mechanism() -> None:
         assert at.checkbox(key="show_extra").value  # anchors drawn on the map
         table = at.dataframe[0].value
         assert "γ (km)" in set(table["diagnostic"]) and "gamma_km" not in set(table["diagnostic"])  # no raw key
+        assert dict(zip(table["diagnostic"], table["value"], strict=True))["lower bound (m)"] == "–"  # not "None"
+        # the charts are titled in words too: no raw key, no "column 0"
+        import json
+
+        titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")
+                  if "title" in json.loads(c.proto.spec)["layout"]]
+        assert "Phase I cost ε̄ (50 values)" in titles and not any("eps_bar" in t for t in titles), titles
+        assert "Iteration history (one point per round)" in titles, titles
+        split = next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
+                     if "Budget split" in json.loads(c.proto.spec)["layout"].get("title", {}).get("text", ""))
+        # PAnDA's keys in the Learn page's words (phase1 → Phase I …); other names are kept
+        assert [t["name"] for t in split["data"]] == ["phase I", "safety margin", "phase II"]
     finally:
         _REGISTRY.pop("test-anchored", None)
 
@@ -813,6 +861,26 @@ def test_road_image_draws_the_network() -> None:
     assert base64.b64encode(img.png)  # a data URL is possible without a server
 
 
+def test_example_descriptions_state_the_epsilon_the_example_runs() -> None:
+    """An example's description that names its ε ("claimed ε = 7", "at ε = 1 km⁻¹") names the ε it sets (the walk
+    of the dashboard found DISTA-LP's saying "255 km⁻¹ against the claimed ε = 5" while the page ran ε = 7), and
+    each PAnDA variant's text states its own counts."""
+    import re
+
+    from mdpviz.ui import presets
+
+    checked = 0
+    for p in presets.presets():
+        stated = {float(v) for v in re.findall(r"(?:claimed ε|at ε) = ([\d.]+)", p.get("help", ""))}
+        mech = p["values"].get("mech")
+        if stated and mech:
+            assert stated == {float(p["values"][f"mp.{mech}.eps"])}, (p["id"], stated)
+            checked += 1
+    assert checked >= 2  # DISTA-LP's and AIPO's
+    texts = {presets.OUTCOMES[f"panda-{v}-paper"] for v in "epl"}
+    assert len(texts) == 3
+
+
 def test_mechanism_presets_become_dashboard_presets() -> None:
     """A mechanism's own preset (Mechanism.presets: params, build_problem keywords, the ε swept) opens Explore."""
     from types import SimpleNamespace
@@ -840,9 +908,9 @@ def test_doctests_of_the_dashboard_helpers() -> None:
     are run here."""
     import doctest
 
-    from mdpviz.ui import basemap, charts, compare, explore, metrics_panel
+    from mdpviz.ui import basemap, charts, compare, diagnostics, explore, learn, metrics_panel, sweep
 
-    for module in (basemap, charts, compare, explore, metrics_panel):
+    for module in (basemap, charts, compare, diagnostics, explore, learn, metrics_panel, sweep):
         failed, tried = doctest.testmod(module)
         assert tried and not failed, module.__name__
 

@@ -234,8 +234,10 @@ def test_trajectories_page_renders_maps_and_both_violation_views() -> None:
     at.run()
     assert not at.exception, [e.message for e in at.exception]
     shown = {m.label: m.value for m in at.metric}
-    assert shown["Violations of its claim"].startswith("0/")
-    assert int(shown["Violations, location alone (not claimed)"].split("/")[1]) > 0
+    assert shown["Violations of its claim"].startswith("0 / ")
+    assert int(shown["Violations, location only"].split(" / ")[1].replace(",", "")) > 0
+    # the location-only count says it is not claimed (no contradiction with "0 violations of its claim")
+    assert next(m for m in at.metric if m.label == "Violations, location only").delta == "not claimed"
     assert len(at.get("deck_gl_json_chart")) == 3  # trajectory, C-mDP row, context-free LP row
     # built from the schema: the registry's variants and labels, the variant's station limit, its preset's ε grid
     from mdpviz.cmdp.compare import BEST_LP_LABEL

@@ -311,6 +311,10 @@ def test_ui_helpers_build_from_a_result(pb):
     assert sum(t.x[0] for t in budget.data) == pytest.approx(20.0)
     assert len(ui.communication_figure(r).data) == 4 and len(ui.audit_figure(r).data) == 3
     assert ui.benders_figure(r) is not None
+    # the per-user table in words (the walk of the dashboard found bytes_raw, fit_loss_km, relerr_dx_raw shown)
+    table = ui.per_user_table(r)
+    assert len(table) == 3 and not [c for c in table.columns if "_" in c.replace("Z_m", "")], list(table.columns)
+    assert {"raw upload (bytes)", "relative error, dx block (raw)", "relative error, dx block"} <= set(table.columns)
     with pytest.raises(ValueError):
         ui.budget_figure(solve(pb, "em", {"eps": 5.0}, use_cache=False))
 

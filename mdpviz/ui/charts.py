@@ -111,10 +111,13 @@ def histogram(values: NDArray[np.float64], title: str, height: int = 220) -> go.
     return fig
 
 
-def columns_chart(arr: NDArray[np.float64], title: str, height: int = 220) -> go.Figure:
-    """Each column of a small 2-D array against the row number (e.g. an iteration history), side by side."""
+def columns_chart(arr: NDArray[np.float64], title: str, names: list[str] | None = None,
+                  height: int = 220) -> go.Figure:
+    """Each column of a small 2-D array against the row number (e.g. an iteration history), side by side, each
+    titled by its name in ``names`` (default ``column 1`` …)."""
     n = arr.shape[1]
-    fig = make_subplots(rows=1, cols=n, subplot_titles=[f"column {j}" for j in range(n)], horizontal_spacing=0.06)
+    names = names or [f"column {j + 1}" for j in range(n)]
+    fig = make_subplots(rows=1, cols=n, subplot_titles=names[:n], horizontal_spacing=0.06)
     for j in range(n):
         fig.add_trace(go.Scatter(x=np.arange(len(arr)), y=arr[:, j], mode="lines", showlegend=False,
                                  line={"color": "#2563eb"}), row=1, col=j + 1)
@@ -141,9 +144,26 @@ def binned_histogram(h: dict, title: str, height: int = 240) -> go.Figure:
     return fig
 
 
+# words for the parts of the solvers' timing keys (``lp_solve_s``, ``sub_build_s``); other parts stay as they are
+PHASE_WORDS = {"lp": "LP", "eps": "ε", "xi": "ξ", "sub": "subproblems", "em": "EM", "mp": "master"}
+
+
+def phase_label(key: str) -> str:
+    """A timing key in words: ``lp_solve_s`` → ``LP solve``, ``all_pairs_check_s`` → ``all pairs check``,
+    ``eps_bar_s`` → ``ε̄``.
+
+    >>> [phase_label(k) for k in ("lp_solve_s", "sub_build_s", "all_pairs_check_s", "eps_bar_s", "anchors_s")]
+    ['LP solve', 'subproblems build', 'all pairs check', 'ε̄', 'anchors']
+    """
+    base = key.removesuffix("_s")
+    if base == "eps_bar":
+        return "ε̄"
+    return " ".join(PHASE_WORDS.get(w, w) for w in base.split("_"))
+
+
 def timing_bar(timings: dict[str, float], height: int = 200) -> go.Figure:
-    """Horizontal bar of seconds per phase (the ``total_s`` entry is left out)."""
-    items = [(k.removesuffix("_s"), v) for k, v in timings.items() if k != "total_s"]
+    """Horizontal bar of seconds per phase (the ``total_s`` entry is left out), each phase in words."""
+    items = [(phase_label(k), v) for k, v in timings.items() if k != "total_s"]
     fig = go.Figure(go.Bar(x=[v for _, v in items], y=[k for k, _ in items], orientation="h",
                            marker_color="#2563eb", hovertemplate="%{y}: %{x:.3g} s<extra></extra>"))
     fig.update_layout(height=height, margin=MARGIN, xaxis_title="seconds", title={"text": "Time per phase (s)",
@@ -152,14 +172,19 @@ def timing_bar(timings: dict[str, float], height: int = 200) -> go.Figure:
 
 
 def stacked_split(parts: Sequence[tuple[str, float]], title: str, unit: str, height: int = 160) -> go.Figure:
-    """One horizontal stacked bar (e.g. PAnDA's budget split)."""
+    """One horizontal stacked bar (e.g. PAnDA's budget split); the unit is in the title (an axis title under the
+    bar ran into the legend at this height).
+
+    >>> stacked_split([("Phase I", 98.0), ("Phase II", 2.0)], "Budget", "% of ε").layout.title.text
+    'Budget (% of ε)'
+    """
     palette = ["#f59e0b", "#ef4444", "#2563eb", "#16a34a", "#9333ea"]
     fig = go.Figure()
     for n, (name, v) in enumerate(parts):
         fig.add_trace(go.Bar(x=[v], y=[""], orientation="h", name=name, marker_color=palette[n % len(palette)],
                              hovertemplate=f"{name}: %{{x:.3g}} {unit}<extra></extra>"))
-    fig.update_layout(barmode="stack", height=height, margin=MARGIN, xaxis_title=unit,
-                      title={"text": title, "font": {"size": 13}},
+    fig.update_layout(barmode="stack", height=height, margin=MARGIN,
+                      title={"text": f"{title} ({unit})", "font": {"size": 13}},
                       legend={"orientation": "h", "y": -0.5, "traceorder": "normal"})
     return fig
 

@@ -3,6 +3,7 @@ worth drawing, users' sampled reports, the anchors-and-budget panel, and mechani
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -44,10 +45,28 @@ def binned_histograms(diag: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in found.items() if len(v["counts"]) and len(v["edges"]) == len(v["counts"]) + 1}
 
 
+SUBSCRIPTS = {"x_n": "xₙ", "x_m": "xₘ"}
+
+
+def formula_text(text: str) -> str:
+    """A check's exponent as a person reads it, not TeX: ``(ε − ε̄_{x_n,x_m})·d`` → ``(ε − ε̄(xₙ, xₘ))·d``.
+
+    >>> formula_text("(ε − ε̄_{x_n,x_m})·d"), formula_text("(ε − ε̄_{x_n,x'})·d, both directions"), formula_text("ε·d")
+    ('(ε − ε̄(xₙ, xₘ))·d', "(ε − ε̄(xₙ, x'))·d, both directions", 'ε·d')
+    """
+    def sub(m: re.Match[str]) -> str:
+        inner = m.group(1)
+        for raw, shown in SUBSCRIPTS.items():
+            inner = inner.replace(raw, shown)
+        return "(" + ", ".join(p.strip() for p in inner.split(",")) + ")"
+
+    return re.sub(r"_\{([^}]*)\}", sub, text)
+
+
 def check_rows(diag: dict[str, Any]) -> list[dict[str, Any]]:
     """Every measured check (violated / checked) in the diagnostics as table rows with numerator/denominator."""
     return [{"check": key_label(name), "violated": f"{bad:,}", "checked": f"{total:,}",
-             "ratio": f"{bad / total:.3g}" if total else "–", "exponent": str(v.get("exponent", ""))}
+             "ratio": f"{bad / total:.3g}" if total else "–", "exponent": formula_text(str(v.get("exponent", "")))}
             for name, bad, total, v in measured_checks(diag)]
 
 
@@ -153,21 +172,46 @@ def diagnostics_panel(result: Result, k: int | None = None) -> None:
         cols = st.columns(2)
         for n, (name, h) in enumerate(binned.items()):
             with cols[n % 2]:
-                st.plotly_chart(charts.binned_histogram(h, name), key=f"binned-{name}",
+                st.plotly_chart(charts.binned_histogram(h, key_label(name)), key=f"binned-{name}",
                                 config={"displayModeBar": False})
     scalars, arrays, other = split_diagnostics(diag)
     if scalars or other:
         rows = [{"diagnostic": key_label(name), "value": _cell(v)} for name, v in {**scalars, **other}.items()]
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     for name, arr in table_arrays(diag).items():
-        st.plotly_chart(charts.columns_chart(arr, f"{name} (per row: {arr.shape[1]} columns)"), key=f"cols-{name}",
-                        config={"displayModeBar": False})
+        names = array_columns(diag, name, arr.shape[1])
+        title = ("Iteration history (one point per round)" if name == "history" else
+                 f"{key_label(name)} (one point per row)")
+        st.plotly_chart(charts.columns_chart(arr, title, names), key=f"cols-{name}", config={"displayModeBar": False})
     cols = st.columns(2)
     for n, (name, arr) in enumerate(arrays.items()):
         finite = arr[np.isfinite(arr)]
         with cols[n % 2]:
-            st.plotly_chart(charts.histogram(finite, f"{name} ({len(arr):,} values)"), key=f"hist-{name}",
+            st.plotly_chart(charts.histogram(finite, f"{key_label(name)} ({len(arr):,} values)"), key=f"hist-{name}",
                             config={"displayModeBar": False})
+
+
+# the columns of the LP engines' iteration histories, as their docstrings give them (mdpviz.lp.colgen, .conic),
+# recognised by a key only that engine reports beside ``history``
+HISTORY_COLUMNS: tuple[tuple[str, int, tuple[str, ...]], ...] = (
+    ("pair_cap", 5, ("seconds since start", "best objective", "best bound", "LP variables", "LP pair rows")),
+    ("atoms_final", 4, ("seconds since start", "objective", "best lower bound", "atoms")))
+
+
+def array_columns(diag: dict[str, Any], name: str, n: int) -> list[str]:
+    """Names of the columns of a 2-D diagnostic: an LP engine's iteration history where recognised, else
+    ``column 1`` … (numbered from 1, as a person counts).
+
+    >>> array_columns({"history": [], "pair_cap": 15}, "history", 5)[:2]
+    ['seconds since start', 'best objective']
+    >>> array_columns({"path": []}, "path", 2)
+    ['column 1', 'column 2']
+    """
+    if name == "history":
+        for marker, width, names in HISTORY_COLUMNS:
+            if marker in diag and width == n:
+                return list(names)
+    return [f"column {j + 1}" for j in range(n)]
 
 
 # words for the parts of diagnostic keys (the mechanisms' own names); anything else is turned into words below
@@ -209,6 +253,13 @@ def key_label(key: str) -> str:
 
 
 def _cell(v: Any) -> str:
+    """A diagnostic's value as the table shows it: "–" where there is none (never None or nan).
+
+    >>> [_cell(v) for v in (None, float("nan"), 0.1234567, True, "w_min")]
+    ['–', '–', '0.123457', 'True', 'w_min']
+    """
+    if v is None or (isinstance(v, float) and not np.isfinite(v) and np.isnan(v)):
+        return "–"
     if isinstance(v, float):
         return f"{v:.6g}"
     return str(v)
@@ -256,6 +307,10 @@ def budget_parts(diag: dict[str, Any]) -> tuple[list[tuple[str, float]], str]:
     return parts, unit
 
 
+# the parts of PAnDA's budget split (``mdpviz.panda.evaluate``) in the Learn page's words
+PART_WORDS = {"phase1": "Phase I (anchor choice)", "margin": "safety margin", "phase2": "Phase II (the LP)"}
+
+
 def panda_panel(diag: dict[str, Any], eps: float, k: int | None = None) -> None:
     """Anchor-based mechanisms (PAnDA, AIPO): anchor count and share of K, and the budget split when given."""
     anchors = anchor_count(diag)
@@ -279,6 +334,7 @@ def panda_panel(diag: dict[str, Any], eps: float, k: int | None = None) -> None:
     if sizes:
         st.caption(" · ".join(f"{label}: {value:.3g}" for label, value in sizes))
     if parts:
+        parts = [(PART_WORDS.get(name, name), value) for name, value in parts]
         st.plotly_chart(charts.stacked_split(parts, f"Budget split at ε = {eps:g} km⁻¹", unit),
                         key="panda-split", config={"displayModeBar": False})
 

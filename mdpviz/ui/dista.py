@@ -24,6 +24,40 @@ PALETTE = [(37, 99, 235), (220, 38, 38), (22, 163, 74), (147, 51, 234), (234, 88
 BLOCK_LABEL = {"dx": "A^dx (within N_m)", "dy": "A^dy (N_m → Y_m)", "cy": "A^cy (cost)"}
 
 
+# the per-user statistics' columns in words (``mdpviz.dista.pipeline``: before tightening "raw", after it the
+# blocks the server uses); a column not listed keeps its key
+USER_COLUMNS = {"user": "user", "record": "true record (index)", "report": "report (index)",
+                "bytes_raw": "raw upload (bytes)", "bytes_surrogate": "surrogate upload (bytes)",
+                "bytes_download": "download Z_m (bytes)", "bytes_report": "report (bytes)",
+                "fit_loss_km": "surrogate fit loss (km)", "swaps": "permutation swaps",
+                "repair_mass_added": "repair mass added", "loss_m": "expected loss (m)",
+                "report_cost_m": "report's cost (m)"}
+
+
+def user_column(key: str) -> str:
+    """A per-user statistic's key in words: ``relerr_dx_raw`` → ``relative error, dx block (raw)``.
+
+    >>> [user_column(k) for k in ("bytes_raw", "relerr_cy", "over_dy_raw", "delta_plus_dx_km", "odd_key")]
+    ['raw upload (bytes)', 'relative error, cy block', 'overestimated share, dy block (raw)', 'Δ⁺, dx block (km)', 'odd_key']
+    """
+    if key in USER_COLUMNS:
+        return USER_COLUMNS[key]
+    for prefix, words in (("relerr_", "relative error"), ("over_", "overestimated share"), ("delta_plus_", "Δ⁺")):
+        if key.startswith(prefix):
+            rest = key.removeprefix(prefix)
+            unit = " (km)" if rest.endswith("_km") else ""
+            rest = rest.removesuffix("_km")
+            raw = " (raw)" if rest.endswith("_raw") else ""
+            return f"{words}, {rest.removesuffix('_raw')} block{raw}{unit}"
+    return key
+
+
+def per_user_table(result: Result) -> pd.DataFrame:
+    """Every user's statistics with readable column names ("raw": the reconstruction before tightening)."""
+    df = pd.DataFrame(_diag(result)["per_user"])
+    return df.rename(columns={c: user_column(str(c)) for c in df.columns})
+
+
 def _diag(result: Result) -> dict[str, Any]:
     if result.mechanism != "dista-lp" or not result.diagnostics:
         raise ValueError("mdpviz.ui.dista draws DISTA-LP results only")
@@ -73,7 +107,7 @@ def budget_figure(result: Result) -> go.Figure:
     """Stacked bar ε_dx + ε_dy + ε_cy + ε_pt = ε (km⁻¹), δ_total in the title."""
     d = _diag(result)
     parts = list(d["budget_split"]["km_inv"].items())
-    title = f"Budget split, ε = {d['budget']['eps']:g} km⁻¹ (uploads' δ_total = {d['delta_total']:.3g})"
+    title = f"Budget split, ε = {d['budget']['eps']:g} km⁻¹, uploads' δ_total = {d['delta_total']:.3g}"
     return charts.stacked_split(parts, title, "km⁻¹")
 
 
@@ -145,4 +179,5 @@ def render(prob: Problem, roads: pdk.Layer | None, result: Result) -> None:
     st.caption(f"Audit with S = {d['audit_samples']} pairs: at 95 % confidence {upper} (Hoeffding). The paper's "
                f"Prop. 2 at δ = 10⁻⁴ gives confidence {d['prop2_confidence']:.3g} (negative = says nothing); it needs "
                f"S ≈ {d['prop2_samples_needed']:,}.")
-    st.dataframe(pd.DataFrame(d["per_user"]), hide_index=True, width="stretch")
+    st.caption("Per user (raw: the server's reconstruction before tightening by γ)")
+    st.dataframe(per_user_table(result), hide_index=True, width="stretch")

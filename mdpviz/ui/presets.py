@@ -39,15 +39,20 @@ EXAMPLE_K = {"lp-bd": 150, "panda": 2000, "distributed": 500, "aipo": 500}
 # what happens on that problem, measured on 2026-12-02 by `python -m mdpviz solve --city rome --cost distance
 # --outputs 100 --k K --mechanism M --preset P --no-cache` (|Y| = 20 and ε = 1 for AIPO's): the time is the whole
 # command's (start, solve and all-pairs check) on the 2-core machine, quiet and busy (another job on both cores)
+# (each variant's own counts: one text for all three stated PAnDA-e's 2,190 beside PAnDA-p's 2,166 and PAnDA-l's
+# 2,208 on the page; re-measured 2026-12-02 08:03 UTC, load 1.6, 2.9–3.5 s each)
 _PANDA_PAPER = ("What happens here (measured): the release collapses, every user reporting the same distribution, "
-                "and the (ε, δ)-PmDP claim breaks for 89 % of user pairs (2,190 of 2,448): Phase I alone costs "
-                "ε̄ ≥ ε on 96 % of anchor pairs (Prop. 3), so nothing is left for the LP. 3.4–4.8 s (12 s "
+                "and the (ε, δ)-PmDP claim breaks for {share} of user pairs ({bad} of 2,448): Phase I alone costs "
+                "ε̄ ≥ ε on {phase1} of anchor pairs (Prop. 3), so nothing is left for the LP. 3.4–4.8 s (12 s "
                 "busy).")
 OUTCOMES = {
-    "panda-e-paper": _PANDA_PAPER, "panda-p-paper": _PANDA_PAPER, "panda-l-paper": _PANDA_PAPER,
+    "panda-e-paper": _PANDA_PAPER.format(share="89 %", bad="2,190", phase1="96 %"),
+    "panda-p-paper": _PANDA_PAPER.format(share="88 %", bad="2,166", phase1="96 %"),
+    "panda-l-paper": _PANDA_PAPER.format(share="90 %", bad="2,208", phase1="97 %"),
     "panda-e-authors-code": "What happens here (measured): every one of the 2,448 user pairs breaks the (ε, δ)-PmDP "
                             "claim: the code's ε̄ keeps only the last factor of each product, which undercharges "
-                            "Phase I. Its loss, 2.49 km, is above EM's 1.54 km. 4.9 s.",
+                            "Phase I. Its loss, 2.49 km, is above EM's 1.54 km. 4.9 s on the command line; this "
+                            "page (solve, all-pairs check, PAnDA's checks, map) 7–11 s.",
     "lp-bd-paper": "What happens here (measured): certified optimal in about 2 s of solving; its claim covers only "
                    "neighbour pairs within 2 km, and 49 % of all pairs break ε-mDP (not claimed). At K = 250 plain "
                    "Benders stops at its 60 s limit: use the stabilised preset there. 2.2 s.",
@@ -55,8 +60,11 @@ OUTCOMES = {
                         "same neighbour-only claim as the paper's LP. 2.0 s (8.3 s busy).",
     "lp-bd-authors-code": "What happens here (measured): the code's slack and floor change the LP (its optimum is "
                           "not the paper's); it stops within its gap after 4 iterations. 1.5 s (4.4 s busy).",
-    "dista-lp-authors": "What happens here (measured): the exact audit finds the uploads spend 255 km⁻¹ against "
-                        "the claimed ε = 5 (budget overspent), and 23 % of all pairs break ε-mDP. 2.1 s (5.6 s busy).",
+    # at the example's ε = 7 km⁻¹ (the middle of the paper's sweep), not the mechanism's default 5: the text said
+    # "255 km⁻¹ against ε = 5" beside a page showing 363 against 7 (re-measured 2026-12-02 08:02 UTC, load 1.5)
+    "dista-lp-authors": "What happens here (measured, at ε = 7 km⁻¹): the exact audit finds the uploads spend "
+                        "362 km⁻¹, so the release spends 363 km⁻¹ against the claimed ε = 7 (budget overspent), and "
+                        "23 % of all pairs break ε-mDP. 2.4 s on the command line; this page about 3–5 s.",
     "aipo-paper": "What happens here (measured, at ε = 1 km⁻¹): it keeps its promise on all pairs of the plane, "
                   "at a loss of 4.83 km, above EM's 4.44 km; the paper's universal lower bound (2,020 m) is below "
                   "the no-privacy floor (3,219 m), so the floor is shown as the bound. 21 s (busy).",

@@ -162,6 +162,34 @@ def times_differ(df: pd.DataFrame) -> bool:
     return bool(len(t) and t.max() > 0.1 and t.max() > 2 * max(t.min(), 1e-9))
 
 
+def at_value(param_label: str, value: float) -> str:
+    """``ε (km⁻¹)`` and 5.5 as ``ε = 5.5 km⁻¹`` (the unit after the number, as the rest of the dashboard writes it).
+
+    >>> at_value("ε (km⁻¹)", 5.5), at_value("δ", 1e-07)
+    ('ε = 5.5 km⁻¹', 'δ = 1e-07')
+    """
+    name, unit = param_label, ""
+    if param_label.endswith(")") and " (" in param_label:
+        name, unit = param_label[:-1].rsplit(" (", 1)
+    return f"{name} = {value:g}" + (f" {unit}" if unit else "")
+
+
+# what a point's verdict level says, for the sentence when no point kept its promise (mdpviz.verdict.Verdict)
+LEVEL_WORDS = {"error": "broke it or gave no mechanism", "warning": "degenerate or unfinished",
+               "info": "with a narrower claim, not measured"}
+
+
+def _none_kept(solved: pd.DataFrame) -> str:
+    """A sentence for a sweep whose solved points all lack an "ok" verdict (else nothing would be said)."""
+    if solved.empty or "verdict" not in solved:
+        return ""
+    counts = solved["verdict"].value_counts()
+    parts = [f"{n} of {len(solved)} {LEVEL_WORDS.get(str(level), f'have the verdict {level!r}')}"
+             for level, n in counts.items()]
+    return (f"No point of this sweep kept its privacy promise ({'; '.join(parts)}), so none is named the cheapest. "
+            "Open one on Explore for its verdict.")
+
+
 def summary(df: pd.DataFrame, param_label: str, labels: dict[str, str], at: float | None) -> str:
     """One sentence the sweep's data says: at the point nearest ``at`` (else the middle one), which mechanism pays
     least for privacy and how the others compare; for one mechanism, how its privacy cost moves along the sweep.
@@ -170,15 +198,16 @@ def summary(df: pd.DataFrame, param_label: str, labels: dict[str, str], at: floa
     >>> frame = pd.DataFrame({"mechanism": ["em", "em", "lp", "lp"], "value": [1.0, 5.0, 1.0, 5.0],
     ...                       "privacy_cost_m": [400.0, 160.0, 60.0, 15.0]})
     >>> summary(frame, "ε (km⁻¹)", {"em": "EM", "lp": "Optimal LP"}, 5.0)
-    'At ε (km⁻¹) = 5, Optimal LP pays the least for privacy (15 m above the no-privacy floor); EM pays 10.7× as much.'
+    'At ε = 5 km⁻¹, Optimal LP pays the least for privacy (15 m above the no-privacy floor); EM pays 10.7× as much.'
+    >>> summary(frame.assign(verdict="error"), "ε (km⁻¹)", {}, 5.0)[:67]
+    'No point of this sweep kept its privacy promise (4 of 4 broke it or'
     """
     from mdpviz.explain import format_m
 
-    ok = df.dropna(subset=["privacy_cost_m"]) if "privacy_cost_m" in df else df.iloc[0:0]
-    if "verdict" in ok:
-        ok = ok[ok["verdict"] == "ok"]
+    solved = df.dropna(subset=["privacy_cost_m"]) if "privacy_cost_m" in df else df.iloc[0:0]
+    ok = solved[solved["verdict"] == "ok"] if "verdict" in solved else solved
     if ok.empty:
-        return ""
+        return _none_kept(solved)
     values = np.sort(ok["value"].unique())
     v = values[len(values) // 2] if at is None else values[int(np.argmin(np.abs(values - at)))]
     here = ok[ok["value"] == v].sort_values("privacy_cost_m")
@@ -187,10 +216,10 @@ def summary(df: pd.DataFrame, param_label: str, labels: dict[str, str], at: floa
         one = ok.sort_values("value")
         first, last = one.iloc[0], one.iloc[-1]
         return (f"{name(first['mechanism'])}'s privacy cost goes from {format_m(float(first['privacy_cost_m']))} at "
-                f"{param_label} = {first['value']:g} to {format_m(float(last['privacy_cost_m']))} at "
-                f"{last['value']:g}.")
+                f"{at_value(param_label, first['value'])} to {format_m(float(last['privacy_cost_m']))} at "
+                f"{at_value(param_label, last['value'])}.")
     best = here.iloc[0]
-    text = (f"At {param_label} = {v:g}, {name(best['mechanism'])} pays the least for privacy "
+    text = (f"At {at_value(param_label, v)}, {name(best['mechanism'])} pays the least for privacy "
             f"({format_m(float(best['privacy_cost_m']))} above the no-privacy floor)")
     others = [f"{name(r['mechanism'])} pays {r['privacy_cost_m'] / best['privacy_cost_m']:.3g}× as much"
               for _, r in here.iloc[1:].iterrows() if best["privacy_cost_m"] > 0]

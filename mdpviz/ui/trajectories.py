@@ -193,6 +193,55 @@ def curves(city: str, k: int, seed: int, region: str, values_json: str, eps_valu
     return store[key]
 
 
+# the curves' columns as the page shows them (``mdpviz.cmdp.compare`` rows); other columns keep their words
+CURVE_COLUMNS = {"eps": "ε (km⁻¹)", "label": "method", "status": "status", "loss_m": "expected loss (m)",
+                 "heldout_loss_m": "held-out loss (m)", "objective_m": "LP objective (m)", "wall_s": "wall time (s)",
+                 "lp_solve_s": "LP solve (s)", "secrets": "secrets (count)", "lp_vars": "LP variables",
+                 "lp_rows": "LP constraints", "enforced_viol": "violations of its claim",
+                 "location_viol": "violations, location only", "vs_lp_pct": "vs best LP (%)",
+                 "vs_no_motion_lp_pct": "vs no-motion LP (%)"}
+
+
+def curves_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The curves' rows with readable column names and "–" where a method has no value (never None or NaN);
+    the registry's ``method`` name is left out (the label says it)."""
+    shown = df.drop(columns=[c for c in ("method",) if c in df]).rename(columns=CURVE_COLUMNS)
+    return shown.astype(object).where(shown.notna(), "–")
+
+
+CLASSIFIER_COLUMNS = {"n": "slots (count)", "bce": "cross-entropy", "accuracy": "accuracy",
+                      "precision": "precision", "recall": "recall", "f1": "F1",
+                      "neg_precision": "precision (negatives)", "neg_recall": "recall (negatives)",
+                      "neg_f1": "F1 (negatives)"}
+GROUP_COLUMNS = {"hour_group": "hour group", "speed_bin": "speed bin", "region": "region cell", "n": "slots (count)",
+                 "tested": "tested", "blanket": "blanket size"}
+
+
+def classifier_table(clf: dict[str, Any]) -> pd.DataFrame:
+    """The blanket classifier's scores per split (rows), columns in words (``mdpviz.cmdp.classifier``)."""
+    return pd.DataFrame(clf).T.rename(columns=CLASSIFIER_COLUMNS)
+
+
+def groups_table(groups: list[dict[str, Any]]) -> pd.DataFrame:
+    """Algorithm 1's groups, columns in words: ``p2`` is the CI test's p-value with 2 lags; "–" where a group has
+    no value (not tested), never None or NaN.
+
+    >>> list(groups_table([{"hour_group": 0, "speed_bin": 1, "region": 0, "n": 9, "tested": False,
+    ...                     "blanket": None, "p1": float("nan")}]).iloc[0])
+    [0, 1, 0, 9, False, '–', '–']
+    """
+    df = pd.DataFrame(groups)
+    names = {c: GROUP_COLUMNS.get(c, f"p-value, {c[1:]} lag(s)" if c[:1] == "p" and c[1:].isdigit() else c)
+             for c in df.columns}
+    df = df.rename(columns=names)
+    return df.astype(object).where(df.notna(), "–")
+
+
+def violations_text(check: dict[str, Any]) -> str:
+    """``{"violated": 352, "checked": 3552}`` as ``352 / 3,552``."""
+    return f"{int(check['violated']):,} / {int(check['checked']):,}"
+
+
 def trajectory_deck(prob: Problem, roads: pdk.Layer | None, ex: dict[str, Any], height_px: int = 420) -> pdk.Deck:
     """Road base; the vehicle's polyline; current node; blanket nodes numbered by lag; older context grey;
     the heading (x_{t−1} → x_t); the true next node; the task."""
