@@ -413,6 +413,7 @@ def _claims(a: argparse.Namespace) -> int:
 
         check_folder(folder, f"`--out {folder}`")
         check_file(folder / "CLAIMS.md", f"`--out {folder}`")
+        check_file(folder / "CLAIMS.json", f"`--out {folder}`")
         write_claims(folder)
     if a.json:
         print(json.dumps([j.as_dict() for j in judged], indent=1, ensure_ascii=False))

@@ -198,3 +198,19 @@ def test_every_reference_of_the_ledger_names_an_experiment_and_a_rung_that_exist
         if c.get("witness"):
             w = c["witness"]
             assert w["rung"] in {r["label"] for r in ladders[w["ladder"]]["rungs"]}, c["id"]
+
+
+def test_the_committed_claims_json_is_the_ledger_and_home_shows_its_verdicts() -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from mdpviz.reproduce.report import SHIPPED_DIR
+
+    data = json.loads((SHIPPED_DIR / "CLAIMS.json").read_text(encoding="utf-8"))
+    assert data == [j.as_dict() for j in ledger()]
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=120)
+    at.run()
+    assert not at.exception
+    box = next(e for e in at.expander if e.label.startswith("What the papers claim"))
+    text = " ".join(m.value for m in box.markdown)
+    panda = next(j for j in data if j["id"] == "panda-loss-vs-em")
+    assert panda["claim"] in text and f"**{panda['verdict']}**" in text

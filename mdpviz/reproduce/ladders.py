@@ -211,7 +211,7 @@ def _compare(name: str, records: list[dict[str, Any]], size: str, mode: str) -> 
             mean, lo, hi, k = mean_ci(vals)
             row = comparison_row(table=f"Ladder: {text}", city=str(runs[0].get("problem.city", "")),
                                  setting=f"{n}. {label}; ε = {eps:g} km⁻¹", x=n, method=str(method or label),
-                                 metric=metric, unit=unit, ours=mean, ours_pm=(hi - lo) / 2 if k > 1 else None, n=k,
+                                 metric=text, unit=unit, ours=mean, ours_pm=(hi - lo) / 2 if k > 1 else None, n=k,
                                  paper=None, reason=_why(runs),
                                  series=f"ε = {eps:g}" if len(ladder["eps"]) > 1 else "") | {"verdict": "measured"}
             out.append(row)
@@ -230,7 +230,7 @@ def _register(name: str, ladder: Mapping[str, Any]) -> Experiment:
         name=name, paper=ladder["paper"], title=ladder["title"], summary=ladder["summary"],
         points=lambda size, mode: points(name, size),
         compare=lambda records, size, mode: _compare(name, records, size, mode),
-        chart=ChartSpec(ladder["metrics"][0][0], "rung (one change at a time)", ladder["metrics"][0][1]
+        chart=ChartSpec(ladder["metrics"][0][1], "rung (one change at a time)", ladder["metrics"][0][1]
                         + (f" ({ladder['metrics'][0][2]})" if ladder["metrics"][0][2] else ""),
                         log_y=bool(ladder.get("log_y")))))
 

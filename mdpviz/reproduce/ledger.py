@@ -369,8 +369,14 @@ def markdown(judged: Sequence[Judged], folder: Path) -> str:
 
 
 def write_claims(folder: Path) -> Path:
-    """``folder/CLAIMS.md``: the ledger judged from the runs in ``folder``."""
-    text = markdown(ledger(folder), folder)
+    """``folder/CLAIMS.md`` and ``folder/CLAIMS.json`` (the ``--claims --json`` list, for pages that show a claim
+    without judging the ledger again): the ledger judged from the runs in ``folder``. Returns the Markdown's path."""
+    import json
+
+    judged = ledger(folder)
+    text = markdown(judged, folder)
+    data = json.dumps([j.as_dict() for j in judged], indent=1, ensure_ascii=False) + "\n"
+    atomic_write(folder / "CLAIMS.json", lambda p: p.write_text(data, encoding="utf-8"))
     path = folder / "CLAIMS.md"
     atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"))
     return path

@@ -79,6 +79,7 @@ def check_out(out_dir: Path, names: Sequence[str], size: str, mode: str, option:
         if folder.is_dir():
             check_folder(folder, shown)
     files = [points_file(out_dir, n, size) for n in names] + [out_dir / "README.md", out_dir / "CLAIMS.md",
+                                                               out_dir / "CLAIMS.json",
                                                                out_dir / PLOTLY_JS]
     files += [out_dir / folder_name(n, size, mode) / f for n in names for f in REPORT_FILES]
     for path in files:

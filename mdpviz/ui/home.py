@@ -91,4 +91,35 @@ def seed_examples() -> None:
     for seed, outcome, count, cells, why in nowhere(table):
         st.caption(f"**{seed}** beats the exponential mechanism in no cell of the grid: in {count} of {cells} cells "
                    f"it {outcome}" + (f" ({why})" if why else "") + ". Its paper's own setting is below.")
+    headline_claims()
     st.page_link("app_pages/which.py", label="Which mechanism for my setting?", icon=":material/rule:")
+
+
+# the seed papers' headline claims about their own method, as the committed claims ledger judges them
+HOME_CLAIMS = ("panda-loss-vs-em", "aipo-vs-em", "dista-vs-em", "cmdp-vs-em", "benders-lp-fails")
+
+
+def headline_claims() -> None:
+    """Each seed paper's headline claim with the ledger's verdict and the first sentence of its measured cause,
+    read from the committed ``docs/reproduce/CLAIMS.json``; a link to the Reproduce page for the evidence."""
+    import json
+    import re
+
+    import streamlit as st
+
+    from mdpviz.reproduce.report import SHIPPED_DIR
+
+    try:
+        judged = {j["id"]: j for j in json.loads((SHIPPED_DIR / "CLAIMS.json").read_text(encoding="utf-8"))}
+    except (OSError, ValueError):
+        return
+    shown = [judged[c] for c in HOME_CLAIMS if c in judged]
+    if not shown:
+        return
+    with st.expander("What the papers claim for their own method, and what we measure"):
+        for j in shown:
+            cause = j["cause"].partition(" Measured: ")[0]
+            first = re.split(r"(?<!Prop)(?<!Eq)(?<!Fig)(?<!Table)\.\s+(?=[A-Z])", cause)[0].rstrip(".")
+            st.markdown(f"- *{j['claim']}* ({j['where']}): **{j['verdict']}**" + (f". {first}." if first else "."))
+        st.page_link("app_pages/reproduce.py", label="The claims ledger: every claim, its test and its evidence",
+                     icon=":material/fact_check:")
