@@ -301,6 +301,20 @@ def counts(judged: Sequence[Judged]) -> dict[str, int]:
     return {k: v for k, v in out.items() if v}
 
 
+CAUSE_LABELS = {NOT_TESTED: "Why not tested", UNKNOWN: "Why not reproduced"}  # else "Cause"
+
+
+def claim_parts(d: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """A judged claim (``Judged.as_dict``) as labelled parts, in the order every view shows them: Test, Ours,
+    Cause (or why not), The cause measured, Also measured (each), Note, Evidence; empty parts left out."""
+    cause, _, measured = str(d["cause"]).partition(" Measured: ")
+    parts = [("Test", d["rule"]), ("Ours", "; ".join(d["measured"])),
+             (CAUSE_LABELS.get(d["verdict"], "Cause"), cause), ("The cause, measured", measured)]
+    parts += [("Also measured", fact) for fact in d["also_measured"]]
+    parts += [("Note", d["note"]), ("Evidence", d["evidence"])]
+    return [(label, text) for label, text in parts if text]
+
+
 def plain_text(judged: Sequence[Judged]) -> str:
     """The ledger for a terminal: per paper, each claim with its verdict, measurement and cause."""
     lines = ["Claims ledger: " + ", ".join(f"{v} {n}" for v, n in counts(judged).items())]
@@ -312,15 +326,7 @@ def plain_text(judged: Sequence[Judged]) -> str:
         for j in mine:
             d = j.as_dict()
             lines.append(f"  [{j.verdict}] {d['claim']} ({d['where']}; id {d['id']})")
-            if d["rule"]:
-                lines.append(f"      test: {d['rule']}" + ("; ours: " + "; ".join(d["measured"]) if d["measured"] else ""))
-            if d["cause"]:
-                lines.append(f"      {'why not tested' if j.verdict == NOT_TESTED else 'cause'}: {d['cause']}")
-            for fact in d["also_measured"]:
-                lines.append(f"      also measured: {fact}")
-            if d["note"]:
-                lines.append(f"      note: {d['note']}")
-            lines.append(f"      evidence: {d['evidence']}")
+            lines += [f"      {label.lower()}: {text}" for label, text in claim_parts(d)]
     return "\n".join(lines) + "\n"
 
 
@@ -350,15 +356,7 @@ def markdown(judged: Sequence[Judged], folder: Path) -> str:
         for j in mine:
             d = j.as_dict()
             out.append(f"- **{d['claim']}** ({d['where']}) — **{j.verdict}**.")
-            if d["rule"]:
-                out.append(f"  - Test: {d['rule']}." + (" Ours: " + "; ".join(d["measured"]) + "." if d["measured"] else ""))
-            if d["cause"]:
-                out.append(f"  - {'Why not tested' if j.verdict == NOT_TESTED else 'Cause'}: {d['cause']}")
-            for fact in d["also_measured"]:
-                out.append(f"  - Also measured: {fact}.")
-            if d["note"]:
-                out.append(f"  - Note: {d['note']}")
-            out.append(f"  - Evidence: {d['evidence']}.")
+            out += [f"  - {label}: {text}" + ("" if text.endswith(".") else ".") for label, text in claim_parts(d)]
         for name, lad in ladders.items():
             if lad["paper"] == paper:
                 rows = Records(folder).rows(name)

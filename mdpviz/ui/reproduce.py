@@ -15,8 +15,10 @@ import streamlit as st
 from mdpviz.paths import cache_dir
 from mdpviz.reproduce import Experiment, experiments, paper_info, reproduce
 from mdpviz.reproduce.ladders import LEDGER_FILE, ladder_cells, ledger_data
-from mdpviz.reproduce.ledger import (CONTRADICTED, NOT_RUN, NOT_TESTED, PAPER_NAMES, REPRODUCED, UNKNOWN, Records,
-                                     ledger)
+from mdpviz.reproduce.ledger import (CAUSE_LABELS, CONTRADICTED, NOT_RUN, NOT_TESTED, PAPER_NAMES, REPRODUCED, UNKNOWN,
+                                     Records, claim_parts, ledger)
+
+CAUSE_SHOWN = ("Cause", *CAUSE_LABELS.values())  # shown under the claim; the other parts one click away
 from mdpviz.reproduce.report import SHIPPED_DIR, chart_figure, folder_name, load_report, shown_rows
 
 # verdict -> (Streamlit colour, icon) of its badge
@@ -197,20 +199,14 @@ def ledger_view() -> None:
             for j in mine:
                 colour, icon = BADGES[j["verdict"]]
                 st.markdown(f":{colour}-badge[{icon} {j['verdict']}] **{j['claim']}** · {j['where']}")
-                cause, _, measured = j["cause"].partition(" Measured: ")
-                if cause:
-                    label = {NOT_TESTED: "Why not tested", UNKNOWN: "Why not reproduced"}.get(j["verdict"], "Cause")
-                    st.caption(f"{label}: {cause}")
+                parts = claim_parts(j)
+                for label, text in parts:
+                    if label in CAUSE_SHOWN:
+                        st.caption(f"{label}: {text}")
                 with st.expander("Test, numbers and evidence", expanded=False):
-                    if j["rule"]:
-                        st.markdown(f"**Test**: {j['rule']}  \n**Ours**: " + "; ".join(j["measured"]))
-                    if measured:
-                        st.markdown(f"**The cause, measured**: {measured}")
-                    for fact in j["also_measured"]:
-                        st.markdown(f"**Also measured**: {fact}")
-                    if j["note"]:
-                        st.markdown(f"**Note**: {j['note']}")
-                    st.markdown(f"**Evidence**: {j['evidence']}")
+                    for label, text in parts:
+                        if label not in CAUSE_SHOWN:
+                            st.markdown(f"**{label}**: {text}")
             for name, lad in ladders.items():
                 if lad["paper"] == paper and (table := _ladder(name, stamp)) is not None:
                     with st.expander(f"Ladder: {lad['title']}", expanded=False):
