@@ -49,6 +49,14 @@ GLOSSARY: dict[str, str] = {
         "ε-mDP on all pairs of these secrets and outputs, solved exactly.",
     "exponential mechanism (EM)": "Report y with probability proportional to exp(−ε·d(x, y)/2): ε-mDP by "
         "construction, no optimisation. The yardstick every other method is measured against.",
+    "ε̄ (Phase I's cost)": "PAnDA: how much of the budget the random choice of anchors spends between two "
+        "users, per km (the paper's Prop. 3 gives it exactly; the authors' code counts only part of it).",
+    "AnPO (anchor perturbation LP)": "PAnDA's Phase II: the LP over anchors whose rows users report from, with "
+        "the budget Phase I and the safety margin leave.",
+    "rung (of an ablation ladder)": "One step from a paper as written toward its authors' code, changing one "
+        "thing, measured for loss, privacy and time. The rung where the paper's number appears names the cause.",
+    "witness": "A concrete privacy breach re-solved and printed: two secrets, what tells them apart and by how "
+        "much, against the e^(ε·d) the claim allows (`python -m mdpviz reproduce --witness CLAIM`).",
 }
 
 

@@ -21,6 +21,8 @@ from mdpviz.reproduce.ledger import (CAUSE_LABELS, CONTRADICTED, NOT_RUN, NOT_TE
 CAUSE_SHOWN = ("Cause", *CAUSE_LABELS.values())  # shown under the claim; the other parts one click away
 from mdpviz.reproduce.report import SHIPPED_DIR, chart_figure, folder_name, load_report, shown_rows
 
+from . import glossary
+
 # verdict -> (Streamlit colour, icon) of its badge
 BADGES = {REPRODUCED: ("green", ":material/check_circle:"), CONTRADICTED: ("red", ":material/cancel:"),
           UNKNOWN: ("orange", ":material/help:"), NOT_TESTED: ("gray", ":material/block:"),
@@ -201,8 +203,8 @@ def ledger_view() -> None:
                 st.markdown(f":{colour}-badge[{icon} {j['verdict']}] **{j['claim']}** · {j['where']}")
                 parts = claim_parts(j)
                 for label, text in parts:
-                    if label in CAUSE_SHOWN:
-                        st.caption(f"{label}: {text}")
+                    if label in CAUSE_SHOWN:  # its terms defined in the tooltip
+                        st.markdown(f":gray[{label}: {text}]", help=glossary.help_for(text))
                 with st.expander("Test, numbers and evidence", expanded=False):
                     for label, text in parts:
                         if label not in CAUSE_SHOWN:
