@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from mdpviz.ui import cache, controls, details, explore, metrics_panel, presets, solving, state
+from mdpviz.ui import cache, controls, details, explore, glossary, metrics_panel, presets, solving, state
 
 ss = st.session_state
 with st.sidebar:
@@ -29,7 +29,8 @@ upload_error = ss.get("_points_error")
 result, error = (None, None) if upload_error and not solve_now else solving.solve_or_lookup(
     prob, mech, params, solve_now, float(ss["time_limit"]))
 
-st.markdown(explore.headline(prob, mech, params))
+heading = explore.headline(prob, mech, params)
+st.markdown(heading, help=glossary.help_for(heading))
 solving.stopped_notice()
 if upload_error and result is None:  # in the main area, in place of the previous result
     st.error(f"Your points were not loaded: {upload_error} Fix the file or remove it in the sidebar; Solve runs on "

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from mdpviz.ui import home, presets, state
+from mdpviz.ui import glossary, home, presets, state
 
 st.title("mdpviz")
 st.markdown("##### See metric differential privacy for locations on real road networks")
@@ -16,6 +16,7 @@ if any(not p.get("main") and not p.get("regime") for p in presets.presets()):
 left, right = st.columns([3, 2], gap="large")
 with left:
     st.markdown(home.INTRO)
+    glossary.terms_line(home.INTRO)
     st.subheader("What ε means in metres")
     eps = st.select_slider("ε (km⁻¹) · log scale", options=home.EPS_OPTIONS, value=5.0, key="home_eps",
                            format_func=lambda v: f"{v:g}",

@@ -8,7 +8,7 @@ import streamlit as st
 from mdpviz.cmdp.compare import BEST_LP_LABEL, vs_lp_pct
 from mdpviz.cmdp.pipeline import CAVEAT
 from mdpviz.explain import format_s
-from mdpviz.ui import cache, solving
+from mdpviz.ui import cache, glossary, solving
 from mdpviz.ui import trajectories as tv
 
 ss = st.session_state
@@ -18,7 +18,7 @@ with st.sidebar:
         ss["traj_mech"] = next(iter(variants))
     mech = variants[st.selectbox("C-mDP variant", list(variants), key="traj_mech",
                                  format_func=lambda n: variants[n].label, help="The registered C-mDP mechanisms.")]
-    st.caption(mech.info)
+    glossary.caption(mech.info)
     tv.preset_button(mech)
     with st.form("traj_form", border=False):
         tv.param_controls(mech)
@@ -29,8 +29,8 @@ city, k, seed, region = ss["traj_city"], int(ss["traj_k"]), int(ss[tv.param_key(
 values = {p.name: ss[tv.param_key(p.name)] for p in tv.page_params()}
 values_json = json.dumps(values, sort_keys=True)
 
-st.markdown("#### Trajectories: context-aware mDP (C-mDP)")
-st.info(CAVEAT, icon=":material/info:")
+st.markdown("#### Trajectories: context-aware mDP (C-mDP)", help=glossary.help_for("mDP blanket"))
+glossary.alert("info", CAVEAT, icon=":material/info:")
 with solving.guard():
     prob = tv.problem(city, k, seed, region)
     result = tv.solve_variant(city, k, seed, region, mech.name, values_json)
@@ -61,10 +61,10 @@ c4.metric("Violations, location only", tv.violations_text(vl), delta="not claime
           delta_arrow="off",
           help="Violations when rows are averaged over contexts and compared by location only: may be > 0 (it "
                "protects location with its context, a different target).")
-st.caption("**Against the best LP that ignores context** (" + BEST_LP_LABEL + "): "
-           + (f"{lp_loss:.1f} m under the same model; {mech.label} is **{pct:+.1f} %** from it (negative: what "
-              "knowing the context buys)." if lp_loss is not None and pct is not None else
-              f"status {lp.status}, no comparison."))
+glossary.caption("**Against the best LP that ignores context** (" + BEST_LP_LABEL + "): "
+                 + (f"{lp_loss:.1f} m under the same model; {mech.label} is **{pct:+.1f} %** from it (negative: "
+                    "what knowing the context buys)." if lp_loss is not None and pct is not None else
+                    f"status {lp.status}, no comparison."))
 
 examples = diag.get("examples", [])
 pick = st.selectbox("Report to inspect", range(len(examples)), format_func=lambda i: (
@@ -76,9 +76,9 @@ with left:
     st.pydeck_chart(tv.trajectory_deck(prob, roads, ex), key="traj-map")
     st.html(tv.legend())
 with right:
-    st.caption(f"C-mDP row q(x, b) for station {ex['station']} with its blanket")
+    glossary.caption(f"C-mDP row q(x, b) for station {ex['station']} with its blanket")
     st.pydeck_chart(tv.row_deck(prob, roads, diag["Q"][ex["row"]], ex["station"]), key="traj-q")
-    st.caption(f"{BEST_LP_LABEL} row for station {ex['station']}")
+    glossary.caption(f"{BEST_LP_LABEL} row for station {ex['station']}")
     if lp.ok:
         st.pydeck_chart(tv.row_deck(prob, roads, lp.Z[ex["station"]], ex["station"]), key="traj-lp")
 
@@ -86,16 +86,17 @@ tab_curve, tab_blanket, tab_table = st.tabs(["Loss vs ε", "Blankets", "Per-cont
 with tab_curve:
     sweep = tv.sweep_preset(mech)
     eps_values = sweep.eps if sweep is not None else (float(values["eps"]),)
-    st.caption(f"ε grid ({', '.join(f'{e:g}' for e in eps_values)} km⁻¹): "
-               + (f"the preset *{sweep.label}*." if sweep is not None else "this page's ε (no preset sweeps ε)."))
+    glossary.caption(f"ε grid ({', '.join(f'{e:g}' for e in eps_values)} km⁻¹): "
+                     + (f"the preset *{sweep.label}*." if sweep is not None else "this page's ε (no preset sweeps "
+                        "ε)."))
     done = tv.cached_curves(city, k, seed, region, values_json, eps_values) is not None
     estimate = tv.curves_estimate_s(result, lp, len(eps_values))
     lines = tv.METHODS + tv.REFERENCES
     if not done:
-        st.caption(f"{tv.METHODS} methods of the paper's Fig. 10 and the LP on the context-averaged cost as a "
-                   "reference "
-                   f"({lines} lines), at {len(eps_values)} values of ε: {len(eps_values) * lines} solves, about "
-                   f"{format_s(estimate)} here (estimated from this page's solves).")
+        glossary.caption(f"{tv.METHODS} methods of the paper's Fig. 10 and the LP on the context-averaged cost as "
+                         f"a reference ({lines} lines), at {len(eps_values)} values of ε: "
+                         f"{len(eps_values) * lines} solves, about {format_s(estimate)} here (estimated from this "
+                         "page's solves).")
     label = (f"Show loss and runtime against ε ({lines} lines)" if done else
              f"Compute loss and runtime against ε ({lines} lines, about {format_s(estimate)})")
     if st.button(label, icon=":material/show_chart:"):
@@ -112,12 +113,12 @@ with tab_blanket:
     st.plotly_chart(tv.blanket_figure(diag), key="traj-hist")
     clf = diag.get("classifier")
     if clf:
-        st.caption("Blanket classifier (positive = fail to reject), per split")
+        glossary.caption("Blanket classifier (positive = fail to reject), per split")
         st.dataframe(tv.classifier_table(clf), width="stretch")
     pc1, pc2 = st.columns(2)
     pc1.plotly_chart(tv.pvalue_figure(diag["groups"], "speed_bin", diag["corpus"]["alpha"]), key="traj-p-speed")
     pc2.plotly_chart(tv.pvalue_figure(diag["groups"], "hour_group", diag["corpus"]["alpha"]), key="traj-p-hour")
-    st.caption("Algorithm 1 per (hour group, speed bin, region) group")
+    glossary.caption("Algorithm 1 per (hour group, speed bin, region) group")
     st.dataframe(tv.groups_table(diag["groups"]), hide_index=True, width="stretch")
 with tab_table:
     st.dataframe(pd.DataFrame({"station": diag["secret_station"], "blanket (x(t−1)>x(t−2)…)": diag["secret_context"],

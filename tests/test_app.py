@@ -999,3 +999,29 @@ def test_panda_floor_controls_read_in_words() -> None:
     assert "w_min" not in PARAM_LABELS[params["w_min"].display]
     for choice in params["floor"].choices:
         assert "_" not in CHOICE_LABELS[("floor", choice)].split("(")[0]
+
+
+PAGES = ("home", "explore", "which", "compare", "tradeoff", "trajectories", "learn", "reproduce")
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_glossary_term_a_page_shows_is_defined_there(page: str) -> None:
+    """Issue 27: a term from the glossary (claim, collapsed, V_pair, ...) is defined on the page that uses it, in a
+    tooltip (``glossary.help_for``) or, on Learn, in the glossary itself. ε is left out: every ε control defines
+    it."""
+    from streamlit.testing.v1 import AppTest
+
+    from mdpviz.ui.glossary import GLOSSARY, terms_in
+
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.switch_page(f"app_pages/{page}.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    shown, defined = [], []
+    for kind in ("markdown", "caption", "info", "warning", "error", "success", "metric"):
+        for element in getattr(at, kind):
+            shown.append(str(getattr(element, "value", None) or getattr(element, "label", "")))
+            defined.append(str(getattr(element, "help", None) or ""))
+    where = " ".join(defined + shown)
+    missing = {t for text in shown for t in terms_in(text) if t != "ε (km⁻¹)" and GLOSSARY[t] not in where}
+    assert not missing, f"{page}: no definition on the page for {sorted(missing)}"

@@ -4,6 +4,7 @@ it uses."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import streamlit as st
 
@@ -80,6 +81,18 @@ def help_for(text: str) -> str | None:
     if not found:
         return None
     return "\n\n".join(f"**{t}**: {GLOSSARY[t]}" for t in found) + "\n\nAll terms: the Learn page, Glossary tab."
+
+
+def caption(text: str, **kwargs: Any) -> None:
+    """``st.caption`` whose tooltip defines the glossary terms ``text`` uses."""
+    st.caption(text, help=help_for(text), **kwargs)
+
+
+def alert(kind: str, text: str, **kwargs: Any) -> None:
+    """``st.success``/``st.info``/``st.warning``/``st.error`` (``kind``), then a "Terms used above" line defining
+    the glossary terms ``text`` uses (an alert takes no tooltip of its own)."""
+    getattr(st, kind)(text, **kwargs)
+    terms_line(text)
 
 
 def terms_line(text: str) -> None:

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from mdpviz.cities import default_city, list_cities
 from mdpviz.explain import log_grid, radius_km, ratio_bound
 
-from . import state
+from . import glossary, state
 
 INTRO = """
 **Metric differential privacy** (mDP, also called *geo-indistinguishability*) protects a location by reporting a
@@ -85,12 +85,13 @@ def seed_examples() -> None:
     table = cache.regime_cells()
     if table is None:
         return
-    st.markdown("**The seed papers' methods where they work** (from the regime grid: they keep their claim and "
-                "beat the exponential mechanism there)")
+    intro = ("**The seed papers' methods where they work** (from the regime grid: they keep their claim and beat "
+             "the exponential mechanism there)")
+    st.markdown(intro, help=glossary.help_for(intro))
     presets.buttons("home-regime", columns=1, regime=True)
     for seed, outcome, count, cells, why in nowhere(table):
-        st.caption(f"**{seed}** beats the exponential mechanism in no cell of the grid: in {count} of {cells} cells "
-                   f"it {outcome}" + (f" ({why})" if why else "") + ". Its paper's own setting is below.")
+        glossary.caption(f"**{seed}** beats the exponential mechanism in no cell of the grid: in {count} of {cells} "
+                         f"cells it {outcome}" + (f" ({why})" if why else "") + ". Its paper's own setting is below.")
     headline_claims()
     st.page_link("app_pages/which.py", label="Which mechanism for my setting?", icon=":material/rule:")
 
@@ -120,6 +121,7 @@ def headline_claims() -> None:
         for j in shown:
             cause = j["cause"].partition(" Measured: ")[0]
             first = re.split(r"(?<!Prop)(?<!Eq)(?<!Fig)(?<!Table)\.\s+(?=[A-Z])", cause)[0].rstrip(".")
-            st.markdown(f"- *{j['claim']}* ({j['where']}): **{j['verdict']}**" + (f". {first}." if first else "."))
+            line = f"- *{j['claim']}* ({j['where']}): **{j['verdict']}**" + (f". {first}." if first else ".")
+            st.markdown(line, help=glossary.help_for(line))
         st.page_link("app_pages/reproduce.py", label="The claims ledger: every claim, its test and its evidence",
                      icon=":material/fact_check:")

@@ -169,6 +169,21 @@ def _ladder(name: str, stamp: float) -> pd.DataFrame | None:
     return pd.DataFrame(lines, columns=head)
 
 
+# how the ledger judges a claim, for the page's legend
+JUDGED = (
+    "- **The band** is the paper's stated range or bound, or 0.8–1.25× a single number (for a change in %, "
+    "0.8–1.25× the ratio it implies: \"76 % lower\" is a ratio of 0.24, so 0.19–0.30).\n"
+    "- **Reproduced**: our mean lies in the band for every setting tested; a claimed effect (\"A beats B\") "
+    "needs its whole 95 % interval there; a degenerate release (collapsed, erased) never reproduces.\n"
+    "- **Contradicted**: our interval lies clearly outside the band, and the cause's own measurement (a "
+    "rung of the ablation ladder, a privacy witness, a solver fact) holds.\n"
+    "- **Not reproduced, cause unknown**: the proposed cause did not measure out, or more runs are needed.\n"
+    "- **Not tested**: the reason is given (data we do not hold, or our own solver failing where the number "
+    "would be read).\n"
+    "- **Ladder**: the paper's method as written, then one change at a time toward the authors' published "
+    "code; the rung where the paper's number appears, and its measured privacy, is the cause.")
+
+
 def ledger_view() -> None:
     """The claims ledger: one card per paper, each claim in plain words with its verdict and cause; its test,
     measurements, evidence and the paper's ablation ladder in an expander."""
@@ -179,18 +194,7 @@ def ledger_view() -> None:
                 + ", ".join(f"**{n} {v}**" for v, n in tally.items()) + ". A cause counts only when its own "
                 "measurement holds; numbers are means with their 95 % interval over the runs.")
     with st.expander("How a claim is judged", expanded=False):
-        st.markdown(
-            "- **The band** is the paper's stated range or bound, or 0.8–1.25× a single number (for a change in %, "
-            "0.8–1.25× the ratio it implies: \"76 % lower\" is a ratio of 0.24, so 0.19–0.30).\n"
-            "- **Reproduced**: our mean lies in the band for every setting tested; a claimed effect (\"A beats B\") "
-            "needs its whole 95 % interval there; a degenerate release (collapsed, erased) never reproduces.\n"
-            "- **Contradicted**: our interval lies clearly outside the band, and the cause's own measurement (a "
-            "rung of the ablation ladder, a privacy witness, a solver fact) holds.\n"
-            "- **Not reproduced, cause unknown**: the proposed cause did not measure out, or more runs are needed.\n"
-            "- **Not tested**: the reason is given (data we do not hold, or our own solver failing where the number "
-            "would be read).\n"
-            "- **Ladder**: the paper's method as written, then one change at a time toward the authors' published "
-            "code; the rung where the paper's number appears, and its measured privacy, is the cause.")
+        st.markdown(JUDGED, help=glossary.help_for(JUDGED))
     ladders = ledger_data()["ladders"]
     for paper, title in PAPER_NAMES.items():
         mine = [j for j in judged if j["paper"] == paper]
@@ -200,7 +204,8 @@ def ledger_view() -> None:
             st.markdown(f"##### {title}")
             for j in mine:
                 colour, icon = BADGES[j["verdict"]]
-                st.markdown(f":{colour}-badge[{icon} {j['verdict']}] **{j['claim']}** · {j['where']}")
+                st.markdown(f":{colour}-badge[{icon} {j['verdict']}] **{j['claim']}** · {j['where']}",
+                            help=glossary.help_for(j["claim"]))
                 parts = claim_parts(j)
                 for label, text in parts:
                     if label in CAUSE_SHOWN:  # its terms defined in the tooltip
@@ -208,7 +213,7 @@ def ledger_view() -> None:
                 with st.expander("Test, numbers and evidence", expanded=False):
                     for label, text in parts:
                         if label not in CAUSE_SHOWN:
-                            st.markdown(f"**{label}**: {text}")
+                            st.markdown(f"**{label}**: {text}", help=glossary.help_for(text))
             for name, lad in ladders.items():
                 if lad["paper"] == paper and (table := _ladder(name, stamp)) is not None:
                     with st.expander(f"Ladder: {lad['title']}", expanded=False):

@@ -14,7 +14,7 @@ from mdpviz.regimes.examples import cell_values
 from mdpviz.regimes.grid import method_labels, methods
 from mdpviz.regimes.report import COLOURS, SHIPPED_DIR, chart, region_label
 
-from . import cache, presets
+from . import cache, glossary, presets
 
 OUTCOME_WORDS = {
     "beats EM": "keeps its claim and beats the exponential mechanism (by ≥ 1 % on every seed)",
@@ -96,11 +96,12 @@ def cell_view(table: pd.DataFrame) -> None:
     where = (f"{cell['city'].title()}, {region_label(cell['region'])}, K = {cell['K']:,}, {cell['cost']} cost, "
              f"ε = {cell['eps']:g} km⁻¹")
     if best is not None:
-        st.success(f"**{rows.loc[best, 'method']}** has the least privacy cost among the mechanisms that keep "
-                   f"their claim here ({where}): {rows.loc[best, 'privacy cost']} above the no-privacy floor of "
-                   f"{_fmt_m(floor)}.", icon=":material/emoji_events:")
-    st.caption(f"Cell: {where}; mean over {seeds} seed(s) of the committed grid. Privacy cost = utility loss − "
-               "the no-privacy floor (every secret reporting its cheapest output); ± is a 95 % interval over seeds.")
+        glossary.alert("success", f"**{rows.loc[best, 'method']}** has the least privacy cost among the mechanisms "
+                       f"that keep their claim here ({where}): {rows.loc[best, 'privacy cost']} above the "
+                       f"no-privacy floor of {_fmt_m(floor)}.", icon=":material/emoji_events:")
+    glossary.caption(f"Cell: {where}; mean over {seeds} seed(s) of the committed grid. Privacy cost = utility loss "
+                     "− the no-privacy floor (every secret reporting its cheapest output); ± is a 95 % interval over "
+                     "seeds.")
     st.dataframe(_style(rows), hide_index=True, width="stretch", column_config={
         "method": st.column_config.TextColumn(width="medium"),
         "loss ÷ EM's": st.column_config.TextColumn(help="utility loss divided by the exponential mechanism's"),
@@ -130,15 +131,16 @@ def method_view(table: pd.DataFrame) -> None:
         counts = rows["outcome"].value_counts()
         top = counts.index[0]
         example = rows[rows["outcome"] == top]["why"].dropna()
-        st.warning(f"**{labels.get(name, name)} beats the exponential mechanism in no cell of the grid.** Most "
-                   f"often ({counts.iloc[0]} of {len(rows)} cells) it {OUTCOME_WORDS[top].split(': ')[0]}"
-                   + (f": {example.iloc[0][:220]}" if len(example) and example.iloc[0] else "."),
-                   icon=":material/do_not_disturb_on:")
+        glossary.alert("warning", f"**{labels.get(name, name)} beats the exponential mechanism in no cell of the "
+                       f"grid.** Most often ({counts.iloc[0]} of {len(rows)} cells) it "
+                       f"{OUTCOME_WORDS[top].split(': ')[0]}"
+                       + (f": {example.iloc[0][:220]}" if len(example) and example.iloc[0] else "."),
+                       icon=":material/do_not_disturb_on:")
     else:
         best = wins.sort_values("vs_em").iloc[0]
-        st.success(f"{labels.get(name, name)} beats the exponential mechanism in {len(wins)} of {len(rows)} cells; "
-                   f"best: {best['city'].title()}, {region_label(best['region'])}, K = {best['K']:,}, "
-                   f"{best['cost']} cost, ε = {best['eps']:g} km⁻¹ ({best['vs_em']:.2f}× EM's loss).",
-                   icon=":material/check_circle:")
+        glossary.alert("success", f"{labels.get(name, name)} beats the exponential mechanism in {len(wins)} of "
+                       f"{len(rows)} cells; best: {best['city'].title()}, {region_label(best['region'])}, "
+                       f"K = {best['K']:,}, {best['cost']} cost, ε = {best['eps']:g} km⁻¹ ({best['vs_em']:.2f}× "
+                       "EM's loss).", icon=":material/check_circle:")
     st.plotly_chart(chart(table, name, labels.get(name, name)), width="stretch", config={"displayModeBar": False})
-    st.caption(" · ".join(f"**{o}**: {w}" for o, w in OUTCOME_WORDS.items()))
+    glossary.caption(" · ".join(f"**{o}**: {w}" for o, w in OUTCOME_WORDS.items()))
