@@ -15,6 +15,7 @@ from mdpviz.problem import Problem
 from mdpviz.verdict import is_check, measured_checks
 
 from . import cache, charts
+from .controls import CHOICE_LABELS
 
 
 def _as_array(value: Any) -> np.ndarray | None:
@@ -176,7 +177,9 @@ def diagnostics_panel(result: Result, k: int | None = None) -> None:
                                 config={"displayModeBar": False})
     scalars, arrays, other = split_diagnostics(diag)
     if scalars or other:
-        rows = [{"diagnostic": key_label(name), "value": _cell(v)} for name, v in {**scalars, **other}.items()]
+        rows = [{"diagnostic": key_label(name), "value": _cell(CHOICE_LABELS.get((name, v), v) if isinstance(v, str)
+                                                              else v)}
+                for name, v in {**scalars, **other}.items()]
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     for name, arr in table_arrays(diag).items():
         names = array_columns(diag, name, arr.shape[1])
