@@ -993,12 +993,11 @@ def test_learns_delta_tab_has_a_live_example() -> None:
 def test_panda_floor_controls_read_in_words() -> None:
     """The walk found PAnDA's `w_min` shown as code: its label and the floor's choices read in words."""
     from mdpviz.mechanisms import get_mechanism
-    from mdpviz.ui.controls import CHOICE_LABELS, PARAM_LABELS
 
     params = {p.name: p for p in get_mechanism("panda-e").params}
-    assert "w_min" not in PARAM_LABELS[params["w_min"].display]
+    assert "w_min" not in params["w_min"].display
     for choice in params["floor"].choices:
-        assert "_" not in CHOICE_LABELS[("floor", choice)].split("(")[0]
+        assert "_" not in params["floor"].shown(choice).split("(")[0]
 
 
 PAGES = ("home", "explore", "which", "compare", "tradeoff", "trajectories", "learn", "reproduce")

@@ -34,6 +34,11 @@ class Param:
     choices: tuple[str, ...] = ()
     open_high: bool = False  # True when ``high`` itself is not allowed (α < 1)
     label: str = ""
+    choice_labels: tuple[tuple[str, str], ...] = ()  # (choice, words) where a choice's name reads as code
+
+    def shown(self, value: Any) -> str:
+        """A value in words: its choice label where there is one, else the value itself."""
+        return dict(self.choice_labels).get(value, str(value))
 
     @property
     def display(self) -> str:

@@ -53,9 +53,10 @@ _PARAMS = (
           low=1.0, high=1000.0, log=True, label="γ divisor c"),
     Param("floor", str, "w_min", "selection probability beyond γ: 'w_min' (authors' code, small anchor sets) or "
           "'h_gamma' (paper Eq. 15; with d in km most of X becomes an anchor)", choices=FLOORS,
-          label="floor beyond γ"),
+          label="floor beyond γ",
+          choice_labels=(("w_min", "small floor wₘᵢₙ (authors' code)"), ("h_gamma", "h(γ) (paper, Eq. 15)"))),
     Param("w_min", float, 1e-4, "the floor when floor = w_min (must not exceed h(γ))", low=1e-12, high=0.5,
-          log=True, label="w_min"),
+          log=True, label="floor value wₘᵢₙ"),
     Param("big_gamma", int, 10, "records in each neighbourhood S_x used to estimate ξ̂ (Eq. 29)", low=1, high=50,
           label="Γ"),
     Param("n_users", int, 50, "number of users; each true secret is drawn from the prior", low=1, high=1000,

@@ -21,9 +21,6 @@ from . import state
 METRIC_LABELS = {"haversine": "great-circle (haversine) km", "road": "road shortest-path km"}
 COST_LABELS = {"travel": "travel cost to task nodes (m)", "distance": "distance d(x, y) (m)"}
 PRIOR_LABELS = {"uniform": "uniform", "street_count": "street count (busier junctions likelier)"}
-# a parameter's symbol or choice that reads as code, in words (the schema keeps the paper's names for the CLI)
-PARAM_LABELS = {"w_min": "floor value wₘᵢₙ"}
-CHOICE_LABELS = {("floor", "w_min"): "small floor wₘᵢₙ (authors' code)", ("floor", "h_gamma"): "h(γ) (paper, Eq. 15)"}
 
 
 def city_label(slug: str | None) -> str:
@@ -50,14 +47,13 @@ def param_widget(mech: Mechanism, p: Param, key: str | None = None) -> None:
         state.ensure_params(mech)
     else:
         ss.setdefault(key, p.default)
-    label, help_ = PARAM_LABELS.get(p.display, p.display), p.help
+    label, help_ = p.display, p.help
     if p.kind is bool:
         st.checkbox(label, key=key, help=help_)
     elif p.kind is str:
         if ss[key] not in p.choices:
             ss[key] = p.default
-        st.selectbox(label, p.choices, key=key, help=help_,
-                     format_func=lambda c, name=p.name: CHOICE_LABELS.get((name, c), c))
+        st.selectbox(label, p.choices, key=key, help=help_, format_func=p.shown)
     elif p.kind is float and p.log and p.low is not None and p.high is not None and p.low > 0:
         high = p.high * (1 - 1e-9) if p.open_high else p.high
         options = log_grid(p.low, high, extra=(float(p.default), float(ss[key])))

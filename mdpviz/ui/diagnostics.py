@@ -15,7 +15,6 @@ from mdpviz.problem import Problem
 from mdpviz.verdict import is_check, measured_checks
 
 from . import cache, charts
-from .controls import CHOICE_LABELS
 
 
 def _as_array(value: Any) -> np.ndarray | None:
@@ -177,8 +176,9 @@ def diagnostics_panel(result: Result, k: int | None = None) -> None:
                                 config={"displayModeBar": False})
     scalars, arrays, other = split_diagnostics(diag)
     if scalars or other:
-        rows = [{"diagnostic": key_label(name), "value": _cell(CHOICE_LABELS.get((name, v), v) if isinstance(v, str)
-                                                              else v)}
+        params = _params_of(result)  # a diagnostic that echoes a parameter reads as the parameter's choice does
+        rows = [{"diagnostic": key_label(name),
+                 "value": _cell(params[name].shown(v) if name in params and isinstance(v, str) else v)}
                 for name, v in {**scalars, **other}.items()]
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     for name, arr in table_arrays(diag).items():
@@ -253,6 +253,17 @@ def key_label(key: str) -> str:
         extra = ", ".join(x for x in (stat, unit) if x)
         parts.append(f"{text} ({extra})" if extra else text)
     return " · ".join(parts)
+
+
+def _params_of(result: Result) -> dict[str, Any]:
+    """The result's mechanism's parameters by name (none for a mechanism no longer registered)."""
+    from mdpviz.errors import MdpvizError
+    from mdpviz.mechanisms import get_mechanism
+
+    try:
+        return {p.name: p for p in get_mechanism(result.mechanism).params}
+    except MdpvizError:  # a result from the disk cache may name a mechanism this build lacks
+        return {}
 
 
 def _cell(v: Any) -> str:
