@@ -158,7 +158,8 @@ def test_the_committed_claims_md_is_what_the_ledger_writes() -> None:
     from mdpviz.reproduce.ledger import markdown
     from mdpviz.reproduce.report import SHIPPED_DIR
 
-    assert (SHIPPED_DIR / "CLAIMS.md").read_text(encoding="utf-8") == markdown(ledger(), SHIPPED_DIR)
+    records = Records(SHIPPED_DIR)
+    assert (SHIPPED_DIR / "CLAIMS.md").read_text(encoding="utf-8") == markdown(ledger(records), records)
 
 
 def test_the_dista_witness_names_two_secrets_and_an_output_only_one_can_report() -> None:

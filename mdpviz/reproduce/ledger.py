@@ -28,6 +28,7 @@ from typing import Any
 from ..errors import MdpvizError
 from ..paths import atomic_write
 from ..sweep import recorded
+from . import common as cm
 from .base import rows_of
 from .ladders import ledger_data, mean_ci, metric_value
 from .registry import get_experiment, points_file
@@ -132,11 +133,9 @@ def _select(records: Records, ref: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _groups(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> dict[str, list[Mapping[str, Any]]]:
-    out: dict[str, list[Mapping[str, Any]]] = {}
-    for r in rows:
-        label = ", ".join(f"{k.split('.')[-1]} = {r.get(k)}" for k in keys)
-        out.setdefault(label, []).append(r)
-    return out
+    """``common.group`` with each group named in words: 'eps = 0.5' ('' without keys)."""
+    return {", ".join(f"{k.split('.')[-1]} = {v}" for k, v in zip(keys, values, strict=True)): list(members)
+            for values, members in cm.group(rows, *keys).items()}
 
 
 def estimates(records: Records, test: Mapping[str, Any]) -> list[Estimate]:
@@ -277,9 +276,10 @@ def claims() -> list[dict[str, Any]]:
     return list(ledger_data()["claims"])
 
 
-def ledger(folder: Path | None = None) -> list[Judged]:
-    """Every claim judged from the records in ``folder`` (default: the committed runs in docs/reproduce)."""
-    records = Records(folder or SHIPPED_DIR)
+def ledger(folder: Path | Records | None = None) -> list[Judged]:
+    """Every claim judged from the records in ``folder`` (default: the committed runs in docs/reproduce), or from an
+    already open ``Records`` (its points files are then not read again)."""
+    records = folder if isinstance(folder, Records) else Records(folder or SHIPPED_DIR)
     return [judge_with_context(c, records) for c in claims()]
 
 
@@ -330,8 +330,9 @@ def plain_text(judged: Sequence[Judged]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def markdown(judged: Sequence[Judged], folder: Path) -> str:
-    """docs/reproduce/CLAIMS.md: one section per paper, each claim with its verdict, then its ladder table."""
+def markdown(judged: Sequence[Judged], records: Records) -> str:
+    """docs/reproduce/CLAIMS.md: one section per paper, each claim with its verdict, then its ladder table (from
+    ``records``, the runs the claims were judged on)."""
     from .ladders import ladder_table
 
     out = ["# Claims ledger", "",
@@ -359,7 +360,7 @@ def markdown(judged: Sequence[Judged], folder: Path) -> str:
             out += [f"  - {label}: {text}" + ("" if text.endswith(".") else ".") for label, text in claim_parts(d)]
         for name, lad in ladders.items():
             if lad["paper"] == paper:
-                rows = Records(folder).rows(name)
+                rows = records.rows(name)
                 if rows:
                     out += ["", f"### {lad['title']}", "", ladder_table(name, rows)]
         out.append("")
@@ -371,8 +372,9 @@ def write_claims(folder: Path) -> Path:
     without judging the ledger again): the ledger judged from the runs in ``folder``. Returns the Markdown's path."""
     import json
 
-    judged = ledger(folder)
-    text = markdown(judged, folder)
+    records = Records(folder)
+    judged = ledger(records)
+    text = markdown(judged, records)
     data = json.dumps([j.as_dict() for j in judged], indent=1, ensure_ascii=False) + "\n"
     atomic_write(folder / "CLAIMS.json", lambda p: p.write_text(data, encoding="utf-8"))
     path = folder / "CLAIMS.md"

@@ -155,14 +155,20 @@ def _stamp() -> float:
     return max(f.stat().st_mtime for f in files if f.exists())
 
 
+@st.cache_resource(show_spinner=False, max_entries=2)
+def _records(stamp: float) -> Records:
+    """The committed runs' records, read once per change of the files (the ledger and the ladders share them)."""
+    return Records(SHIPPED_DIR)
+
+
 @st.cache_data(show_spinner="Judging the claims from the committed runs…", max_entries=4)
 def _ledger(stamp: float) -> list[dict[str, Any]]:
-    return [j.as_dict() for j in ledger(SHIPPED_DIR)]
+    return [j.as_dict() for j in ledger(_records(stamp))]
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def _ladder(name: str, stamp: float) -> pd.DataFrame | None:
-    rows = Records(SHIPPED_DIR).rows(name)
+    rows = _records(stamp).rows(name)
     if not rows:
         return None
     head, lines = ladder_cells(name, rows)
