@@ -172,7 +172,8 @@ def test_a_stop_with_a_point_already_within_the_tolerance_is_optimal() -> None:
     Z = np.eye(2)
     run = SimpleNamespace(best=(Z, {}, 2.0), lb=2.0 - 1e-6, tol=1e-4, rounds=4, history=[], cap=15.0,
                           pricer=SimpleNamespace(failures=[], lp_calls=8, pairs_max=2, retries=0),
-                          lp=SimpleNamespace(n_vars=4, n_pairs=2, retries=0), t_lp=0.0, t_repair=0.0, t_price=0.0)
+                          lp=SimpleNamespace(n_vars=4, n_pairs=2, retries=0), t_lp=0.0, t_repair=0.0, t_price=0.0,
+                          bound_from="pricing at LP round 4's duals", point_from="the repaired solution of LP round 4")
     out = _finish(run, "time limit", "time limit while certifying round 5", W, 1.0, {}, 0.0)
     assert out.status == "optimal" and out.Z is Z and "already within the tolerance" in out.message
     run.lb = 1.0  # far from the point: the stop stays a stop
@@ -198,3 +199,38 @@ def test_a_stopped_component_reports_the_whole_problems_bound() -> None:
     floor_rest = 0.2 * (1.0 + 1.0 + 2.0)  # rows 2, 3 and 4 at their cheapest output
     assert Z is None and facts["bound"] == pytest.approx(0.3 + floor_rest)
     assert "the whole problem's" in facts["message"]
+
+
+@pytest.mark.parametrize("engine", ["rows", "conic"])
+def test_every_stop_returns_a_certified_bound_and_an_exactly_private_point(engine: str) -> None:
+    """Issue 28: a stop before the first LP (a deadline already passed) still returns the no-privacy floor as the
+    certified bound and the cells' starting point, checked over all pairs, each labelled."""
+    problem = build_problem("rome", 120, n_outputs=30, cost="distance", seed=4)
+    eps = 1.0
+    W = problem.p[:, None] * problem.c
+    out = solve_structured(W, eps * problem.d, closed=True, tol=1e-4, time_limit=0.0, engine=engine)
+    assert out.status == "time limit"
+    floor = float(W.min(axis=1).sum())
+    assert out.bound == pytest.approx(floor, rel=1e-12)
+    assert out.Z is not None and np.allclose(out.Z.sum(axis=1), 1.0)
+    assert violations(problem, out.Z, eps).violated_pairs == 0
+    assert out.objective == pytest.approx(float(np.sum(W * out.Z))) and out.objective >= out.bound
+    assert out.diagnostics["bound_from"] == "the no-privacy floor"
+    if engine == "rows":
+        assert out.diagnostics["point_from"] == "the cells' starting point"
+        assert "bound from the no-privacy floor, point from the cells' starting point" in out.message
+
+
+def test_the_lp_mechanism_stopped_gives_its_bound_and_kept_point_in_the_verdict() -> None:
+    """Issue 28: the LP mechanism stopped by its time limit returns no mechanism, but its certified bound (the floor at
+    the least) and its best feasible point, labelled, which the verdict states."""
+    from mdpviz.verdict import verdict
+
+    problem = build_problem("rome", 120, n_outputs=30, cost="distance", seed=4)
+    r = solve(problem, "lp", {"eps": 1.0}, time_limit=1e-9, use_cache=False)
+    assert r.Z is None and r.status == "time limit"
+    assert r.bound_m == pytest.approx(float(problem.c.min(axis=1) @ problem.p), rel=1e-9)
+    kept = r.diagnostics["feasible_Z"]
+    assert violations(problem, kept, 1.0).violated_pairs == 0
+    v = verdict(r, label="LP")
+    assert "best certified lower bound" in v.headline and "best feasible point found costs" in v.headline

@@ -349,6 +349,24 @@ def _first_lp(lp: RestrictedLP, reach: NDArray[np.float64], holder: NDArray[np.i
                  np.concatenate([yy[fwd], yy[bwd]]))
 
 
+def no_privacy_floor(W: NDArray[np.float64]) -> float:
+    """Σ_x min_y W[x, y]: what every secret reporting its cheapest output costs, a lower bound on any mechanism.
+
+    It is also the pricing bound at the row duals μ_x = min_y W[x, y] (every reduced cost ≥ 0, every output prices
+    at 0), so it is the certified bound a solve has before its first LP."""
+    return float(W.min(axis=1).sum())
+
+
+def starting_point(Wn: NDArray[np.float64], Es: NDArray[np.float64], reach: NDArray[np.float64],
+                   deadline: float | None = None) -> tuple[NDArray[np.float64], dict[str, float]]:
+    """An exactly private mechanism before any LP: column y is e^{−reach[:, y]}, held up by its cell.
+
+    ``reach[:, y]`` is a minimum of rows of the closed exponents, so it obeys their triangle inequality and each
+    column lies in the cone; :func:`make_row_stochastic` fixes the rows inside it. Returns Z and the fix-up's facts.
+    """
+    return make_row_stochastic(floor_columns(np.exp(-reach)), Es, Wn, deadline)
+
+
 class _RowAndColumnGeneration:
     """Solve the restricted LP, certify (repair for a feasible point, pricing for a bound), grow, repeat."""
 
@@ -367,6 +385,8 @@ class _RowAndColumnGeneration:
         self.rounds = 0
         self.added = (0, 0)
         self.whole_column = False
+        self.point_from = ""  # what the best point is: the cells' starting point or a repaired LP solution
+        self.bound_from = "the no-privacy floor"  # what certified the bound: the floor or pricing at the LP's duals
 
     @property
     def gap(self) -> float:
@@ -389,7 +409,7 @@ class _RowAndColumnGeneration:
         Zf, fix = make_row_stochastic(floor_columns(np.exp(u)), self.Es, self.Wn)
         obj = float(np.sum(self.Wn * Zf))
         if obj < self.ub:
-            self.ub, self.best = obj, (Zf, fix, obj)
+            self.ub, self.best, self.point_from = obj, (Zf, fix, obj), f"the repaired solution of LP round {self.rounds}"
         self.t_repair += time.perf_counter() - t0
         return u, arg
 
@@ -405,7 +425,8 @@ class _RowAndColumnGeneration:
                 self.t_price += time.perf_counter() - t0
                 return "time limit"
             total += pr.bound
-        self.lb = max(self.lb, total)
+        if total > self.lb:
+            self.lb, self.bound_from = total, f"pricing at LP round {self.rounds}'s duals"
         self.t_price += time.perf_counter() - t0
         return "optimal"
 
@@ -426,6 +447,8 @@ class _RowAndColumnGeneration:
 
     def run(self, max_rounds: int) -> tuple[str, str]:
         n = self.lp.n
+        if self.gap <= self.tol:  # the starting point is already within the tolerance of the floor
+            return "optimal", "the cells' starting point is within the tolerance of the no-privacy floor"
         for r in range(1, max_rounds + 1):
             self.rounds = r
             self.progress(f"LP round {r}", self._fraction())
@@ -459,6 +482,17 @@ class _RowAndColumnGeneration:
                 if not np.isfinite(self.cap) or not self._grow(Z, u, arg, self.lp.mu):
                     return "stalled", "nothing left to add to the LP"
         return "iteration limit", f"round limit ({max_rounds}) reached"
+
+    def start(self, reach: NDArray[np.float64]) -> None:
+        """Before any LP: the no-privacy floor as the first certified bound and the cells' point as the first
+        feasible one (:func:`starting_point`), so that a stop at any moment returns both."""
+        self.lb = no_privacy_floor(self.Wn)
+        t0 = time.perf_counter()
+        Zf, fix = starting_point(self.Wn, self.Es, reach)
+        obj = float(np.sum(self.Wn * Zf))
+        self.ub, self.best, self.point_from = obj, (Zf, fix, obj), "the cells' starting point"
+        self.t_repair += time.perf_counter() - t0
+        self.history.append((time.perf_counter() - self.t_start, self.ub, self.lb, 0, 0))
 
     def _fraction(self) -> float | None:
         if not np.isfinite(self.gap):
@@ -518,12 +552,13 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
     if engine not in ENGINES:
         raise ParameterError(f"`engine` = {engine!r} is not one of {', '.join(ENGINES)}.")
     if engine == "conic" or (engine == "auto" and dense > DENSE):
-        out, note = _solve_dense(W, Es, tol, deadline, progress, out_rows, dense, t_start)
+        out, note = _solve_dense(W, Es, tol, deadline, progress, out_rows, dense, t_start, reach)
         if out is not None:
             return out
     _first_lp(lp, reach, holder, knn, cap)
     timings["init_s"] = time.perf_counter() - t0
     run = _RowAndColumnGeneration(lp, Pricer(Es), deadline, tol, cap, progress, t_start)
+    run.start(reach)  # cheap (O(n²) once), so done even past the deadline: every stop returns a point and a bound
     status, message = run.run(max_iter)
     out = _finish(run, status, message, W, scale, timings, t_start)
     out.diagnostics["engine"] = "rows"
@@ -534,8 +569,11 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
 
 def _solve_dense(W: NDArray[np.float64], Es: NDArray[np.float64], tol: float, deadline: float | None,
                  progress: Progress, out_rows: NDArray[np.int64] | None, dense: float,
-                 t_start: float) -> tuple[StructuredOutcome | None, str]:
-    """The conic engine on a dense instance, with its gap stated; (None, why) when it failed (numerical trouble)."""
+                 t_start: float, reach: NDArray[np.float64]) -> tuple[StructuredOutcome | None, str]:
+    """The conic engine on a dense instance, with its gap stated; (None, why) when it failed (numerical trouble).
+
+    A stop before the engine has a point or a bound returns the cells' starting point and the no-privacy floor,
+    as the row-and-column engine does."""
     from .conic import solve_conic
 
     left = None if deadline is None else max(0.01, deadline - time.perf_counter())
@@ -543,6 +581,15 @@ def _solve_dense(W: NDArray[np.float64], Es: NDArray[np.float64], tol: float, de
         out = solve_conic(W, Es, closed=True, tol=tol, time_limit=left, progress=progress, out_rows=out_rows)
     except SolverError as e:
         return None, f"conic engine failed ({e}), row-and-column generation used"
+    floor = no_privacy_floor(W)
+    if out.bound is None or out.bound < floor:
+        out.bound = floor
+        out.diagnostics["bound_from"] = "the no-privacy floor"
+    if out.Z is None:
+        out.Z, _ = starting_point(W, Es, reach)  # past the deadline, yet cheap: O(n²) once
+        out.objective = float(np.sum(W * out.Z))
+        out.diagnostics["point_from"] = "the cells' starting point"
+    out.diagnostics.setdefault("point_from", "the conic master's last solution")
     gap = None
     if out.Z is not None and out.bound is not None and out.objective is not None:
         gap = (out.objective - out.bound) / max(abs(out.objective), 1e-300)
@@ -575,6 +622,8 @@ def _finish(run: _RowAndColumnGeneration, status: str, message: str, W: NDArray[
     words = [message] if message else []
     words.append(f"certified gap {gap:.1e} (tolerance {run.tol:g}) after {run.rounds} LP rounds" if gap is not None
                  else "no certified bound yet")
+    if status != "optimal" and gap is not None:
+        words.append(f"bound from {run.bound_from}, point from {run.point_from}")
     failures = run.pricer.failures
     if failures:
         words.append(f"{len(failures)} pricing LPs failed ({', '.join(sorted(set(failures)))}) and were bounded by "
@@ -584,5 +633,6 @@ def _finish(run: _RowAndColumnGeneration, status: str, message: str, W: NDArray[
             "pricing_lps": run.pricer.lp_calls, "pricing_pairs_max": run.pricer.pairs_max, "variables": n * m}
     diagnostics = {"iterations": run.rounds, "history": run.history, "pair_cap": run.cap, "gap": gap,
                    "lp_retries": run.lp.retries, "pricing_retries": run.pricer.retries,
-                   "pricing_failures": len(failures), **fix}
+                   "pricing_failures": len(failures), "bound_from": run.bound_from, "point_from": run.point_from,
+                   **fix}
     return StructuredOutcome(Z, status, objective, bound, timings, size, diagnostics, "; ".join(words), gap)

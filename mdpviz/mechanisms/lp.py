@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..deadline import OutOfTime, deadline_of, time_left
-from ..lp.colgen import ENGINES, repair_into_cone, solve_structured
+from ..lp.colgen import ENGINES, no_privacy_floor, repair_into_cone, solve_structured
 from ..lp.mdp_lp import PAIR_SETS, all_pairs, greedy_spanner, implied_free_pairs, solve_mdp_lp
 from ..problem import Problem
 from .base import Mechanism, Param, Progress, Result, epsilon_param
@@ -97,8 +97,9 @@ def _optimal_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArr
     try:
         pi, pj, expo = _pair_set(d, eps, params["pairs"], params["spanner_t"], deadline)
     except OutOfTime as e:
-        return None, {"status": "time limit", "objective": None, "bound": None, "size": {},
-                      "message": f"time limit while {e}, before the LP", "diagnostics": {}}
+        return None, {"status": "time limit", "objective": None, "bound": no_privacy_floor(W), "size": {},
+                      "message": f"time limit while {e}, before the LP; bound from the no-privacy floor",
+                      "diagnostics": {}}
     timings["pairs_s"] = time.perf_counter() - t0
     Z, out = solve_mdp_lp(weights, c, pi, pj, expo, method=params["method"], time_limit=time_left(deadline),
                           progress=progress)
@@ -112,11 +113,16 @@ def _optimal_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArr
         try:
             Z, facts = repair_into_cone(Z, eps * d, W, deadline=deadline)
         except OutOfTime as e:  # an unrepaired LP point is no mechanism
-            return None, {"status": "time limit", "objective": None, "bound": None, "size": out.size,
-                          "message": f"time limit while {e} (the LP had solved)", "diagnostics": diag}
+            return None, {"status": "time limit", "objective": None, "bound": no_privacy_floor(W), "size": out.size,
+                          "message": f"time limit while {e} (the LP had solved); bound from the no-privacy floor",
+                          "diagnostics": diag}
         diag.update(facts)
         timings["repair_s"] = time.perf_counter() - t0
         objective = float(np.sum(W * Z))
+    if Z is None:  # a stop or a failure of the monolithic LP: the floor is the certified bound it has
+        return None, {"status": out.status, "objective": None, "bound": no_privacy_floor(W), "size": out.size,
+                      "message": "; ".join(filter(None, [out.message, "bound from the no-privacy floor"])),
+                      "diagnostics": diag}
     return Z, {"status": out.status, "objective": objective, "bound": None, "size": out.size,
                "message": out.message, "diagnostics": diag}
 
