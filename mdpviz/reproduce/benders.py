@@ -48,14 +48,18 @@ ARTIFACT = ("the artifact's Rome instance: about 43 × 39 km, median pair 15 km,
             "a boundary")
 
 
-def partition_sizes(d: np.ndarray, xy: np.ndarray, method: str, subsets: int, seed: int) -> dict[str, Any]:
+def partition_sizes(d: np.ndarray, xy: np.ndarray, method: str, subsets: int, seed: int,
+                    kmeans_iters: int = 10) -> dict[str, Any]:
     """Tables 1–2 for one partition of the neighbour graph (d ≤ η): sizes of the subsets and of the connected
-    components of the master problem's graph (boundary records joined by cross-subset neighbour pairs)."""
+    components of the master problem's graph (boundary records joined by cross-subset neighbour pairs), the
+    components counted in records, as the artifact's ``agentCreation.m`` counts them (``conncomp`` of the graph of
+    cross-subset pairs within η, components of one record left out)."""
     from ..lp.benders import partition
 
     n = len(d)
     pi, pj = np.nonzero((d <= ETA_KM) & ~np.eye(n, dtype=bool))
-    labels = partition(method, subsets, d, xy, pi.astype(np.int64), pj.astype(np.int64), seed=seed)
+    labels = partition(method, subsets, d, xy, pi.astype(np.int64), pj.astype(np.int64), seed=seed,
+                       iters=kmeans_iters)
     sub = np.bincount(labels)
     cross = labels[pi] != labels[pj]
     boundary = np.unique(np.concatenate([pi[cross], pj[cross]]))
