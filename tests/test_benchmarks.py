@@ -13,7 +13,7 @@ import pytest
 from mdpviz.benchmarks import benders, lp, report
 
 LP_ARGV = ["--city", "helsinki", "--ks", "20,40", "--outputs", "10", "--methods", "structured,monolithic",
-           "--monolithic-max-k", "20", "--time-limit", "20"]
+           "--monolithic-max-k", "20", "--time-limit", "20", "--eps", "5"]
 BD_ARGV = ["--city", "helsinki", "--k", "30", "--outputs", "10", "--eta", "0.5", "--configs", "kmeans-dv:0.5:on",
            "--time-limit", "20"]
 SAME = ["eps", "K", "outputs", "method", "status", "violated_pairs", "checked_pairs", "iterations", "bound_m"]

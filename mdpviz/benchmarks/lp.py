@@ -141,8 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         type=comma_list(int, "a whole number", "100,200"),
                         help="comma-separated K values (default 100,200,500,1000,2000)")
     parser.add_argument("--outputs", type=int, default=100, help="|Y| (default 100)")
-    parser.add_argument("--eps", default=[5.0], type=comma_list(float, "a number", "1,5"),
-                        help="comma-separated ε values in km⁻¹ (default 5)")
+    parser.add_argument("--eps", default=[0.5, 1.0, 2.0, 5.0, 15.0], type=comma_list(float, "a number", "1,5"),
+                        help="comma-separated ε values in km⁻¹ (default 0.5,1,2,5,15: small ε is the hard case)")
     parser.add_argument("--metric", default="haversine", choices=("haversine", "road"), help="mDP metric")
     parser.add_argument("--cost", default="distance", choices=("distance", "travel"),
                         help="utility cost (default distance: the papers' Euclidean loss)")
