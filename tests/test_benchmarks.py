@@ -67,17 +67,21 @@ def test_bench_benders_rows_and_resume(tmp_path: Path, monkeypatch: pytest.Monke
     argv = [*BD_ARGV, "--points", str(points), "--name", "bd"]
     assert benders.main(argv) == 0
     rows = pd.read_csv(tmp_path / "bd.csv")
-    assert list(rows.solver) == ["monolithic HiGHS (dual simplex)", "lp-bd kmeans-dv λ = 0.5 + row-sum cuts"]
-    assert list(rows.status) == ["optimal", "optimal"] and "kind" not in rows.columns
-    mono, bd = rows.objective_m
-    assert abs(bd - mono) <= 1e-6 * mono and rows.vs_monolithic_m[1] == pytest.approx(bd - mono, abs=1e-9)
+    assert list(rows.solver) == ["monolithic HiGHS (dual simplex)", benders.NEIGHBOUR_LP,
+                                 "lp-bd kmeans-dv λ = 0.5 + row-sum cuts"]
+    assert list(rows.status) == ["optimal", "optimal", "optimal"] and "kind" not in rows.columns
+    mono, near, bd = rows.objective_m
+    assert abs(bd - mono) <= 1e-6 * mono and rows.vs_monolithic_m[2] == pytest.approx(bd - mono, abs=1e-9)
+    assert abs(near - mono) <= 1e-4 * mono and rows.bound_m[1] <= mono * (1 + 1e-9)  # same LP, certified within 1e-4
     md = (tmp_path / "bd.md").read_text()
+    verdict = md.split("## Does Benders overtake the solvers it decomposes?", 1)[1].split("\n\n")[1]
+    assert verdict.startswith("- K = 30, by CPU time to a certified optimum: ") and "Benders' fastest" in verdict
     parts = md.split("## Partitions", 1)[1]
     assert all(f"| 30 | {name} |" in parts for name in ("kmeans-dv", "kmeans-rec", "kmeans-adj", "spectral"))
-    assert _lines(points) == 3  # partitions (one point, four rows), monolithic, one lp-bd config
+    assert _lines(points) == 4  # partitions (one point, four rows), monolithic, lp (neighbours), one lp-bd config
     capsys.readouterr()
     assert benders.main(argv) == 0
-    assert "3 of 3 points reused" in capsys.readouterr().out and _lines(points) == 3
+    assert "4 of 4 points reused" in capsys.readouterr().out and _lines(points) == 4
 
 
 def test_both_benchmarks_give_the_in_process_rows_on_a_dask_cluster(tmp_path: Path,
@@ -115,3 +119,20 @@ def test_bench_lp_runs_a_closed_form_method_at_every_k(tmp_path: Path, monkeypat
     rows = pd.read_csv(tmp_path / "lp_em.csv")
     assert list(rows.K) == [20, 40] and list(rows.status) == ["closed form"] * 2  # EM is not "skipped" at K = 40
     assert (rows.violated_pairs == 0).all()
+
+
+def test_the_benders_ordering_says_whether_benders_overtakes() -> None:
+    """Issue 28: the bench's verdict ranks the certified runs by CPU time and compares Benders' fastest with the
+    fastest solver it decomposes; runs that did not certify are left out of the ranking."""
+    rows = [{"K": 500, "solver": benders.MONOLITHIC, "status": "optimal", "cpu_s": 8.0},
+            {"K": 500, "solver": benders.NEIGHBOUR_LP, "status": "optimal", "cpu_s": 2.0},
+            {"K": 500, "solver": "lp-bd kmeans-dv λ = 1", "status": "time limit", "cpu_s": 1.0},
+            {"K": 500, "solver": "lp-bd spectral λ = 1", "status": "optimal", "cpu_s": 3.0},
+            {"K": 1000, "solver": benders.MONOLITHIC, "status": "optimal", "cpu_s": 70.0},
+            {"K": 1000, "solver": "lp-bd spectral λ = 1", "status": "optimal", "cpu_s": 35.0},
+            {"K": 2000, "solver": benders.MONOLITHIC, "status": "time limit", "cpu_s": 900.0}]
+    k500, k1000, k2000 = benders.ordering(rows)
+    assert "kmeans-dv" not in k500 and k500.endswith("takes 1.5× the CPU time of " + benders.NEIGHBOUR_LP
+                                                     + ": Benders does not overtake it here.")
+    assert k1000.endswith("takes 0.5× the CPU time of monolithic HiGHS (dual simplex): Benders overtakes it here.")
+    assert k2000 == "K = 2,000: no solver reached a certified optimum."

@@ -1,8 +1,9 @@
-"""``python -m mdpviz bench benders``: lp-bd (the paper's neighbour LP by Benders) against a monolithic solve.
+"""``python -m mdpviz bench benders``: lp-bd (the paper's neighbour LP by Benders) against the solvers it decomposes.
 
 For each K: the neighbour graph (pairs d ≤ η, components), the four partitions of the paper (subset and master
 component sizes, the analogues of its Tables 1–2; boundary records; master rows with cuts = needed against all),
-the monolithic HiGHS optimum of the same LP (dual simplex), and lp-bd runs (``--configs``: by default plain Benders
+the monolithic HiGHS optimum of the same LP (dual simplex), mdpviz's ``lp`` with the neighbour scope (the structured
+engine on each component of the neighbour graph, certified bound), and lp-bd runs (``--configs``: by default plain Benders
 with k-m-DV as the paper, ours with in-out λ = 0.3 and row-sum cuts, and the spectral partition). Wall and CPU
 seconds are both recorded: the machine is shared. The grid runs on the one sweep runner (``benchmarks.grid``): in
 process by default (one solve at a time), on Dask with ``--workers N``; ``--points FILE`` keeps each finished point,
@@ -95,6 +96,24 @@ def _monolithic_row(problem: Any, eps: float, eta: float, time_limit: float) -> 
             "objective_m": mono.objective, "pairs": len(pi), "rows": mono.size.get("constraints")}
 
 
+NEIGHBOUR_LP = "lp, neighbour scope (structured engine, component by component)"
+
+
+def _neighbour_lp_row(problem: Any, eps: float, eta: float, time_limit: float) -> dict[str, Any]:
+    """The same neighbour LP by mdpviz's ``lp`` (scope ``neighbours``): a table row with its certified bound."""
+    from ..solve import solve
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    res = solve(problem, "lp", {"eps": eps, "scope": "neighbours", "eta": eta}, time_limit=time_limit,
+                use_cache=False)
+    point = res.objective_m if res.objective_m is not None else res.diagnostics.get("feasible_objective_m")
+    return {"K": problem.k, "solver": NEIGHBOUR_LP, "status": res.status,
+            "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "objective_m": point,
+            "bound_m": res.bound_m,
+            "gap_m": (point - res.bound_m) if (point is not None and res.bound_m is not None) else None,
+            "vs_monolithic_m": None, "message": res.message[:160]}
+
+
 def _label(part: str, lam: float, row_cuts: bool) -> str:
     return f"lp-bd {part} λ = {lam:g}" + (" + row-sum cuts" if row_cuts else "")
 
@@ -108,6 +127,8 @@ def bench_point(point: Point, *, use_cache: bool = False) -> dict[str, Any] | li
         return [{**tags, **row} for row in _partition_rows(problem, eta, eps, int(pr["subsets"]), point.seed)]
     if tags["kind"] == "monolithic":
         return {**tags, **_monolithic_row(problem, eps, eta, limit)}
+    if tags["kind"] == "lp":
+        return {**tags, **_neighbour_lp_row(problem, eps, eta, limit)}
     return {**tags, **_lp_bd_row(problem, eps, eta, pr["partitioner"], float(pr["stabilise"]), bool(pr["row_cuts"]),
                                  limit)}
 
@@ -122,6 +143,7 @@ def points(city: str, ks: Sequence[int], eps: float, eta: float, outputs: int, c
         base = {"eps": eps, "eta": eta}
         out.append(Point(**common, params={**base, "subsets": 25}, tags={"K": k, "kind": "partition"}))
         out.append(Point(**common, params=base, tags={"K": k, "kind": "monolithic", "solver": MONOLITHIC}))
+        out.append(Point(**common, params=base, tags={"K": k, "kind": "lp", "solver": NEIGHBOUR_LP}))
         out += [Point(**common, mechanism="lp-bd", params={**base, "partitioner": part, "stabilise": lam,
                                                            "row_cuts": rc},
                       tags={"K": k, "kind": "lp-bd", "solver": _label(part, lam, rc)}) for part, lam, rc in configs]
@@ -141,6 +163,31 @@ def run(a: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[str, Any
             r["vs_monolithic_m"] = (point - mono) if (point is not None and mono is not None) else None
     print(table(parts), flush=True)
     return solves, parts, done
+
+
+def ordering(solves: Sequence[dict[str, Any]]) -> list[str]:
+    """Per K, the solvers that reached a certified optimum ranked by CPU seconds, with Benders' best against the
+    fastest solver it decomposes (monolithic dual simplex or ``lp`` with the neighbour scope): the bench's verdict."""
+    lines = []
+    for k in sorted({r["K"] for r in solves}):
+        done = sorted((r for r in solves if r["K"] == k and r.get("status") == "optimal"
+                       and isinstance(r.get("cpu_s"), (int, float))), key=lambda r: r["cpu_s"])
+        if not done:
+            lines.append(f"K = {k:,}: no solver reached a certified optimum.")
+            continue
+        ranked = ", ".join(f"{r['solver']} {r['cpu_s']:.3g} s" for r in done)
+        bd = [r for r in done if str(r["solver"]).startswith("lp-bd")]
+        plain = [r for r in done if not str(r["solver"]).startswith("lp-bd")]
+        if not bd:
+            verdict = "no lp-bd configuration reached a certified optimum"
+        elif not plain:
+            verdict = "only lp-bd reached a certified optimum"
+        else:
+            ratio = bd[0]["cpu_s"] / plain[0]["cpu_s"]
+            verdict = (f"Benders' fastest ({bd[0]['solver']}) takes {ratio:.2g}× the CPU time of {plain[0]['solver']}"
+                       + (": Benders overtakes it here" if ratio < 1 else ": Benders does not overtake it here"))
+        lines.append(f"K = {k:,}, by CPU time to a certified optimum: {ranked}. {verdict}.")
+    return lines
 
 
 def _untagged(row: dict[str, Any]) -> dict[str, Any]:
@@ -211,7 +258,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         notes = (f"Command: `{command.strip()}`. City {a.city} (whole city), |Y| = {a.outputs}, ε = {a.eps} km⁻¹, "
                  f"η = {a.eta} km, 25 subsets, cost {a.cost}, seed {a.seed}, time limit {a.time_limit:g} s per solve. "
                  f"At the start: {load0}; at the end: {load()}: CPU seconds are the fairer "
-                 f"measure. {grid.summary(done)}\n\n" + PAPER_TABLE3
+                 f"measure. {grid.summary(done)}\n\n## Does Benders overtake the solvers it decomposes?\n\n"
+                 + "\n".join(f"- {line}" for line in ordering(solves)) + "\n\n" + PAPER_TABLE3
                  + "\n\n## Partitions (the analogues of the paper's Tables 1–2)\n\n"
                  + table(parts) + "\n\nboundary = records with a neighbour in another subset; master_comp = "
                  "connected components of the master's own pair graph; master_pairs_needed / _all = master pair "
