@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ParameterError
 from ..sweep import Point, SweepRun, problem_of
 from . import grid, options
 from .report import DOCS, OUT_HELP, load, machine, out_stem, table, write
@@ -125,12 +126,15 @@ def bench_point(point: Point, *, use_cache: bool = False) -> dict[str, Any] | li
     eps, eta, limit = float(pr["eps"]), float(pr["eta"]), float(point.time_limit or 0.0)
     if tags["kind"] == "partition":
         return [{**tags, **row} for row in _partition_rows(problem, eta, eps, int(pr["subsets"]), point.seed)]
-    if tags["kind"] == "monolithic":
-        return {**tags, **_monolithic_row(problem, eps, eta, limit)}
-    if tags["kind"] == "lp":
-        return {**tags, **_neighbour_lp_row(problem, eps, eta, limit)}
-    return {**tags, **_lp_bd_row(problem, eps, eta, pr["partitioner"], float(pr["stabilise"]), bool(pr["row_cuts"]),
-                                 limit)}
+    try:
+        if tags["kind"] == "monolithic":
+            return {**tags, **_monolithic_row(problem, eps, eta, limit)}
+        if tags["kind"] == "lp":
+            return {**tags, **_neighbour_lp_row(problem, eps, eta, limit)}
+        return {**tags, **_lp_bd_row(problem, eps, eta, pr["partitioner"], float(pr["stabilise"]),
+                                     bool(pr["row_cuts"]), limit)}
+    except ParameterError as e:  # an LP refused before it is built (the memory guard): a row that says so
+        return {**tags, "K": problem.k, "status": "refused (too large)", "message": str(e)[:160]}
 
 
 def points(city: str, ks: Sequence[int], eps: float, eta: float, outputs: int, cost: str, seed: int,
@@ -172,20 +176,26 @@ def ordering(solves: Sequence[dict[str, Any]]) -> list[str]:
     for k in sorted({r["K"] for r in solves}):
         done = sorted((r for r in solves if r["K"] == k and r.get("status") == "optimal"
                        and isinstance(r.get("cpu_s"), (int, float))), key=lambda r: r["cpu_s"])
+        others = ", ".join(f"{r['solver']} ({r.get('status')})" for r in solves
+                           if r["K"] == k and r not in done)
         if not done:
-            lines.append(f"K = {k:,}: no solver reached a certified optimum.")
+            lines.append(f"K = {k:,}: no solver reached a certified optimum ({others}).")
             continue
-        ranked = ", ".join(f"{r['solver']} {r['cpu_s']:.3g} s" for r in done)
+        ranked = ", ".join(f"{r['solver']} {r['cpu_s']:.3g} s" for r in done) + (
+            f"; not certified: {others}" if others else "")
         bd = [r for r in done if str(r["solver"]).startswith("lp-bd")]
         plain = [r for r in done if not str(r["solver"]).startswith("lp-bd")]
         if not bd:
-            verdict = "no lp-bd configuration reached a certified optimum"
+            verdict = "No lp-bd configuration reached a certified optimum"
         elif not plain:
-            verdict = "only lp-bd reached a certified optimum"
+            verdict = "Only lp-bd reached a certified optimum"
         else:
             ratio = bd[0]["cpu_s"] / plain[0]["cpu_s"]
             verdict = (f"Benders' fastest ({bd[0]['solver']}) takes {ratio:.2g}× the CPU time of {plain[0]['solver']}"
                        + (": Benders overtakes it here" if ratio < 1 else ": Benders does not overtake it here"))
+            mono = [r for r in plain if r["solver"] == MONOLITHIC]
+            if mono and mono[0] is not plain[0]:
+                verdict += f", and {bd[0]['cpu_s'] / mono[0]['cpu_s']:.2g}× that of {MONOLITHIC}"
         lines.append(f"K = {k:,}, by CPU time to a certified optimum: {ranked}. {verdict}.")
     return lines
 
