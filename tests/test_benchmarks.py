@@ -137,3 +137,15 @@ def test_the_benders_ordering_says_whether_benders_overtakes() -> None:
                          f"and 0.38× that of {benders.MONOLITHIC}.")
     assert k1000.endswith("takes 0.5× the CPU time of monolithic HiGHS (dual simplex): Benders overtakes it here.")
     assert k2000 == "K = 2,000: no solver reached a certified optimum (monolithic HiGHS (dual simplex) (time limit))."
+
+
+def test_the_benders_speedup_per_thread() -> None:
+    """Issue 28: a config run with 1 and 2 subproblem threads gives its wall-time speed-up, also per thread; a run
+    that did not certify gives none."""
+    label = "lp-bd spectral λ = 1"
+    rows = [{"K": 500, "solver": label, "threads": 1, "status": "optimal", "wall_s": 6.0},
+            {"K": 500, "solver": f"{label}, 2 threads", "threads": 2, "status": "optimal", "wall_s": 4.0},
+            {"K": 1000, "solver": label, "threads": 1, "status": "optimal", "wall_s": 9.0},
+            {"K": 1000, "solver": f"{label}, 2 threads", "threads": 2, "status": "time limit", "wall_s": 60.0}]
+    assert benders.speedups(rows) == [f"K = 500, {label}: 2 threads take 4 s wall against 6 s with one, a speed-up "
+                                      "of 1.5× (0.75 per thread)."]

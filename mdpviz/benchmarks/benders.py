@@ -57,17 +57,17 @@ def _partition_rows(problem: Any, eta: float, eps: float, subsets: int, seed: in
 
 
 def _lp_bd_row(problem: Any, eps: float, eta: float, part: str, lam: float, row_cuts: bool,
-               time_limit: float) -> dict[str, Any]:
+               time_limit: float, threads: int = 1) -> dict[str, Any]:
     """One lp-bd run (partitioner, λ, row-sum cuts): a table row (``vs_monolithic_m`` is filled in by ``run``)."""
     from ..solve import solve
 
     t0, c0 = time.perf_counter(), time.process_time()
     res = solve(problem, "lp-bd", {"eps": eps, "eta": eta, "stabilise": lam, "partitioner": part,
-                                   "row_cuts": row_cuts}, time_limit=time_limit, use_cache=False)
+                                   "row_cuts": row_cuts, "threads": threads}, time_limit=time_limit, use_cache=False)
     dg = res.diagnostics
     point = res.objective_m if res.objective_m is not None else dg.get("feasible_objective_m")
     hist = dg.get("history") or [{}]
-    return {"K": problem.k, "solver": _label(part, lam, row_cuts),
+    return {"K": problem.k, "solver": _label(part, lam, row_cuts, threads), "threads": threads,
             "status": res.status, "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
             "objective_m": point, "bound_m": res.bound_m,
             "gap_m": (point - res.bound_m) if (point is not None and res.bound_m is not None) else None,
@@ -115,8 +115,9 @@ def _neighbour_lp_row(problem: Any, eps: float, eta: float, time_limit: float) -
             "vs_monolithic_m": None, "message": res.message[:160]}
 
 
-def _label(part: str, lam: float, row_cuts: bool) -> str:
-    return f"lp-bd {part} λ = {lam:g}" + (" + row-sum cuts" if row_cuts else "")
+def _label(part: str, lam: float, row_cuts: bool, threads: int = 1) -> str:
+    return (f"lp-bd {part} λ = {lam:g}" + (" + row-sum cuts" if row_cuts else "")
+            + (f", {threads} threads" if threads > 1 else ""))
 
 
 def bench_point(point: Point, *, use_cache: bool = False) -> dict[str, Any] | list[dict[str, Any]]:
@@ -132,14 +133,16 @@ def bench_point(point: Point, *, use_cache: bool = False) -> dict[str, Any] | li
         if tags["kind"] == "lp":
             return {**tags, **_neighbour_lp_row(problem, eps, eta, limit)}
         return {**tags, **_lp_bd_row(problem, eps, eta, pr["partitioner"], float(pr["stabilise"]),
-                                     bool(pr["row_cuts"]), limit)}
+                                     bool(pr["row_cuts"]), limit, int(pr.get("threads", 1)))}
     except ParameterError as e:  # an LP refused before it is built (the memory guard): a row that says so
         return {**tags, "K": problem.k, "status": "refused (too large)", "message": str(e)[:160]}
 
 
 def points(city: str, ks: Sequence[int], eps: float, eta: float, outputs: int, cost: str, seed: int,
-           configs: Sequence[tuple[str, float, bool]], time_limit: float) -> list[Point]:
-    """The grid: per K, its partitions (25 subsets), the monolithic solve and each lp-bd config."""
+           configs: Sequence[tuple[str, float, bool]], time_limit: float,
+           threads: Sequence[int] = (1,)) -> list[Point]:
+    """The grid: per K, its partitions (25 subsets), the monolithic solve, lp (neighbour scope) and each lp-bd
+    config with each number of subproblem threads."""
     out = []
     for k in ks:
         common = {"problem": {"city": city, "k": k, "n_outputs": outputs, "cost": cost}, "seed": seed,
@@ -149,15 +152,17 @@ def points(city: str, ks: Sequence[int], eps: float, eta: float, outputs: int, c
         out.append(Point(**common, params=base, tags={"K": k, "kind": "monolithic", "solver": MONOLITHIC}))
         out.append(Point(**common, params=base, tags={"K": k, "kind": "lp", "solver": NEIGHBOUR_LP}))
         out += [Point(**common, mechanism="lp-bd", params={**base, "partitioner": part, "stabilise": lam,
-                                                           "row_cuts": rc},
-                      tags={"K": k, "kind": "lp-bd", "solver": _label(part, lam, rc)}) for part, lam, rc in configs]
+                                                           "row_cuts": rc, **({"threads": t} if t > 1 else {})},
+                      tags={"K": k, "kind": "lp-bd", "solver": _label(part, lam, rc, t)})
+                for part, lam, rc in configs for t in threads]
     return out
 
 
 def run(a: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[str, Any]], SweepRun]:
     """Solve lp-bd (each config) and a monolithic HiGHS solve of the same neighbour LP for each K on the sweep
     runner (the options of ``main``): (solve rows, partition rows, the runner's summary)."""
-    rows, done = grid.run(points(a.city, a.k, a.eps, a.eta, a.outputs, a.cost, a.seed, a.configs, a.time_limit), a)
+    rows, done = grid.run(points(a.city, a.k, a.eps, a.eta, a.outputs, a.cost, a.seed, a.configs, a.time_limit,
+                                 a.threads), a)
     parts = [_untagged(r) for r in rows if r.get("kind") == "partition"]
     solves = [_untagged(r) for r in rows if r.get("kind") != "partition"]
     ref = {r["K"]: r.get("objective_m") for r in solves if r.get("solver") == MONOLITHIC}
@@ -197,6 +202,23 @@ def ordering(solves: Sequence[dict[str, Any]]) -> list[str]:
             if mono and mono[0] is not plain[0]:
                 verdict += f", and {bd[0]['cpu_s'] / mono[0]['cpu_s']:.2g}× that of {MONOLITHIC}"
         lines.append(f"K = {k:,}, by CPU time to a certified optimum: {ranked}. {verdict}.")
+    return lines
+
+
+def speedups(solves: Sequence[dict[str, Any]]) -> list[str]:
+    """Per K and lp-bd config run with several thread counts: the wall-time speed-up over one thread, and per thread
+    (runs that did not certify are left out: their times are limits, not solves)."""
+    lines = []
+    done = [r for r in solves if str(r.get("solver", "")).startswith("lp-bd") and r.get("status") == "optimal"
+            and isinstance(r.get("wall_s"), (int, float))]
+    one = {(r["K"], r["solver"]): r for r in done if r.get("threads", 1) == 1}
+    for r in done:
+        t = int(r.get("threads", 1))
+        base = one.get((r["K"], str(r["solver"]).removesuffix(f", {t} threads")))
+        if t > 1 and base is not None:
+            up = base["wall_s"] / r["wall_s"]
+            lines.append(f"K = {r['K']:,}, {base['solver']}: {t} threads take {r['wall_s']:.3g} s wall against "
+                         f"{base['wall_s']:.3g} s with one, a speed-up of {up:.2g}× ({up / t:.2g} per thread).")
     return lines
 
 
@@ -244,6 +266,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--configs", nargs="+", default=[_config(c) for c in _default_configs()], type=_config,
                     help="lp-bd runs as partitioner:λ:row-cuts (on/off); default: the paper's plain Benders with "
                          "k-m-DV, ours (the 'stabilised' preset: in-out λ and row-sum cuts, same LP), and spectral (BSC)")
+    ap.add_argument("--threads", type=int, nargs="+", default=[1],
+                    help="subproblem threads of each lp-bd run, e.g. `1 2`: every config with each, and the report "
+                         "gives the speed-up per thread (default 1)")
     ap.add_argument("--time-limit", type=float, default=900.0, help="seconds per solve")
     ap.add_argument("--name", default="benders", help=OUT_HELP)
     ap.add_argument("--no-write", action="store_true", help="print only")
@@ -257,6 +282,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     options.check_param("lp-bd", "eta", a.eta, "--eta")
     options.check_outputs(a.outputs, a.k, clamped=False)
     options.check_whole(a.seed, "--seed", 0, "the seed")
+    for t in a.threads:
+        options.check_whole(t, "--threads", 1, "a number of threads")
+    a.threads = list(dict.fromkeys(a.threads))
     options.check_time_limit(a.time_limit)
     grid.check_options(a)
     stem = None if a.no_write else out_stem(a.name, "--name", DOCS)
@@ -269,7 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                  f"η = {a.eta} km, 25 subsets, cost {a.cost}, seed {a.seed}, time limit {a.time_limit:g} s per solve. "
                  f"At the start: {load0}; at the end: {load()}: CPU seconds are the fairer "
                  f"measure. {grid.summary(done)}\n\n## Does Benders overtake the solvers it decomposes?\n\n"
-                 + "\n".join(f"- {line}" for line in ordering(solves)) + "\n\n" + PAPER_TABLE3
+                 + "\n".join(f"- {line}" for line in ordering(solves) + speedups(solves)) + "\n\n" + PAPER_TABLE3
                  + "\n\n## Partitions (the analogues of the paper's Tables 1–2)\n\n"
                  + table(parts) + "\n\nboundary = records with a neighbour in another subset; master_comp = "
                  "connected components of the master's own pair graph; master_pairs_needed / _all = master pair "

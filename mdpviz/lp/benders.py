@@ -52,6 +52,8 @@ The code-only δ slack of the authors' MATLAB code is off by default (``slack`` 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -636,8 +638,11 @@ class _BendersRun:
     def __init__(self, W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.int64],
                  expo: NDArray[np.float64], labels: NDArray[np.int64], *, gap_m: float, cuts: str, slack: float,
                  deadline: float | None, progress: Progress, core: NDArray[np.float64] | None, stabilise: float,
-                 floor: float, row_cuts: bool, reserve: float = 0.0) -> None:
+                 floor: float, row_cuts: bool, reserve: float = 0.0, threads: int = 1) -> None:
         self.W, self.labels, self.gap_m, self.cuts, self.slack = W, labels, gap_m, cuts, slack
+        # the subproblems are independent given the master point, and HiGHS releases the GIL while it solves: with
+        # threads > 1 they are solved at once (same cuts, same iterations, in the same order)
+        self.pool = ThreadPoolExecutor(max_workers=threads) if threads > 1 else None
         self.deadline, self.progress, self.stabilise, self.floor = deadline, progress, stabilise, floor
         self.timings: dict[str, float] = {}
         n, m = W.shape
@@ -781,13 +786,12 @@ class _BendersRun:
         nbm = self.nb * self.m
         rnd = _Round(float(self.W[self.b_rows].ravel() @ zY), row_cut)  # a row-sum cut already cuts the MP's point
         t0 = time.perf_counter()
-        for part, sub in enumerate(self.subs):
-            if sub is None:
+        for part, (solved, seconds) in enumerate(self._solve_subs(zY)):
+            if solved is None:
                 rnd.zX.append(None)
                 continue
-            ts = time.perf_counter()
-            kind, const, g, value, z = sub.solve(zY, self.deadline)
-            rnd.max_sub_s = max(rnd.max_sub_s, time.perf_counter() - ts)
+            kind, const, g, value, z = solved
+            rnd.max_sub_s = max(rnd.max_sub_s, seconds)
             rnd.zX.append(z)
             if g is None:
                 rnd.failed = f"subproblem {part} ended with HiGHS status '{kind}' at iteration {it}"
@@ -811,6 +815,22 @@ class _BendersRun:
                 self.n_feas += 1
         self.t_sub += time.perf_counter() - t0
         return rnd
+
+    def _solve_subs(self, zY: NDArray[np.float64]) -> Iterator[tuple[Any, float]]:
+        """Each subproblem's (result, seconds) at zY in order (None for a subset without records): one after the
+        other, lazily (a failure stops the round), or all at once on the thread pool."""
+        def one(sub: _Sub | None) -> tuple[Any, float]:
+            ts = time.perf_counter()
+            return (None, 0.0) if sub is None else (sub.solve(zY, self.deadline), time.perf_counter() - ts)
+
+        if self.pool is None:
+            return (one(sub) for sub in self.subs)
+        return iter(list(self.pool.map(one, self.subs)))
+
+    def close(self) -> None:
+        """Stop the subproblem threads."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
 
     def _keep_incumbent(self, ub: float, zY: NDArray[np.float64], zX: list[NDArray[np.float64] | None]) -> None:
         """A feasible point better than the best so far: the new upper bound and its full matrix."""
@@ -914,7 +934,8 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
                   max_iter: int = 1000, cuts: str = "needed", slack: float = 0.0, time_limit: float | None = None,
                   progress: Progress = no_progress,
                   core: NDArray[np.float64] | None = None, stabilise: float = 1.0,
-                  floor: float = 1e-9, row_cuts: bool = False, reserve: float = 0.0) -> BendersOutcome:
+                  floor: float = 1e-9, row_cuts: bool = False, reserve: float = 0.0,
+                  threads: int = 1) -> BendersOutcome:
     """Benders decomposition of min Σ W∘Z s.t. rows sum to 1 and z[i,y] ≤ e^{expo}·z[j,y] on pairs (pi, pj).
 
     Args:
@@ -933,24 +954,28 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
             violated (no subproblem solved in such a round); the LP and its optimum are unchanged.
         reserve: share of ξ kept for a later exact repair of the solver's tolerances: stop at UB − LB ≤ (1 −
             reserve)·ξ (the gap certified is still read against ξ).
+        threads: subproblems solved at once (threads; the same cuts and iterations as 1).
     """
     t_start = time.perf_counter()
     deadline = None if time_limit is None else t_start + time_limit
     try:
         run = _BendersRun(W, pi, pj, expo, labels, gap_m=gap_m, cuts=cuts, slack=slack, deadline=deadline,
                           progress=progress, core=core, stabilise=stabilise, floor=floor, row_cuts=row_cuts,
-                          reserve=reserve)
+                          reserve=reserve, threads=threads)
     except OutOfTime as e:  # the set-up took the whole time: no iteration, no point
         return BendersOutcome(None, "time limit", None, None, timings={"total_s": time.perf_counter() - t_start},
                               diagnostics={"iterations": 0},
                               message=f"time limit while {e}, before the first iteration")
     status, message = "iteration limit", f"no certified gap ≤ ξ = {gap_m:g} after {max_iter} iterations"
     it = 0
-    for it in range(1, max_iter + 1):
-        stop = run.iterate(it)
-        if stop is not None:
-            status, message = stop
-            break
+    try:
+        for it in range(1, max_iter + 1):
+            stop = run.iterate(it)
+            if stop is not None:
+                status, message = stop
+                break
+    finally:
+        run.close()
     if status in ("time limit", "iteration limit"):
         status, message = run.within_xi(len(run.history), status, message)  # iterations completed
     return run.outcome(status, message, it, t_start)
