@@ -250,7 +250,8 @@ def verdict(result: Result, evaluation: dict[str, Any] | None = None, *, label: 
         bound = f" The best certified lower bound on the loss is {format_m(result.bound_m)}." if result.bound_m else ""
         kept = result.diagnostics.get("feasible_objective_m")
         if isinstance(kept, (int, float)) and result.status != "stopped":
-            bound += f" The best feasible point found costs {format_m(kept)} (kept in the diagnostics, not proven optimal)."
+            bound += (f" The best feasible point found costs {format_m(kept)} (kept in the diagnostics, not proven "
+                      "optimal).")
         what = {"time limit": f"time limit{took}, no mechanism to show.",
                 "stopped": f"stopped at your request{took}, no mechanism to show.",
                 "infeasible": "no mechanism exists for these settings (the LP is infeasible).",

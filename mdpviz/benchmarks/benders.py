@@ -3,9 +3,10 @@
 For each K: the neighbour graph (pairs d ≤ η, components), the four partitions of the paper (subset and master
 component sizes, the analogues of its Tables 1–2; boundary records; master rows with cuts = needed against all),
 the monolithic HiGHS optimum of the same LP (dual simplex), mdpviz's ``lp`` with the neighbour scope (the structured
-engine on each component of the neighbour graph, certified bound), and lp-bd runs (``--configs``: by default plain Benders
-with k-m-DV as the paper, ours with in-out λ = 0.3 and row-sum cuts, and the spectral partition). Wall and CPU
-seconds are both recorded: the machine is shared. The grid runs on the one sweep runner (``benchmarks.grid``): in
+engine on each component of the neighbour graph, certified bound), and lp-bd runs (``--configs``: by default
+plain Benders with k-m-DV as the paper, ours with in-out λ = 0.3 and row-sum cuts, and the spectral partition;
+``--threads``: each with that many subproblem threads). Wall and CPU seconds are both recorded: the machine is
+shared. The grid runs on the one sweep runner (``benchmarks.grid``): in
 process by default (one solve at a time), on Dask with ``--workers N``; ``--points FILE`` keeps each finished point,
 and a rerun resumes from it.
 """

@@ -67,8 +67,11 @@ def _run(problem: Any, method: str, eps: float, gap_tol: float, time_limit: floa
                maxrss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, objective_m=res.objective_m,
                bound_m=res.bound_m, iterations=res.diagnostics.get("iterations"), message=res.message[:200],
                phases=" ".join(f"{k}={v:.2f}" for k, v in res.timings.items() if k.endswith("_s")))
-    if res.objective_m is not None and res.bound_m:
-        row["certified_gap"] = (res.objective_m - res.bound_m) / res.objective_m
+    if res.objective_m is None and isinstance(res.diagnostics.get("feasible_objective_m"), (int, float)):
+        # a stop: the best feasible, exactly private point it kept (issue 28: every stop returns one), labelled
+        row["objective_m"] = res.diagnostics["feasible_objective_m"]
+    if row["objective_m"] is not None and res.bound_m:
+        row["certified_gap"] = (row["objective_m"] - res.bound_m) / row["objective_m"]
     Z = res.Z if res.Z is not None else res.diagnostics.get("feasible_Z")
     if Z is not None:
         t1 = time.perf_counter()
@@ -236,7 +239,9 @@ def _write(rows: list[dict[str, Any]], a: argparse.Namespace, load0: tuple[float
              f"Load average (1, 5, 15 min) when the run started: {', '.join(f'{x:.1f}' for x in load0)}; `load_1min` "
              "is the 1-minute load when each run ended. The machine is shared: wall times above CPU times mean other "
              "work competed for the 2 cores. `maxrss_mb` is the peak resident memory of the run's own process "
-             "(including HiGHS); `certified_gap` is (objective − certified lower bound) / objective; violations are "
+             "(including HiGHS); a run stopped by its time limit keeps a feasible, exactly private point and a "
+             "certified bound (the no-privacy floor before its first LP): its `objective_m` is that point's, not an "
+             "optimum; `certified_gap` is (objective − certified lower bound) / objective; violations are "
              "ordered pairs (x, x') breaking ε-mDP for some output, over all pairs, relative tolerance 1e-9; "
              "`speedup` is monolithic's wall time over this run's on the same instance. " + grid.summary(done))
     report.write(table, a.stem, "Exact LP engines (`python -m mdpviz bench lp`)", notes=notes)

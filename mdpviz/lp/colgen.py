@@ -357,14 +357,14 @@ def no_privacy_floor(W: NDArray[np.float64]) -> float:
     return float(W.min(axis=1).sum())
 
 
-def starting_point(Wn: NDArray[np.float64], Es: NDArray[np.float64], reach: NDArray[np.float64],
-                   deadline: float | None = None) -> tuple[NDArray[np.float64], dict[str, float]]:
+def starting_point(Wn: NDArray[np.float64], Es: NDArray[np.float64],
+                   reach: NDArray[np.float64]) -> tuple[NDArray[np.float64], dict[str, float]]:
     """An exactly private mechanism before any LP: column y is e^{−reach[:, y]}, held up by its cell.
 
     ``reach[:, y]`` is a minimum of rows of the closed exponents, so it obeys their triangle inequality and each
     column lies in the cone; :func:`make_row_stochastic` fixes the rows inside it. Returns Z and the fix-up's facts.
     """
-    return make_row_stochastic(floor_columns(np.exp(-reach)), Es, Wn, deadline)
+    return make_row_stochastic(floor_columns(np.exp(-reach)), Es, Wn)
 
 
 class _RowAndColumnGeneration:
@@ -409,7 +409,8 @@ class _RowAndColumnGeneration:
         Zf, fix = make_row_stochastic(floor_columns(np.exp(u)), self.Es, self.Wn)
         obj = float(np.sum(self.Wn * Zf))
         if obj < self.ub:
-            self.ub, self.best, self.point_from = obj, (Zf, fix, obj), f"the repaired solution of LP round {self.rounds}"
+            self.ub, self.best = obj, (Zf, fix, obj)
+            self.point_from = f"the repaired solution of LP round {self.rounds}"
         self.t_repair += time.perf_counter() - t0
         return u, arg
 
