@@ -149,3 +149,19 @@ def test_the_benders_speedup_per_thread() -> None:
             {"K": 1000, "solver": f"{label}, 2 threads", "threads": 2, "status": "time limit", "wall_s": 60.0}]
     assert benders.speedups(rows) == [f"K = 500, {label}: 2 threads take 4 s wall against 6 s with one, a speed-up "
                                       "of 1.5× (0.75 per thread)."]
+
+
+def test_bench_lp_reads_as_a_k_by_eps_table() -> None:
+    """Issue 28, item 4: the README's table comes from the bench's rows: CPU and wall seconds of each structured run,
+    how a stopped run ended with its certified gap, and monolithic's CPU time beside it."""
+    rows = [{"eps": 1.0, "K": 100, "method": "structured", "status": "optimal", "cpu_s": 3.8, "wall_s": 5.8},
+            {"eps": 1.0, "K": 100, "method": "monolithic", "status": "optimal", "cpu_s": 93.5, "wall_s": 150.0},
+            {"eps": 1.0, "K": 500, "method": "structured", "status": "time limit", "cpu_s": 149.0, "wall_s": 300.0,
+             "certified_gap": 0.091},
+            {"eps": 5.0, "K": 100, "method": "structured", "status": "optimal", "cpu_s": 0.035, "wall_s": 0.058},
+            {"eps": 5.0, "K": 500, "method": "structured",
+             "status": "skipped (over the limit or refused at a smaller K)"}]
+    assert lp.by_k_and_eps(rows).splitlines() == [
+        "| K | ε = 1 km⁻¹ | ε = 5 km⁻¹ |", "|---|---|---|",
+        "| 100 | 3.8 s CPU (5.8 s wall); monolithic 93.5 s CPU | 0.035 s CPU (0.058 s wall) |",
+        "| 500 | time limit after 149 s CPU (300 s wall), gap 9.1% | not run |"]

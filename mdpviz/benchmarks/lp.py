@@ -225,6 +225,40 @@ def _speedups(here: list[dict[str, Any]]) -> None:
             r["speedup"] = mono["wall_s"] / r["wall_s"]
 
 
+def _cell(r: dict[str, Any] | None) -> str:
+    """One structured run in a few words: its CPU and wall seconds, or how it stopped and its certified gap."""
+    if r is None:
+        return "–"
+    status = str(r.get("status", ""))
+    if not isinstance(r.get("cpu_s"), (int, float)):
+        return "not run" if status.startswith(("skipped", "not run")) else status
+    took = f"{r['cpu_s']:.3g} s CPU ({r['wall_s']:.3g} s wall)"
+    if status == "optimal":
+        return took
+    gap = r.get("certified_gap")
+    return f"{status} after {took}" + (f", gap {gap:.1%}" if isinstance(gap, (int, float)) else "")
+
+
+def by_k_and_eps(rows: Sequence[dict[str, Any]]) -> str:
+    """The structured engine's runs as a K × ε table (the README's), with monolithic HiGHS's CPU time beside it
+    where it ran: the same numbers as the long table, read at a glance."""
+    epss = sorted({r["eps"] for r in rows})
+    ks = sorted({r["K"] for r in rows})
+    run = {(r["eps"], r["K"], r["method"]): r for r in rows}
+    lines = ["| K | " + " | ".join(f"ε = {e:g} km⁻¹" for e in epss) + " |", "|---|" + "---|" * len(epss)]
+    for k in ks:
+        cells = []
+        for e in epss:
+            cell = _cell(run.get((e, k, "structured")))
+            mono = run.get((e, k, "monolithic"))
+            if mono is not None and isinstance(mono.get("cpu_s"), (int, float)):
+                m = str(mono.get("status"))
+                cell += f"; monolithic {mono['cpu_s']:.3g} s CPU" + ("" if m == "optimal" else f" ({m})")
+            cells.append(cell)
+        lines.append(f"| {k:,} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 COLUMNS = ("eps", "K", "outputs", "method", "status", "wall_s", "cpu_s", "load_1min", "maxrss_mb", "objective_m",
            "bound_m", "certified_gap", "violated_pairs", "checked_pairs", "check_s", "speedup", "iterations",
            "phases", "message")
@@ -243,5 +277,6 @@ def _write(rows: list[dict[str, Any]], a: argparse.Namespace, load0: tuple[float
              "certified bound (the no-privacy floor before its first LP): its `objective_m` is that point's, not an "
              "optimum; `certified_gap` is (objective − certified lower bound) / objective; violations are "
              "ordered pairs (x, x') breaking ε-mDP for some output, over all pairs, relative tolerance 1e-9; "
-             "`speedup` is monolithic's wall time over this run's on the same instance. " + grid.summary(done))
+             "`speedup` is monolithic's wall time over this run's on the same instance. " + grid.summary(done)
+             + "\n\n## The structured engine by K and ε\n\n" + by_k_and_eps(rows))
     report.write(table, a.stem, "Exact LP engines (`python -m mdpviz bench lp`)", notes=notes)
