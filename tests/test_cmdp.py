@@ -146,6 +146,24 @@ def test_discovery_recovers_planted_order(pb, memory, expected) -> None:
     assert (sl.oracle_order[ok] == expected).mean() > 0.95
 
 
+def test_fixed_time_slots(pb) -> None:
+    """``slot_s`` > 0 cuts each trajectory into fixed time slots (the next location may be the same station);
+    0 keeps one slot per station visit (the next location is always another station)."""
+    net = load_city(CITY)
+    g = station_graph(net, pb.x_node)
+    tr = generate_trajectories(net, pb.x_node, n_vehicles=30, n_steps=20, interval_s=5.0, seed=3, graph=g)
+    visits = to_slots(tr, g.cell, 3)
+    assert visits.station.tolist() == to_slots(tr, g.cell, 3, slot_s=0.0).station.tolist()
+    nxt = visits.next_station >= 0
+    assert (visits.next_station[nxt] != visits.station[nxt]).all()
+    slots = to_slots(tr, g.cell, 3, slot_s=15.0)
+    per_traj = np.bincount(tr.traj)
+    assert np.array_equal(np.bincount(slots.traj), (per_traj + 2) // 3)  # every third 5-s fix starts a slot
+    same = slots.next_station == slots.station
+    assert same.any() and (slots.next_station[slots.next_station >= 0] != slots.station[slots.next_station >= 0]).any()
+    assert len(slots.station) > len(visits.station)
+
+
 def test_classifier_and_lookup_report_metrics(data) -> None:
     assert data.discovery.groups["tested"].any()
     assert data.classifier is not None

@@ -3,8 +3,8 @@
 A *trajectory* is a sequence of GPS fixes (trajectory id, UTC timestamp, lat, lon), each snapped to a road node.
 For C-mDP (seed 002) the locations are a small set of *stations* (the secrets X of a ``Problem``): every road node
 belongs to the station nearest to it along the roads (a road Voronoi cell), and a trajectory becomes a sequence of
-*slots* by mapping each fix to its station and merging consecutive fixes in the same station. One slot is one time
-step X_t of the paper; the slots before it are its context V = (X_{t−1}, …, X_{t−Γ}).
+*slots* by mapping each fix to its station and merging consecutive fixes in the same station (or, with
+``slot_s``, by cutting it into fixed time slots). One slot is one time step X_t of the paper; the slots before it are its context V = (X_{t−1}, …, X_{t−Γ}).
 
 The generator (``generate_trajectories``) is documented in its docstring: vehicles hop between neighbouring
 stations along road paths, steered by a momentum term whose memory (the *order* of the walk, 1–3) is planted by a
@@ -475,7 +475,8 @@ def _parse_times(col: pd.Series, name: str) -> NDArray[np.float64]:
 
 @dataclass(frozen=True, eq=False)
 class Slots:
-    """Trajectories as station sequences: one row per slot (a run of fixes in one station).
+    """Trajectories as station sequences: one row per slot (a run of fixes in one station, or
+    a fixed time slot: ``to_slots``).
 
     Attributes:
         traj: trajectory of each slot; pos: its position in the trajectory (0 = first slot).
@@ -506,15 +507,27 @@ class Slots:
         return (self.lags[:, -1] >= 0) & (self.next_station >= 0) if self.max_lag else self.next_station >= 0
 
 
-def to_slots(tr: Trajectories, cell: NDArray[np.int64], max_lag: int, deadline: float | None = None) -> Slots:
-    """Map fixes to stations (``cell`` of their road node) and merge runs; add lags, next station and speed.
+def to_slots(tr: Trajectories, cell: NDArray[np.int64], max_lag: int, deadline: float | None = None,
+             slot_s: float = 0.0) -> Slots:
+    """Map fixes to stations (``cell`` of their road node) and cut them into slots; add lags, next station, speed.
 
+    ``slot_s`` 0 (default): one slot per station visit (runs of fixes in one station merged), so X_{t+1} is always
+    the next station. ``slot_s`` > 0: fixed time slots of ``slot_s`` seconds from each trajectory's first fix (the
+    first fix in each slot gives its station), runs not merged, so X_{t+1} may be X_t (the vehicle has not left the
+    station's cell); the paper's X_t is "the location in time slot t", length not given.
     Past ``deadline`` (a ``time.perf_counter()`` value, checked per block of fixes) ``OutOfTime`` is raised.
     """
     check_deadline(deadline, "grouping the GPS fixes into station slots")
     st = cell[tr.node]
     new = np.ones(tr.n_fixes, dtype=bool)
-    new[1:] = (st[1:] != st[:-1]) | (tr.traj[1:] != tr.traj[:-1])
+    if slot_s > 0:
+        start_fix = np.ones(tr.n_fixes, dtype=bool)
+        start_fix[1:] = tr.traj[1:] != tr.traj[:-1]
+        t0 = tr.time_s[np.maximum.accumulate(np.where(start_fix, np.arange(tr.n_fixes), 0))]
+        slot = np.floor((tr.time_s - t0) / slot_s + 1e-9).astype(np.int64)
+        new[1:] = (slot[1:] != slot[:-1]) | start_fix[1:]
+    else:
+        new[1:] = (st[1:] != st[:-1]) | (tr.traj[1:] != tr.traj[:-1])
     fix = np.flatnonzero(new)
     check_deadline(deadline, "grouping the GPS fixes into station slots")
     traj, station, time_s = tr.traj[fix], st[fix], tr.time_s[fix]

@@ -75,6 +75,7 @@ class DataSettings:
     speed_bin_mph: float = 10.0
     region_grid: int = 2
     min_per_df: float = 2.0
+    slot_s: float = 0.0
 
 
 @dataclass(eq=False)
@@ -157,7 +158,7 @@ class CmdpData:
                                    interval_s=s.interval_s, dependence=s.dependence, dest_weight=s.dest_weight,
                                    memory=s.memory, seed=s.seed + HOLDOUT_SEED_OFFSET, graph=self.graph,
                                    deadline=deadline)
-        slots = to_slots(tr, self.graph.cell, s.max_lag, deadline)
+        slots = to_slots(tr, self.graph.cell, s.max_lag, deadline, s.slot_s)
         grouping = Grouping(s.hour_bin_h, s.speed_bin_mph, s.region_grid)
         check_deadline(deadline, "generating the held-out corpus")
         self.__dict__["holdout"] = out = (slots, slot_features(slots, self.graph.xy_km, grouping))
@@ -233,7 +234,7 @@ def _prepare(problem: Problem, settings: DataSettings, trajectories: Trajectorie
             interval_s=settings.interval_s, dependence=settings.dependence, dest_weight=settings.dest_weight,
             memory=settings.memory, seed=settings.seed, graph=graph, deadline=deadline)
     timings["trajectories_s"] = time.perf_counter() - t0
-    slots = to_slots(trajectories, graph.cell, settings.max_lag, deadline)
+    slots = to_slots(trajectories, graph.cell, settings.max_lag, deadline, settings.slot_s)
     if not slots.complete.any():
         msg = (f"No trajectory visits more than {settings.max_lag + 1} stations in a row, so no location has a full "
                f"context; give longer trajectories, more stations, or a smaller max_lag.")

@@ -42,6 +42,10 @@ _COMMON = (
           label="destination seeking"),
     Param("memory", str, "mixed", "planted order of the walk: 'mixed' (1 slow downtown, 3 fast, else 2) or fixed",
           choices=("mixed", "1", "2", "3"), label="planted memory"),
+    Param("slot_s", float, 0.0, "time slot: 0 = one slot per station visit (the next location is always another "
+          "station); > 0 = fixed slots of this many seconds (the vehicle may still be in the same station's cell "
+          "one slot later). The paper's X_t is the location in time slot t; it does not give the slot's length",
+          low=0.0, high=3600.0, unit="s", label="time slot"),
     Param("max_lag", int, 3, "context length Γ: lags available to the blanket", low=1, high=4, label="Γ"),
     Param("alpha", float, 0.05, "significance level of the CI tests (reject H0 when p ≤ α)", low=1e-6, high=0.5,
           log=True, label="CI α"),
@@ -71,7 +75,7 @@ _ORACLE = Param("oracle", str, "generator", "true blanket: the generator's recor
 _DATA_KEYS = {"vehicles": "n_vehicles", "steps": "n_steps", "interval_s": "interval_s", "dependence": "dependence",
               "dest_weight": "dest_weight", "memory": "memory", "seed": "seed", "max_lag": "max_lag",
               "alpha": "alpha", "min_group": "min_group", "hour_bin_h": "hour_bin_h",
-              "speed_bin_mph": "speed_bin_mph", "region_grid": "region_grid"}
+              "speed_bin_mph": "speed_bin_mph", "region_grid": "region_grid", "slot_s": "slot_s"}
 
 
 def data_settings(params: dict[str, Any]) -> DataSettings:
