@@ -4,7 +4,8 @@ A *trajectory* is a sequence of GPS fixes (trajectory id, UTC timestamp, lat, lo
 For C-mDP (seed 002) the locations are a small set of *stations* (the secrets X of a ``Problem``): every road node
 belongs to the station nearest to it along the roads (a road Voronoi cell), and a trajectory becomes a sequence of
 *slots* by mapping each fix to its station and merging consecutive fixes in the same station (or, with
-``slot_s``, by cutting it into fixed time slots). One slot is one time step X_t of the paper; the slots before it are its context V = (X_{t−1}, …, X_{t−Γ}).
+``slot_s``, by cutting it into fixed time slots). One slot is one time step X_t of the paper; the slots before it
+are its context V = (X_{t−1}, …, X_{t−Γ}).
 
 The generator (``generate_trajectories``) is documented in its docstring: vehicles hop between neighbouring
 stations along road paths, steered by a momentum term whose memory (the *order* of the walk, 1–3) is planted by a
