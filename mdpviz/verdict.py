@@ -257,7 +257,13 @@ def verdict(result: Result, evaluation: dict[str, Any] | None = None, *, label: 
                 "infeasible": "no mechanism exists for these settings (the LP is infeasible).",
                 "error": f"the solver failed{took}; no mechanism to show."}.get(
             result.status, f"status {result.status}{took}, no mechanism to show.")
-        plain = {"time limit": f"{name} gave no mechanism: it reached its time limit{took} before finding one.",
+        found = ""
+        if isinstance(kept, (int, float)) and result.status == "time limit":
+            found = (f" before proving one optimal: the best it found costs {format_m(kept)} a report"
+                     + (f", and the optimum costs at least {format_m(result.bound_m)}" if result.bound_m else "")
+                     + " (that point is kept in the diagnostics, not shown)")
+        plain = {"time limit": f"{name} gave no mechanism: it reached its time limit{took}"
+                               + (found or " before finding one") + ".",
                  "infeasible": f"{name} gave no mechanism: none exists at these settings.",
                  "error": f"{name} gave no mechanism: its solver failed.",
                  "stopped": f"{name} gave no mechanism: you stopped it{took}."}.get(

@@ -234,3 +234,19 @@ def test_the_lp_mechanism_stopped_gives_its_bound_and_kept_point_in_the_verdict(
     assert violations(problem, kept, 1.0).violated_pairs == 0
     v = verdict(r, label="LP")
     assert "best certified lower bound" in v.headline and "best feasible point found costs" in v.headline
+
+
+def test_a_stopped_lp_says_in_plain_words_what_it_found() -> None:
+    """Issue 28: the page's sentence for a stop names the best point found and the certified bound, instead of
+    claiming that nothing was found."""
+    from mdpviz.mechanisms.base import Result
+    from mdpviz.verdict import verdict
+
+    r = Result("lp", {}, None, "time limit", 1.0, timings={"total_s": 3.0}, bound_m=880.6,
+               diagnostics={"feasible_objective_m": 6340.0})
+    assert verdict(r, label="Optimal LP").plain == (
+        "Optimal LP gave no mechanism: it reached its time limit after 3.0 s before proving one optimal: the best it "
+        "found costs 6.34 km a report, and the optimum costs at least 881 m (that point is kept in the diagnostics, "
+        "not shown).")
+    bare = Result("lp", {}, None, "time limit", 1.0, timings={"total_s": 3.0})
+    assert verdict(bare, label="Optimal LP").plain.endswith("before finding one.")
