@@ -135,8 +135,9 @@ def bench_point(point: Point, *, use_cache: bool = False) -> dict[str, Any] | li
             return {**tags, **_neighbour_lp_row(problem, eps, eta, limit)}
         return {**tags, **_lp_bd_row(problem, eps, eta, pr["partitioner"], float(pr["stabilise"]),
                                      bool(pr["row_cuts"]), limit, int(pr.get("threads", 1)))}
-    except ParameterError as e:  # an LP refused before it is built (the memory guard): a row that says so
-        return {**tags, "K": problem.k, "status": "refused (too large)", "message": str(e)[:160]}
+    except ParameterError as e:  # an LP refused before it is built (e.g. by the memory guard): a row that says so
+        why = "refused (too large)" if "exhaust memory" in str(e) else "refused"
+        return {**tags, "K": problem.k, "status": why, "message": str(e)[:160]}
 
 
 def points(city: str, ks: Sequence[int], eps: float, eta: float, outputs: int, cost: str, seed: int,
@@ -160,8 +161,8 @@ def points(city: str, ks: Sequence[int], eps: float, eta: float, outputs: int, c
 
 
 def run(a: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[str, Any]], SweepRun]:
-    """Solve lp-bd (each config) and a monolithic HiGHS solve of the same neighbour LP for each K on the sweep
-    runner (the options of ``main``): (solve rows, partition rows, the runner's summary)."""
+    """Solve lp-bd (each config), a monolithic HiGHS solve and ``lp`` (neighbour scope) of the same neighbour LP for
+    each K on the sweep runner (the options of ``main``): (solve rows, partition rows, the runner's summary)."""
     rows, done = grid.run(points(a.city, a.k, a.eps, a.eta, a.outputs, a.cost, a.seed, a.configs, a.time_limit,
                                  a.threads), a)
     parts = [_untagged(r) for r in rows if r.get("kind") == "partition"]
