@@ -261,11 +261,12 @@ class StructuredOutcome:
     """Result of :func:`solve_structured`.
 
     Attributes:
-        Z: (n, m) row-stochastic, every column exactly in the cone; None only when no LP was solved in time.
+        Z: (n, m) row-stochastic, every column exactly in the cone (a stop before any LP returns the cells'
+            starting point).
         status: ``optimal`` (certified gap ≤ tol); otherwise ``time limit``, ``iteration limit``, ``stalled`` or
             ``solver error (…)``, and Z is a feasible, exactly private point that is not certified optimal.
         objective: Σ W·Z of the returned Z (W's unit, e.g. metres).
-        bound: certified lower bound on the optimum (same unit); None before the first certification.
+        bound: certified lower bound on the optimum (same unit): the no-privacy floor before the first pricing.
         gap: (objective − bound) / objective, the certified relative gap of the returned Z.
         history: per round (seconds since start, best objective, best bound, LP variables, LP pair rows).
     """
@@ -358,13 +359,16 @@ def no_privacy_floor(W: NDArray[np.float64]) -> float:
 
 
 def starting_point(Wn: NDArray[np.float64], Es: NDArray[np.float64],
-                   reach: NDArray[np.float64]) -> tuple[NDArray[np.float64], dict[str, float]]:
-    """An exactly private mechanism before any LP: column y is e^{−reach[:, y]}, held up by its cell.
+                   reach: NDArray[np.float64]) -> tuple[NDArray[np.float64], dict[str, Any]]:
+    """An exactly private mechanism before any LP (the cells' starting point): each row reports output y with
+    probability ∝ e^{−reach[x, y]/2}, the exponential mechanism with each output standing for its cell.
 
-    ``reach[:, y]`` is a minimum of rows of the closed exponents, so it obeys their triangle inequality and each
-    column lies in the cone; :func:`make_row_stochastic` fixes the rows inside it. Returns Z and the fix-up's facts.
+    ``reach[:, y]`` is a minimum of rows of the closed exponents, so it obeys their triangle inequality and, for a
+    symmetric exponent matrix (ε·d), those rows are already in the cone; :func:`repair_into_cone` makes them exact
+    in every case. Returns Z and the repair's facts.
     """
-    return make_row_stochastic(floor_columns(np.exp(-reach)), Es, Wn)
+    V = np.exp(-reach / 2.0)
+    return repair_into_cone(V / V.sum(axis=1, keepdims=True), Es, Wn)
 
 
 class _RowAndColumnGeneration:
@@ -379,13 +383,13 @@ class _RowAndColumnGeneration:
         self.cap = cap
         self.best: tuple[NDArray[np.float64], dict[str, float], float] | None = None
         self.ub = np.inf
-        self.lb = -np.inf
+        self.lb = no_privacy_floor(self.Wn)  # certified before any LP: the pricing bound at μ_x = min_y Wn[x, y]
         self.history: list[tuple[float, float, float, int, int]] = []
         self.t_lp = self.t_repair = self.t_price = 0.0
         self.rounds = 0
         self.added = (0, 0)
         self.whole_column = False
-        self.point_from = ""  # what the best point is: the cells' starting point or a repaired LP solution
+        self.point_from = ""  # what the best point is: a repaired LP solution (else the cells' point, at the end)
         self.bound_from = "the no-privacy floor"  # what certified the bound: the floor or pricing at the LP's duals
 
     @property
@@ -448,8 +452,6 @@ class _RowAndColumnGeneration:
 
     def run(self, max_rounds: int) -> tuple[str, str]:
         n = self.lp.n
-        if self.gap <= self.tol:  # the starting point is already within the tolerance of the floor
-            return "optimal", "the cells' starting point is within the tolerance of the no-privacy floor"
         for r in range(1, max_rounds + 1):
             self.rounds = r
             self.progress(f"LP round {r}", self._fraction())
@@ -483,17 +485,6 @@ class _RowAndColumnGeneration:
                 if not np.isfinite(self.cap) or not self._grow(Z, u, arg, self.lp.mu):
                     return "stalled", "nothing left to add to the LP"
         return "iteration limit", f"round limit ({max_rounds}) reached"
-
-    def start(self, reach: NDArray[np.float64]) -> None:
-        """Before any LP: the no-privacy floor as the first certified bound and the cells' point as the first
-        feasible one (:func:`starting_point`), so that a stop at any moment returns both."""
-        self.lb = no_privacy_floor(self.Wn)
-        t0 = time.perf_counter()
-        Zf, fix = starting_point(self.Wn, self.Es, reach)
-        obj = float(np.sum(self.Wn * Zf))
-        self.ub, self.best, self.point_from = obj, (Zf, fix, obj), "the cells' starting point"
-        self.t_repair += time.perf_counter() - t0
-        self.history.append((time.perf_counter() - self.t_start, self.ub, self.lb, 0, 0))
 
     def _fraction(self) -> float | None:
         if not np.isfinite(self.gap):
@@ -559,9 +550,8 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
     _first_lp(lp, reach, holder, knn, cap)
     timings["init_s"] = time.perf_counter() - t0
     run = _RowAndColumnGeneration(lp, Pricer(Es), deadline, tol, cap, progress, t_start)
-    run.start(reach)  # cheap (O(n²) once), so done even past the deadline: every stop returns a point and a bound
     status, message = run.run(max_iter)
-    out = _finish(run, status, message, W, scale, timings, t_start)
+    out = _finish(run, status, message, W, scale, timings, t_start, reach)
     out.diagnostics["engine"] = "rows"
     if note:
         out.message = f"{note}; {out.message}"
@@ -588,20 +578,17 @@ def _solve_dense(W: NDArray[np.float64], Es: NDArray[np.float64], tol: float, de
         out.diagnostics["bound_from"] = "the no-privacy floor"
     if out.Z is None:
         out.Z, _ = starting_point(W, Es, reach)  # past the deadline, yet cheap: O(n²) once
-        out.objective = float(np.sum(W * out.Z))
         out.diagnostics["point_from"] = "the cells' starting point"
     out.diagnostics.setdefault("point_from", "the conic master's last solution")
-    gap = None
-    if out.Z is not None and out.bound is not None and out.objective is not None:
-        gap = (out.objective - out.bound) / max(abs(out.objective), 1e-300)
-    if out.status == "optimal" and (gap is None or gap > tol):
+    out.objective = float(np.sum(W * out.Z))
+    gap = (out.objective - out.bound) / max(abs(out.objective), 1e-300)
+    if out.status == "optimal" and gap > tol:
         out.status = "stalled"  # "optimal" only within the tolerance asked for
     it = out.diagnostics.get("iterations", 0)
     words = [f"conic column generation ({dense:.0%} of entries near their output's cell)"]
     if out.message:
         words.append(out.message)
-    words.append(f"certified gap {gap:.1e} (tolerance {tol:g}) after {it} iterations" if gap is not None
-                 else "no certified bound yet")
+    words.append(f"certified gap {gap:.1e} (tolerance {tol:g}) after {it} iterations")
     out.message, out.gap = "; ".join(words), gap
     out.diagnostics.update(engine="conic", gap=gap)
     out.timings["total_s"] = time.perf_counter() - t_start
@@ -609,21 +596,24 @@ def _solve_dense(W: NDArray[np.float64], Es: NDArray[np.float64], tol: float, de
 
 
 def _finish(run: _RowAndColumnGeneration, status: str, message: str, W: NDArray[np.float64], scale: float,
-            timings: dict[str, float], t_start: float) -> StructuredOutcome:
-    """The best feasible point found, with what was certified about it in plain words."""
+            timings: dict[str, float], t_start: float, reach: NDArray[np.float64]) -> StructuredOutcome:
+    """The best feasible point found, with what was certified about it in plain words. A stop before any LP solved
+    returns the cells' starting point (cheap, O(n²) once, so made even past the deadline)."""
     n, m = W.shape
-    Z, fix, _ = run.best if run.best is not None else (None, {}, np.inf)
-    objective = None if Z is None else float(np.sum(W * Z))
-    bound = run.lb * scale if np.isfinite(run.lb) else None
-    gap = None if (objective is None or bound is None) else (objective - bound) / max(abs(objective), 1e-300)
-    if status == "optimal" and (gap is None or gap > run.tol):
+    if run.best is None:
+        Zs, fix0 = starting_point(run.Wn, run.Es, reach)
+        run.best, run.point_from = (Zs, fix0, float(np.sum(run.Wn * Zs))), "the cells' starting point"
+    Z, fix, _ = run.best
+    objective = float(np.sum(W * Z))
+    bound = run.lb * scale
+    gap = (objective - bound) / max(abs(objective), 1e-300)
+    if status == "optimal" and gap > run.tol:
         status = "stalled"
-    elif status != "optimal" and gap is not None and gap <= run.tol:
+    elif status != "optimal" and gap <= run.tol:
         status, message = "optimal", f"{message}, but the point found is already within the tolerance".lstrip(", ")
     words = [message] if message else []
-    words.append(f"certified gap {gap:.1e} (tolerance {run.tol:g}) after {run.rounds} LP rounds" if gap is not None
-                 else "no certified bound yet")
-    if status != "optimal" and gap is not None:
+    words.append(f"certified gap {gap:.1e} (tolerance {run.tol:g}) after {run.rounds} LP rounds")
+    if status != "optimal":
         words.append(f"bound from {run.bound_from}, point from {run.point_from}")
     failures = run.pricer.failures
     if failures:
