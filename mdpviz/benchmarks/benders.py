@@ -57,6 +57,14 @@ def _partition_rows(problem: Any, eta: float, eps: float, subsets: int, seed: in
     return out
 
 
+def _point_and_gap(res: Any) -> dict[str, Any]:
+    """A result's point (its mechanism's objective, else the feasible point kept at a stop), its certified bound and
+    their gap (m); ``vs_monolithic_m`` is filled in by ``run``."""
+    point = res.objective_m if res.objective_m is not None else res.diagnostics.get("feasible_objective_m")
+    gap = (point - res.bound_m) if (point is not None and res.bound_m is not None) else None
+    return {"objective_m": point, "bound_m": res.bound_m, "gap_m": gap, "vs_monolithic_m": None}
+
+
 def _lp_bd_row(problem: Any, eps: float, eta: float, part: str, lam: float, row_cuts: bool,
                time_limit: float, threads: int = 1) -> dict[str, Any]:
     """One lp-bd run (partitioner, λ, row-sum cuts): a table row (``vs_monolithic_m`` is filled in by ``run``)."""
@@ -66,13 +74,10 @@ def _lp_bd_row(problem: Any, eps: float, eta: float, part: str, lam: float, row_
     res = solve(problem, "lp-bd", {"eps": eps, "eta": eta, "stabilise": lam, "partitioner": part,
                                    "row_cuts": row_cuts, "threads": threads}, time_limit=time_limit, use_cache=False)
     dg = res.diagnostics
-    point = res.objective_m if res.objective_m is not None else dg.get("feasible_objective_m")
     hist = dg.get("history") or [{}]
     return {"K": problem.k, "solver": _label(part, lam, row_cuts, threads), "threads": threads,
             "status": res.status, "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
-            "objective_m": point, "bound_m": res.bound_m,
-            "gap_m": (point - res.bound_m) if (point is not None and res.bound_m is not None) else None,
-            "vs_monolithic_m": None, "master_objective_m": hist[-1].get("master_objective"),
+            **_point_and_gap(res), "master_objective_m": hist[-1].get("master_objective"),
             "iterations": dg.get("iterations"), "boundary": dg.get("boundary_count"),
             "master_pairs": dg.get("master_pairs"),
             "master_rows_added": dg.get("master_pair_rows_added"), "optimality_cuts": dg.get("optimality_cuts"),
@@ -108,12 +113,9 @@ def _neighbour_lp_row(problem: Any, eps: float, eta: float, time_limit: float) -
     t0, c0 = time.perf_counter(), time.process_time()
     res = solve(problem, "lp", {"eps": eps, "scope": "neighbours", "eta": eta}, time_limit=time_limit,
                 use_cache=False)
-    point = res.objective_m if res.objective_m is not None else res.diagnostics.get("feasible_objective_m")
     return {"K": problem.k, "solver": NEIGHBOUR_LP, "status": res.status,
-            "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "objective_m": point,
-            "bound_m": res.bound_m,
-            "gap_m": (point - res.bound_m) if (point is not None and res.bound_m is not None) else None,
-            "vs_monolithic_m": None, "message": res.message[:160]}
+            "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, **_point_and_gap(res),
+            "message": res.message[:160]}
 
 
 def _label(part: str, lam: float, row_cuts: bool, threads: int = 1) -> str:
