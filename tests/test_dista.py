@@ -340,3 +340,28 @@ def test_the_deadline_is_honoured_and_a_time_limit_returns_no_z(pb):
     bd = benders_loop(lps, len(used), sub=sub, max_iter=50)
     assert bd.status == "time limit" and bd.z_free and len(bd.history) == 1
     assert benders_loop(lps, len(used), time_limit=1e-9).status == "time limit"
+
+
+@pytest.mark.parametrize("eps", [5.0, 15.0])
+def test_the_private_cell_variant_is_eps_mdp_end_to_end_on_the_whole_city(rome, eps):
+    """Issue 30: `dista-lp:ours` releases (cell, report); P(m, y | x) = P(m | x)·Z_m[x, y] is checked exactly over
+    every pair of secrets of whole-city Rome, and so is the marginal the pages draw. It is not degenerate."""
+    from mdpviz.dista import cells
+
+    preset = get_mechanism("dista-lp").preset("ours")
+    assert "ours" in preset.label and preset.param_dict() == {"upload": "cell"}
+    r = solve(rome, "dista-lp", {"eps": eps, "cells": 4, **preset.param_dict()}, use_cache=False)
+    assert rome.d.max() > 40 and r.Z is not None and not r.degenerate
+    assert r.diagnostics["eps_cell"] + r.diagnostics["eps_pt"] == pytest.approx(eps)
+    np.testing.assert_allclose(r.Z.sum(axis=1), 1.0, atol=1e-9)
+    claim = r.diagnostics["violations_claim"]
+    assert claim["violated"] == 0 and claim["checked"] == rome.k * (rome.k - 1)
+    assert metrics.violations(rome, r.Z, eps).violated_pairs == 0
+    # the same release is not private at a budget below its own: the check can fail
+    out = cells.run(rome, eps, 4, 0.3, 20, 0, lambda p, e, t: solve(p, "lp", {"eps": e}, use_cache=False),
+                    lambda *a: None, None)
+    np.testing.assert_allclose(out.joint.reshape(rome.k, len(out.centres), -1).sum(axis=(1, 2)), 1.0, atol=1e-9)
+    assert cells.joint_check(rome, out, 0.5 * eps)["violated"] > 0
+    # the cell choice alone is the exponential mechanism: ε_c-mDP, and it favours the nearest centre
+    assert metrics.violations(rome, out.pick, out.eps_cell).violated_pairs == 0
+    assert (out.pick.argmax(axis=1) == rome.d[:, out.centres].argmin(axis=1)).all()

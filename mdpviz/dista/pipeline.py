@@ -59,6 +59,9 @@ class DistaConfig:
     gap_tol: float = 1e-6
     repair: bool = True
     seed: int = 0
+    upload: str = "surrogate"
+    cells: int = 8
+    cell_share: float = 0.3
 
     @property
     def tau(self) -> float:
