@@ -377,3 +377,23 @@ def test_the_cone_repair_fixes_row_sums_inside_the_cone() -> None:
     fixed, excess = cone_repair(q, expo, np.ones((2, 2), dtype=bool), np.ones((2, 2)))
     assert np.allclose(fixed.sum(axis=1), 1.0, rtol=0, atol=1e-12) and fixed.min() >= 0
     assert not len(cone_breaches(fixed, expo).i) and excess == pytest.approx(1e-7, rel=1e-6)
+
+
+def test_our_variant_keeps_contexts_and_its_claim_on_the_whole_city() -> None:
+    """Issue 30: `cmdp` preset `ours` (8 stations, a cap that does not bind, a corpus of planted order 3) keeps
+    secrets with two and three lags, meets its enforced claim on 8 stations spread over the whole of Rome, and its
+    contexts pay: its loss is below LP+Markov's on the same corpus."""
+    preset = get_mechanism("cmdp").preset("ours")
+    assert "ours" in preset.label and preset.problem_dict()["k"] == 8
+    rome = build_problem("rome", 8, all_outputs=True, seed=0, region="whole")
+    assert rome.d.max() > 15
+    params = {**preset.param_dict(), "eps": 1.0, "vehicles": 400, "steps": 40}
+    r = solve(rome, "cmdp", params, use_cache=False)
+    markov = solve(rome, "cmdp-markov", params, use_cache=False)
+    assert r.status == "optimal" and not r.degenerate
+    v = r.diagnostics["violations_enforced"]
+    assert v["violated"] == 0 and v["checked"] > 0
+    np.testing.assert_allclose(r.diagnostics["Q"].sum(axis=1), 1.0, atol=1e-9)
+    assert r.diagnostics["n_secrets"] < preset.param_dict()["max_secrets"]  # the cap does not bind
+    assert (r.diagnostics["secret_size"] == 3).any() and (r.diagnostics["secret_size"] == 2).any()
+    assert r.objective_m < markov.objective_m

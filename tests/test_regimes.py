@@ -177,6 +177,15 @@ def test_examples_follow_the_map(tiny: Path) -> None:
     assert not check(aipo)
     panda = [n for n in nowhere(table) if n[0].startswith("PAnDA")]
     assert panda and panda[0][1] in ("breaks its claim", "is degenerate", "gives no mechanism", "trails EM")
+    # our variant of a seed (issue 30) is an example of its own, and does not hide that the paper's version fails
+    ours = pd.DataFrame([{**CELL, "method": "dista-lp:ours", "outcome": "beats EM", "vs_em": 0.9, "time_s": 9.0,
+                          "outputs": 100, "loss_m": 900.0, "em_loss_m": 1000.0, "privacy_cost_m": 60.0},
+                         {**CELL, "method": "dista-lp", "outcome": "degenerate", "why": "Uploads erased: all"}])
+    with_ours = pd.concat([table, ours], ignore_index=True)
+    variant = next(e for e in seed_examples(with_ours) if e["id"] == "regime-dista-lp-ours")
+    assert variant["ours"] and "our variant" in variant["label"] and "Ours, not the paper's" in variant["help"]
+    assert variant["values"]["mp.dista-lp.upload"] == "cell" and not check(variant)
+    assert any(n[0].startswith("DISTA-LP") for n in nowhere(with_ours))
 
 
 def test_a_claim_within_what_delta_allows_is_not_broken_in_the_grid() -> None:

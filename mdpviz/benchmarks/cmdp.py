@@ -91,10 +91,12 @@ def bench_point(point: Point, *, use_cache: bool = False) -> list[dict[str, Any]
 
 
 def points(city: str, region: str, k: int, problem_seed: int, eps_values: Sequence[float], vehicles: int,
-           baseline_cost: str, time_limit: float) -> list[Point]:
-    """The benchmark's grid: one point per ε (all methods on one corpus)."""
+           baseline_cost: str, time_limit: float, params: dict[str, Any] | None = None) -> list[Point]:
+    """The benchmark's grid: one point per ε (all methods on one corpus); ``params`` are further ``cmdp``
+    parameters (a preset's)."""
     problem = {"city": city, "k": k, "all_outputs": True, "region": region}
-    return [Point(problem, "", {"vehicles": vehicles, "baseline_cost": baseline_cost, "eps": float(eps)},
+    return [Point(problem, "", {**(params or {}), "vehicles": vehicles, "baseline_cost": baseline_cost,
+                                "eps": float(eps)},
                   seed=problem_seed, task=f"{__name__}:bench_point", time_limit=time_limit,
                   tags={"eps": float(eps), "method": "all"}) for eps in eps_values]
 
@@ -107,9 +109,12 @@ def _show(row: dict[str, Any]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the C-mDP benchmark from the command line; returns the exit code."""
     ap = argparse.ArgumentParser(prog="python -m mdpviz bench cmdp", description=__doc__)
-    ap.add_argument("--city", default="rome", help="city (default rome)")
-    ap.add_argument("--region", default="centre:3", help="where the stations are drawn (default centre:3, km)")
-    ap.add_argument("--k", type=int, default=16, help="stations = secrets = outputs (default 16)")
+    ap.add_argument("--preset", choices=tuple(p.name for p in get_mechanism("cmdp").presets), default=None,
+                    help="a `cmdp` preset: its parameters (every method's corpus and domain), and its stations "
+                         "where --city, --region and --k are not given")
+    ap.add_argument("--city", default=None, help="city (default rome)")
+    ap.add_argument("--region", default=None, help="where the stations are drawn (default centre:3, km)")
+    ap.add_argument("--k", type=int, default=None, help="stations = secrets = outputs (default 16)")
     ap.add_argument("--problem-seed", type=int, default=0, help="seed of the stations and tasks (default 0)")
     ap.add_argument("--eps", type=float, nargs="+", default=[0.5, 1.0, 1.5, 2.0, 2.5, 5.0],
                     help="ε values in km⁻¹ (default: the paper's 0.5..2.5, plus 5 outside its range)")
@@ -120,6 +125,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", default="cmdp", help=report.OUT_HELP)
     grid.add_options(ap)
     a = ap.parse_args(argv)
+    preset = get_mechanism("cmdp").preset(a.preset) if a.preset else None
+    where = {"city": "rome", "region": "centre:3", "k": 16, **(preset.problem_dict() if preset else {})}
+    a.city, a.region, a.k = (a.city or where["city"], a.region or where["region"],
+                             a.k if a.k is not None else int(where["k"]))
     # every option is checked before any work: a bad value is one error line, not a report of refused rows
     info = options.check_city(a.city)
     options.check_region(a.region, info)
@@ -131,8 +140,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     grid.check_options(a)
     stem = report.out_stem(a.out)
 
+    settings = {k: v for k, v in preset.params if k != "eps"} if preset else {}
     survey = points(a.city, a.region, a.k, a.problem_seed, list(dict.fromkeys(a.eps)), a.vehicles, a.baseline_cost,
-                    a.time_limit)
+                    a.time_limit, settings)
     # built first: a region with fewer than K nodes stops the run before any solve
     pb = options.build_first(lambda: problem_of(survey[0]), {"k": "--k", "seed": "--problem-seed"})
     rows, done = grid.run(survey, a, _show)
@@ -145,7 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     notes = (
         f"`python -m mdpviz bench cmdp {' '.join(argv or [])}` (city {a.city}, region {a.region}, K = |Y| = {pb.k} "
         f"stations, d up to {pb.d.max():.1f} km, problem seed {a.problem_seed}, {a.vehicles} synthetic vehicles, "
-        f"default corpus and blanket settings of `cmdp`; corpus + discovery + classifier {prep_s:.2f} s, shared by "
+        + (f"preset `{a.preset}` ({preset.label}: {settings}), otherwise the " if preset else "the ")
+        + f"default corpus and blanket settings of `cmdp`; corpus + discovery + classifier {prep_s:.2f} s, shared by "
         f"all rows of a process; load average at the end {load} on 2 cores shared with other work). "
         f"{grid.summary(done)} `loss_m`: in-sample expected "
         "next-location loss (Eq. 34) under the same true model for every method, metres; `heldout_loss_m`: the same "

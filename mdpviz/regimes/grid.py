@@ -85,8 +85,8 @@ def methods() -> list[Method]:
         for preset in mech.presets:
             params = tuple((k, v) for k, v in preset.params if k != "eps")
             if any(defaults.get(k) != v for k, v in params):
-                out.append(Method(f"{mech.name}:{preset.name}", mech.name, params,
-                                  f"{mech.label}, preset '{preset.name}'", mech.max_k))
+                label = preset.label if preset.name == "ours" else f"{mech.label}, preset '{preset.name}'"
+                out.append(Method(f"{mech.name}:{preset.name}", mech.name, params, label, mech.max_k))
     return out
 
 

@@ -142,11 +142,11 @@ def apply_preset(preset: Preset) -> None:
 
 
 def preset_button(mech: Mechanism) -> None:
-    """A button that applies the variant's paper preset (stations and parameters), when it has one."""
-    preset = sweep_preset(mech)
-    if preset is not None:
+    """A button per preset of the variant that sweeps ε (the paper's; ours, labelled so), applying its stations
+    and parameters."""
+    for preset in (pr for pr in mech.presets if pr.eps):
         st.button(preset.label, on_click=apply_preset, args=(preset,), help=preset.help, width="stretch",
-                  icon=":material/science:", key="traj_preset")
+                  icon=":material/science:", key=f"traj_preset_{preset.name}")
 
 
 METHODS = 6  # the paper's Fig. 10 ...
