@@ -225,19 +225,3 @@ def test_a_universal_bound_below_the_floor_is_replaced_by_the_floor() -> None:
     assert r.diagnostics["universal_lower_bound_m"] < floor == r.bound_m <= metrics.utility_loss_m(rome, r.Z)
     assert "below the no-privacy floor" in r.message
 
-
-def test_our_variant_sets_the_cell_side_by_eps_and_stays_private_on_the_whole_city(rome: Problem) -> None:
-    """Issue 30: `aipo-e:ours` keeps ε·side = 4 (capped at 40 cells across); on whole-city Rome it is ε-mDP on
-    every pair of nodes and of the plane, at a small and a large ε."""
-    from mdpviz.mechanisms import get_mechanism
-    from mdpviz.mechanisms.aipo import MAX_CELLS_ACROSS
-
-    preset = get_mechanism("aipo-e").preset("ours")
-    assert "ours" in preset.label and preset.param_dict() == {"cell_eps": 4.0}
-    wide = Lattice.covering(rome.x_lat, rome.x_lon, 1).step
-    for eps, side in ((0.5, 8.0), (2.0, max(2.0, wide / MAX_CELLS_ACROSS)), (40.0, wide / MAX_CELLS_ACROSS)):
-        r = solve(rome, "aipo-e", {"eps": eps, **preset.param_dict()}, use_cache=False)
-        assert r.status == "optimal" and r.diagnostics["lattice"]["step_km"] == pytest.approx(side)
-        assert metrics.violations(rome, r.Z, r.eps, metric=r.check_metric).violated_pairs == 0
-        check = continuous_check(r.rows.rows_xy, r.rows.lattice, eps, 2, n_pairs=500, seed=2)
-        assert check.total_violations == 0

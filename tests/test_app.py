@@ -1024,3 +1024,16 @@ def test_every_glossary_term_a_page_shows_is_defined_there(page: str) -> None:
     where = " ".join(defined + shown)
     missing = {t for text in shown for t in terms_in(text) if t != "ε (km⁻¹)" and GLOSSARY[t] not in where}
     assert not missing, f"{page}: no definition on the page for {sorted(missing)}"
+
+
+def test_the_private_cell_variant_solves_on_explore_with_its_own_panel() -> None:
+    """Issue 30: DISTA-LP's `ours` variant has no users or uploads: Explore shows its own panel (the budget split,
+    the exact check of the release, its cells), not the surrogate panel, and no exception."""
+    at = app("app_pages/explore.py", query={"mech": "dista-lp", "k": "80", "m": "30", "city": "rome", "eps": "5",
+                                            "upload": "cell", "cells": "3"})
+    solve_button(at).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "**DISTA-LP with a private cell (ours, not the paper's)**" in texts(at.markdown)
+    assert "The release (cell, report) breaks ε-mDP on 0 of 6,320 ordered pairs" in texts(at.caption)
+    table = next(d.value for d in at.dataframe if "LP status" in d.value.columns)
+    assert len(table) == 3 and set(table["rows from"]) <= {"LP optimum", "LP's kept feasible point"}

@@ -114,6 +114,9 @@ def test_the_tiny_grid_runs_writes_and_resumes(tiny: Path, capsys: pytest.Captur
     assert "1 computed, 11 reused" in capsys.readouterr().out
     again = pd.read_csv(tiny / CELLS_FILE)
     assert again[["method", "outcome", "loss_m"]].equals(table[["method", "outcome", "loss_m"]])
+    # `--only` narrows what is solved, not the report: the other methods' points in the file stay in it
+    assert main(["regimes", "--tiny", "--only", "em", "--out", str(tiny)]) == 0
+    assert set(pd.read_csv(tiny / CELLS_FILE)["method"]) == {"em", "lp", "panda-e"}
 
 
 def test_the_which_page_ranks_a_cell_and_says_where_a_method_never_wins(tiny: Path,

@@ -127,8 +127,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = ap.parse_args(argv)
     preset = get_mechanism("cmdp").preset(a.preset) if a.preset else None
     where = {"city": "rome", "region": "centre:3", "k": 16, **(preset.problem_dict() if preset else {})}
-    a.city, a.region, a.k = (a.city or where["city"], a.region or where["region"],
-                             a.k if a.k is not None else int(where["k"]))
+    a.city, a.region, a.k = (where["city"] if a.city is None else a.city,
+                             where["region"] if a.region is None else a.region,
+                             int(where["k"]) if a.k is None else a.k)
     # every option is checked before any work: a bad value is one error line, not a report of refused rows
     info = options.check_city(a.city)
     options.check_region(a.region, info)

@@ -32,7 +32,6 @@ from ..progress import Progress, no_progress
 from .base import Mechanism, Param, Preset, Result, epsilon_param
 from .registry import register
 
-MAX_CELLS_ACROSS = 40  # cell_eps's cap: at most 41² anchors, well inside MAX_ANCHORS
 MAX_ANCHORS = 2500  # the lattice closure is anchors² floats (50 MB here) and the LP 4·anchors·|Y| rows
 _P = Param("p", int, 2, "ℓp norm of the privacy metric in the planar projection (1 = Manhattan, 2 = Euclidean)",
            low=1, high=2, label="norm p")
@@ -42,10 +41,6 @@ _CELLS = Param("cells", int, 8, "anchor-lattice cells across the wider side of t
 _CELL_KM = Param("cell_km", float, 0.0, "side of a lattice cell in km; 0 = the region's wider side / `cells`. The "
                  "authors' code uses 4.77 km on Rome (6.87 NYC, 6.78 London)", low=0.0, high=100.0, unit="km",
                  label="cell side")
-_CELL_EPS = Param("cell_eps", float, 0.0, "ours, not the paper's: cell side = this / ε km, so ε·side stays fixed "
-                  "as ε changes (the paper's runs kept ε·side ≤ 7.6; a fixed lattice is too coarse at large ε and "
-                  f"too fine at small); capped at {MAX_CELLS_ACROSS} cells across the region. 0 = off (`cell_km` or "
-                  "`cells` decide)", low=0.0, high=20.0, unit="km·km⁻¹", label="ε × cell side")
 _STEPS = Param("budget_steps", int, 10, "resolution n of the budget search: ε₁ = (ε/2)·t for t = 1/n … (n−1)/n "
                "(ℓ2 only; the authors' code uses 10, later 5)", low=2, high=50, unit="count",
                label="budget search steps")
@@ -104,11 +99,7 @@ def build_lattice(problem: Problem, params: dict[str, Any]) -> Lattice:
     Raises:
         ParameterError: more than ``MAX_ANCHORS`` anchors, or anchor LP rows above the explicit-LP limit.
     """
-    step = params.get("cell_km", 0.0)
-    if params.get("cell_eps", 0.0) > 0:  # ours: ε·side fixed, at most MAX_CELLS_ACROSS cells across
-        wide = Lattice.covering(problem.x_lat, problem.x_lon, 1).step  # the region's wider side, km
-        step = max(params["cell_eps"] / params["eps"], wide / MAX_CELLS_ACROSS)
-    lattice = Lattice.covering(problem.x_lat, problem.x_lon, params["cells"], step)
+    lattice = Lattice.covering(problem.x_lat, problem.x_lon, params["cells"], params.get("cell_km", 0.0))
     rows = 4 * lattice.n_anchors * problem.m
     if lattice.n_anchors > MAX_ANCHORS or rows > MAX_PAIR_ROWS:
         msg = (f"The lattice has {lattice.nx} × {lattice.ny} = {lattice.n_anchors:,} anchors ({lattice.step:.3g} km "
@@ -368,26 +359,18 @@ PAPER_PRESET = Preset(
     params=(("cell_km", 4.77), ("lb_grid", 12), ("budget_steps", 10)),
     problem=(("n_outputs", 20), ("cost", "distance")),
     eps=(0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6))
-# Ours, not the paper's (spec 003 §10: the fixed lattice is the measured cause at large ε): the cell side follows 1/ε.
-# On AIPO-E: the equal split is the best ℓ2 split (spec 003 §10), so the search only costs time.
-SIDE_BY_EPS = Preset(
-    "ours", "AIPO-E with a cell side of 4/ε km (ours, not the paper's)",
-    "Keeps AIPO's idea (an anchor lattice, per-axis budgets, log-space interpolation) and changes what the ledger "
-    "names as the cause of its loss at large ε: a lattice fixed whatever ε. Here ε·side = 4, inside the paper's "
-    "own runs (ε·side ≤ 7.6), at most 40 cells across.",
-    params=(("cell_eps", 4.0),))
 AIPO = register(Mechanism(
     name="aipo", label="AIPO (anchor interpolation)", family="aipo", paper=_PAPER,
     info="Optimises distributions at the corners of a lattice with per-axis budgets on the ε/2 composition "
          "curve, then interpolates log-probabilities bilinearly and normalises: (ε, ℓp)-mDP for every pair of "
          "points of the plane. The axis split is searched for the lowest true loss. Inside a cell a point's "
          "distribution is a blend of its corners', so outputs closer together than a cell are not told apart.",
-    params=(epsilon_param(), _P, _CELLS, _CELL_KM, _CELL_EPS, _STEPS, _LB_GRID, _METHOD), presets=(PAPER_PRESET,),
+    params=(epsilon_param(), _P, _CELLS, _CELL_KM, _STEPS, _LB_GRID, _METHOD), presets=(PAPER_PRESET,),
     solve=lambda pb, prm, prog, tl: _solve("aipo", pb, prm, prog, tl)))
 AIPO_E = register(Mechanism(
     name="aipo-e", label="AIPO-E (equal budget split)", family="aipo", paper=_PAPER,
     info="AIPO with ε₁ = ε₂ (no budget search): the paper's ablation.",
-    params=(epsilon_param(), _P, _CELLS, _CELL_KM, _CELL_EPS, _METHOD), presets=(SIDE_BY_EPS,),
+    params=(epsilon_param(), _P, _CELLS, _CELL_KM, _METHOD),
     solve=lambda pb, prm, prog, tl: _solve("aipo-e", pb, prm, prog, tl)))
 AIPO_R = register(Mechanism(
     name="aipo-r", label="AIPO-R (relaxed, not ε-mDP)", family="aipo", paper=_PAPER, exact=False,

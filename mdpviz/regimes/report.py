@@ -93,9 +93,14 @@ def readme(table: pd.DataFrame, labels: Mapping[str, str], size: Size, meta: Map
     lines = [
         "# Where each mechanism wins: the regime grid", "",
         f"Written by `{meta['command']}` on {meta['date']}; {meta['points']} points ({meta['computed']} computed in "
-        f"this run, {meta['reused']} reused), {meta['wall_label']} {meta['wall_s'] / 60:.1f} min on "
-        f"{meta['workers']} worker(s) "
-        f"({meta['backend']}); machine: {meta['machine']}; {meta['load']} at the start."
+        f"this run, {meta['reused']} reused), "
+        + (f"{meta['wall_label']} {meta['wall_s'] / 60:.1f} min on {meta['workers']} worker(s)"
+           if len(meta.get("runs") or ()) < 2 else "made by separate runs (" + "; ".join(
+               f"library version {stamp}: {n:,} points finished over {span / 60:.1f} min"
+               for stamp, n, span in meta["runs"]) + ")")
+        + f" ({meta['backend']}); machine"
+        + (" of this report (a point does not record its own)" if meta.get("runs") else "")
+        + f": {meta['machine']}; {meta['load']} at the start."
         + (f" The points finished from {meta['span']} (1-minute load {meta['point_load']} as each ended), made by "
            f"library version(s) {', '.join(meta['stamps'])} (`mdpviz.sweep.code_stamp`)." if meta.get("span") else ""),
         "",
@@ -146,10 +151,17 @@ def run_meta(command: str, run: Any, workers: int, wall_s: float, load: str, mac
     if run.computed == 0 and len(finished) > 1:  # a report of points made earlier: the time they took to make
         first, last = (dt.datetime.fromisoformat(t) for t in (finished[0], finished[-1]))
         wall_s, wall_label = (last - first).total_seconds(), "made over"
+    runs = []  # a report of points made earlier: one run per library version, the span its points finished over
+    if run.computed == 0:
+        for stamp in stamps:
+            times = sorted(dt.datetime.fromisoformat(str(r["finished"])) for r in run.records
+                           if str(r.get("code", "?")) == stamp and r.get("finished"))
+            if times:
+                runs.append((stamp, len(times), (times[-1] - times[0]).total_seconds()))
     loads = [float(r["load"]) for r in run.records if isinstance(r.get("load"), (int, float))]
     return {"command": command, "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "points": len(run.records), "computed": run.computed, "reused": run.reused, "wall_s": wall_s,
             "workers": workers, "backend": run.backend, "load": load, "machine": machine, "stamps": stamps,
-            "wall_label": wall_label,
+            "wall_label": wall_label, "runs": runs,
             "span": f"{finished[0]} to {finished[-1]}" if finished else "",
             "point_load": f"{min(loads):.1f}–{max(loads):.1f}" if loads else ""}

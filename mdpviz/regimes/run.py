@@ -97,7 +97,9 @@ def main(a: argparse.Namespace, say: Callable[[str], Any] = print) -> int:
         run = run_sweep(points, results, workers=a.workers, scheduler=a.scheduler, use_cache=False, fresh=a.fresh,
                         stop=stop, on_record=progress, redo=_hit_its_limit if a.retry_limits else None)
     wall = time.perf_counter() - t0
-    table = cell_table(run.records)
+    # `--only` narrows what is solved, never the report: it reads every point of the grid in the file
+    everything = recorded(regime_points(a.size), results).records if a.only else run.records
+    table = cell_table(everything)
     command = f"python -m mdpviz regimes --size {a.size} --out {a.out}" + (
         " --retry-limits" if a.retry_limits else "") + (" --report-only" if a.report_only else "") + (
         f" --workers {a.workers}" if a.workers else "") + (f" --only {' '.join(a.only)}" if a.only else "")
