@@ -44,7 +44,7 @@ if result is not None and result.ok:
 if error:
     st.error(f"{mech.label}: {error}", icon=":material/error:")
 elif result is not None:
-    metrics_panel.verdict_box(result, ev, mech.label)
+    metrics_panel.verdict_box(result, ev, mech.label_for(result.params))
 map_col, side_col = st.columns([3, 1], gap="medium")
 with side_col:
     if result is None:

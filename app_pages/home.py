@@ -11,7 +11,7 @@ st.markdown("**Start with an example** (one click: it opens the page and solves)
 presets.buttons("home", columns=2, main=True)
 home.seed_examples()
 if any(not p.get("main") and not p.get("regime") for p in presets.presets()):
-    with st.expander("The papers' own settings, and what happens there"):
+    with st.expander("The papers' own settings (and our variants, labelled ours), and what happens there"):
         presets.buttons("home-papers", columns=2, main=False, regime=False)
 left, right = st.columns([3, 2], gap="large")
 with left:

@@ -205,6 +205,7 @@ def cmd_solve(a: argparse.Namespace) -> int:
     """`solve`: build a problem, solve one mechanism, print status, loss and the privacy check; optionally write Z."""
     from . import metrics
     from .export import write_result
+    from .mechanisms import get_mechanism
     from .reference import reference
     from .solve import solve
     from .verdict import degenerate_text, verdict
@@ -247,7 +248,9 @@ def cmd_solve(a: argparse.Namespace) -> int:
               f"(ratio {v['ratio']:.3g}, tolerance {v['tolerance']:g}, worst loss factor {v['worst_factor']:.4f}; "  # type: ignore[index]
               f"claim: {result.claim})")
         print(f"evaluated in   {time.perf_counter() - t1:.2f} s")
-    print(f"VERDICT        {verdict(result, evaluation).text()}".replace("\n", "\n               "))
+    mech = get_mechanism(result.mechanism)
+    name = result.mechanism + ("" if mech.label_for(result.params) == mech.label else " (our variant, not the paper's)")
+    print(f"VERDICT        {verdict(result, evaluation, label=name).text()}".replace("\n", "\n               "))
     if a.out and result.Z is None:
         print(f"nothing written to {a.out}: the solve returned no mechanism (status {result.status}), so there is "
               "no Z to save.", file=sys.stderr)

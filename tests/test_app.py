@@ -1034,6 +1034,7 @@ def test_the_private_cell_variant_solves_on_explore_with_its_own_panel() -> None
     solve_button(at).click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert "**DISTA-LP with a private cell (ours, not the paper's)**" in texts(at.markdown)
+    assert "DISTA-LP (distributed, private uploads), our variant (not the paper's)" in texts(at.markdown)
     assert "The release (cell, report) breaks ε-mDP on 0 of 6,320 ordered pairs" in texts(at.caption)
     table = next(d.value for d in at.dataframe if "LP status" in d.value.columns)
     assert len(table) == 3 and set(table["rows from"]) <= {"LP optimum", "LP's kept feasible point"}

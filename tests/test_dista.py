@@ -349,9 +349,12 @@ def test_the_private_cell_variant_is_eps_mdp_end_to_end_on_the_whole_city(rome, 
     from mdpviz.dista import cells
 
     preset = get_mechanism("dista-lp").preset("ours")
-    assert "ours" in preset.label and preset.param_dict() == {"upload": "cell"}
-    r = solve(rome, "dista-lp", {"eps": eps, "cells": 4, **preset.param_dict()}, use_cache=False)
+    assert "ours" in preset.label and preset.param_dict()["upload"] == "cell"
+    r = solve(rome, "dista-lp", {**preset.param_dict(), "eps": eps, "cells": 4}, use_cache=False)
     assert rome.d.max() > 40 and r.Z is not None and not r.degenerate
+    mech = get_mechanism("dista-lp")
+    assert mech.label_for(r.params).endswith("our variant (not the paper's)")
+    assert mech.label_for(mech.defaults()) == mech.label
     assert r.diagnostics["eps_cell"] + r.diagnostics["eps_pt"] == pytest.approx(eps)
     np.testing.assert_allclose(r.Z.sum(axis=1), 1.0, atol=1e-9)
     claim = r.diagnostics["violations_claim"]

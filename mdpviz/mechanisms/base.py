@@ -207,6 +207,14 @@ class Mechanism:
                 return p
         raise ParameterError(f"Mechanism `{self.name}` has no parameter `{name}`; it has: {self.param_names()}.")
 
+    def label_for(self, params: dict[str, Any]) -> str:
+        """The label of a solve with ``params``: the mechanism's, marked as ours where they carry the settings of its
+        preset ``ours`` (a variant of our own, not the paper's; ε aside)."""
+        for preset in self.presets:
+            if preset.name == "ours" and all(params.get(k) == v for k, v in preset.params if k != "eps"):
+                return f"{self.label}, our variant (not the paper's)"
+        return self.label
+
     def param_names(self) -> str:
         """The parameters' names, comma-separated."""
         return ", ".join(p.name for p in self.params)

@@ -23,7 +23,8 @@ MAX_MECHS = 4
 def metrics_row(mech: Mechanism, result: Result | None, ev: dict[str, Any] | None,
                 error: str | None = None) -> dict[str, Any]:
     """One table row per mechanism (NaN where there is no result), with its privacy verdict in a few words."""
-    row: dict[str, Any] = {"mechanism": mech.name, "label": mech.label}
+    label = mech.label if result is None else mech.label_for(result.params)
+    row: dict[str, Any] = {"mechanism": mech.name, "label": label}
     if result is None:
         return {**row, "status": "error" if error else "not solved", "privacy promise": error or "",
                 "utility_loss_m": np.nan, "violation_ratio": np.nan, "violated / checked pairs": "",

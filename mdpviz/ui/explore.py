@@ -425,6 +425,6 @@ def headline(prob: Problem, mech: Any, params: dict[str, Any]) -> str:
         spec = prob.settings.get("region", "whole")
         if info is not None and spec != "whole":
             where += ", secrets " + parse_region(spec, info.centre).describe()
-    return (f"#### {mech.label} · {where}\n"
+    return (f"#### {mech.label_for(params)} · {where}\n"
             f"K = {prob.k:,} secrets · |Y| = {prob.m:,} outputs · metric {prob.metric} · cost "
             f"{prob.settings['cost']}{eps_txt}")

@@ -85,12 +85,13 @@ def seed_examples() -> None:
     table = cache.regime_cells()
     if table is None:
         return
-    intro = ("**The seed papers' methods where they work** (from the regime grid: they keep their claim and beat "
-             "the exponential mechanism there)")
+    intro = ("**The seed papers' methods where they work** (from the regime grid, and for C-mDP's trajectories from "
+             "`bench cmdp`: they keep their claim and beat the exponential mechanism there; *ours* marks a variant "
+             "of our own beside the paper's)")
     st.markdown(intro, help=glossary.help_for(intro))
     presets.buttons("home-regime", columns=1, regime=True)
     if (traj := presets.by_id("cmdp-ours")) is not None:  # trajectories run outside the grid: measured by bench cmdp
-        st.button("C-mDP, our setting (ours), where its contexts pay: Rome, 8 stations in a 3 km disc, ε = 1.5 km⁻¹",
+        st.button("C-mDP, our setting, where its contexts pay: Rome, 8 stations in a 3 km disc, ε = 1.5 km⁻¹",
                   key="home-regime-cmdp-ours",
                   help=traj["help"], width="stretch", icon=":material/play_circle:", on_click=presets.apply,
                   args=("cmdp-ours",))
