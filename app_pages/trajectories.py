@@ -61,6 +61,13 @@ c4.metric("Violations, location only", tv.violations_text(vl), delta="not claime
           delta_arrow="off",
           help="Violations when rows are averaged over contexts and compared by location only: may be > 0 (it "
                "protects location with its context, a different target).")
+floor, cf_floor = diag.get("floor_m"), diag.get("floor_without_context_m")
+if floor is not None:
+    glossary.caption(f"**No-privacy floor** {floor:,.1f} m: every (station, context) secret reporting its cheapest "
+                     f"output under the same model, so the **privacy cost** is {result.objective_m - floor:,.1f} m "
+                     f"of the {result.objective_m:,.1f} m"
+                     + (f"; without context the floor is {cf_floor:,.1f} m (what knowing the context could buy "
+                        f"with no privacy at all: {cf_floor - floor:,.1f} m)." if cf_floor is not None else "."))
 glossary.caption("**Against the best LP that ignores context** (" + BEST_LP_LABEL + "): "
                  + (f"{lp_loss:.1f} m under the same model; {mech.label} is **{pct:+.1f} %** from it (negative: "
                     "what knowing the context buys)." if lp_loss is not None and pct is not None else

@@ -397,3 +397,18 @@ def test_our_variant_keeps_contexts_and_its_claim_on_the_whole_city() -> None:
     assert r.diagnostics["n_secrets"] < preset.param_dict()["max_secrets"]  # the cap does not bind
     assert (r.diagnostics["secret_size"] == 3).any() and (r.diagnostics["secret_size"] == 2).any()
     assert r.objective_m < markov.objective_m
+
+
+def test_every_method_reports_its_floor_and_privacy_cost(pb) -> None:
+    """Issue 26 on trajectories: each row of the comparison states the no-privacy floor of its secret domain (each
+    secret reporting its cheapest output under the same model) and loss − floor; context lowers the floor."""
+    from mdpviz.cmdp.compare import compare, corpus
+
+    params = {**get_mechanism("cmdp").defaults(), "vehicles": 200, "steps": 30, "max_secrets": 60}
+    rows = {r["label"]: r for r in compare(corpus(pb, params), params, [2.0])}
+    for r in rows.values():
+        assert 0 <= r["floor_m"] <= r["loss_m"] + 1e-6
+        assert r["privacy_cost_m"] == pytest.approx(r["loss_m"] - r["floor_m"])
+    free = {r["floor_m"] for label, r in rows.items() if not label.startswith("LP+")}
+    assert len(free) == 1  # the context-free methods share one floor
+    assert rows["LP+TrueMB"]["floor_m"] <= free.pop() + 1e-9

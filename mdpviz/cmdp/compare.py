@@ -5,7 +5,9 @@ ConstOPT (``lp-em``, when registered) and ``em``, the last three on ``context_fr
 context-free ``lp`` runs twice: on the context-averaged cost (the best context-invariant mechanism under the true
 model, the fair reference for "what context buys") and on the no-motion cost (the spec's reading of the paper's
 Appendix D, a misspecified model whose true loss need not even fall with ε). ``loss_m`` is the in-sample expected
-next-location loss (Eq. 34, metres) of every method under the same model; ``heldout_loss_m`` the same on an
+next-location loss (Eq. 34, metres) of every method under the same model; ``floor_m`` the no-privacy floor of the
+method's secret domain (each secret reporting its cheapest output; the context-free methods share one) and
+``privacy_cost_m`` = loss − floor; ``heldout_loss_m`` the same on an
 independent corpus from the same generator (synthetic data only); ``vs_lp_pct`` is against the best
 context-invariant LP, ``vs_no_motion_lp_pct`` against the no-motion LP. ``best_context_free`` is that reference
 alone for one C-mDP solve (what the Trajectories page shows beside it); ``compare_problem`` runs ``compare`` on the
@@ -26,7 +28,14 @@ from ..mechanisms.registry import mechanisms
 from ..problem import Problem
 from ..progress import Progress
 from ..solve import solve
-from .pipeline import CmdpData, context_free_problem, holdout_loss, prepare, true_loss_context_free
+from .pipeline import (
+    CmdpData,
+    context_free_floor,
+    context_free_problem,
+    holdout_loss,
+    prepare,
+    true_loss_context_free,
+)
 
 CONTEXT_AWARE = (("cmdp", "LP+C-mDP"), ("cmdp-markov", "LP+Markov"), ("cmdp-truemb", "LP+TrueMB"))
 BEST_LP_LABEL = "LP (context-averaged cost; best context-invariant)"  # the reference of ``vs_lp_pct``
@@ -42,6 +51,7 @@ def _context_aware(pb: Problem, name: str, params: dict[str, Any], time_limit: f
         return {"status": r.status, "wall_s": wall}
     ve, vl = r.diagnostics["violations_enforced"], r.diagnostics["violations_location"]
     return {"status": r.status, "loss_m": r.objective_m, "heldout_loss_m": r.diagnostics.get("heldout_loss_m"),
+            "floor_m": r.diagnostics["floor_m"], "privacy_cost_m": r.diagnostics["privacy_cost_m"],
             "objective_m": r.objective_m, "wall_s": wall,
             "lp_solve_s": r.timings.get("solve_s"), "secrets": r.diagnostics["n_secrets"],
             "lp_vars": r.lp_size.get("variables"), "lp_rows": r.lp_size.get("constraints"),
@@ -59,7 +69,9 @@ def _context_free(data: CmdpData, cf: Problem, name: str, params: dict[str, Any]
     v = metrics.violations(cf, r.Z, r.eps, metric=r.check_metric)
     text = f"{v.violated_triples}/{v.checked_triples}"
     held = holdout_loss(data, r.Z, None) if data.trajectories.source == "synthetic" else None
-    return {"status": r.status, "loss_m": true_loss_context_free(data, r.Z), "heldout_loss_m": held,
+    loss, floor = true_loss_context_free(data, r.Z), context_free_floor(data)
+    return {"status": r.status, "loss_m": loss, "heldout_loss_m": held, "floor_m": floor,
+            "privacy_cost_m": loss - floor,
             "objective_m": metrics.utility_loss_m(cf, r.Z), "wall_s": wall, "lp_solve_s": r.timings.get("solve_s"),
             "secrets": cf.k, "lp_vars": r.lp_size.get("variables"), "lp_rows": r.lp_size.get("constraints"),
             "enforced_viol": text, "location_viol": text, "blankets": None}

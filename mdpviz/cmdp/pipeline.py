@@ -262,6 +262,8 @@ class CmdpSolution:
         secrets: the augmented secret domain; d_aug: its Eq. 13 distances (km); near: the enforced pairs.
         Q: (S, M) rows q_(x,b),·, or None when the LP failed; Z: (K, M) location marginal Σ_b p(b|x) q_(x,b),·.
         loss_m: in-sample expected loss (m); facts: LP facts; enforced, location: the two violation views.
+        floor_m: the no-privacy floor of this secret domain (m): every (station, context) secret reporting its
+            cheapest output under the same model; loss − floor is what privacy costs.
     """
 
     secrets: AugmentedSecrets
@@ -276,6 +278,7 @@ class CmdpSolution:
     sizes_note: str
     raw_sizes: NDArray[np.int64]
     domain: str = "prefix-free"
+    floor_m: float | None = None
 
 
 def solve_context(data: CmdpData, sizes: NDArray[np.int64], eps: float, *, eta: float = 5.0, decay: float = 0.5,
@@ -304,8 +307,9 @@ def solve_context(data: CmdpData, sizes: NDArray[np.int64], eps: float, *, eta: 
     Q, facts = solve_reduced_lp(sec.prior, cost, d_aug, near, keep, eps, method=method, time_limit=time_limit,
                                 progress=progress)
     facts["build_s"] = build_s
+    floor = float(np.sum(sec.prior * cost.min(axis=1)))
     if Q is None:
-        return CmdpSolution(sec, d_aug, near, None, None, None, facts, None, None, note, sizes, domain)
+        return CmdpSolution(sec, d_aug, near, None, None, None, facts, None, None, note, sizes, domain, floor)
     weight = sec.context_given_station(pb.k)
     Z = np.zeros((pb.k, pb.m))
     np.add.at(Z, sec.station, weight[:, None] * Q)
@@ -314,7 +318,7 @@ def solve_context(data: CmdpData, sizes: NDArray[np.int64], eps: float, *, eta: 
     near_x = (pb.d <= eta) & ~np.eye(pb.k, dtype=bool)
     location = check(Z, pb.d, near_x, eps, "location only: marginal over contexts, base metric")
     loss = float(np.sum(sec.prior[:, None] * cost * Q))
-    return CmdpSolution(sec, d_aug, near, Q, Z, loss, facts, enforced, location, note, sizes, domain)
+    return CmdpSolution(sec, d_aug, near, Q, Z, loss, facts, enforced, location, note, sizes, domain, floor)
 
 
 def rows_for_slots(sec: AugmentedSecrets, station: NDArray[np.int64], lags: NDArray[np.int64],
@@ -389,6 +393,13 @@ def context_free_problem(data: CmdpData, cost: str = "context-averaged") -> Prob
     return replace(pb, p=p, c=c, settings=settings, timings={})
 
 
+def context_free_floor(data: CmdpData) -> float:
+    """The no-privacy floor without context (m): every station reporting its cheapest output under the
+    context-averaged next-location cost, the true model of a context-free mechanism."""
+    cf = context_free_problem(data, "context-averaged")
+    return float(cf.p @ cf.c.min(axis=1))
+
+
 def true_loss_context_free(data: CmdpData, Z: NDArray[np.float64]) -> float:
     """In-sample expected loss (m) of a context-free mechanism Z (K, M) under the true next-location model."""
     cf = context_free_problem(data, "context-averaged")
@@ -459,7 +470,9 @@ def diagnostics(data: CmdpData, sol: CmdpSolution, context: str, holdout: bool =
         "caveat": CAVEAT,
         "secret_station": sec.station, "secret_size": sec.size, "secret_prior": sec.prior,
         "secret_context": context_labels(sec),
-        "Q": sol.Q, "n_secrets": sec.n, "loss_m": sol.loss_m,
+        "Q": sol.Q, "n_secrets": sec.n, "loss_m": sol.loss_m, "floor_m": sol.floor_m,
+        "privacy_cost_m": None if sol.loss_m is None or sol.floor_m is None else sol.loss_m - sol.floor_m,
+        "floor_without_context_m": context_free_floor(data),
         "blanket_hist_predicted": blanket_histogram(sol.raw_sizes, data.settings.max_lag),
         "blanket_hist": blanket_histogram(sec.slot_size, data.settings.max_lag),
         "violations_enforced": sol.enforced.as_dict() if sol.enforced else None,

@@ -195,6 +195,7 @@ def curves(city: str, k: int, seed: int, region: str, values_json: str, eps_valu
 
 # the curves' columns as the page shows them (``mdpviz.cmdp.compare`` rows); other columns keep their words
 CURVE_COLUMNS = {"eps": "ε (km⁻¹)", "label": "method", "status": "status", "loss_m": "expected loss (m)",
+                 "floor_m": "no-privacy floor (m)", "privacy_cost_m": "privacy cost (m)",
                  "heldout_loss_m": "held-out loss (m)", "objective_m": "LP objective (m)", "wall_s": "wall time (s)",
                  "lp_solve_s": "LP solve (s)", "secrets": "secrets (count)", "lp_vars": "LP variables",
                  "lp_rows": "LP constraints", "enforced_viol": "violations of its claim",
