@@ -78,6 +78,8 @@ def test_the_grid_covers_every_mechanism_and_preset_but_cmdp() -> None:
     ks = {(p.mechanism, p.problem["k"]) for p in full}
     assert ("panda-e", 5000) in ks and ("lp", 5000) not in ks  # K = 5,000 only for the methods built for it
     assert {p.tags["eps"] for p in full} == {0.5, 1.0, 2.0, 5.0, 10.0, 15.0} and {p.seed for p in full} == {0, 1, 2}
+    # `--k` narrows the values of K a run solves
+    assert {p.problem["k"] for p in regime_points("full", only=["panda-e"], ks=[200, 5000])} == {200, 5000}
 
 
 TINY = ["regimes", "--tiny", "--only", "em", "lp", "panda-e"]
@@ -114,9 +116,12 @@ def test_the_tiny_grid_runs_writes_and_resumes(tiny: Path, capsys: pytest.Captur
     assert "1 computed, 11 reused" in capsys.readouterr().out
     again = pd.read_csv(tiny / CELLS_FILE)
     assert again[["method", "outcome", "loss_m"]].equals(table[["method", "outcome", "loss_m"]])
-    # `--only` narrows what is solved, not the report: the other methods' points in the file stay in it
+    # `--only` and `--k` narrow what is solved, not the report: the other points in the file stay in it
     assert main(["regimes", "--tiny", "--only", "em", "--out", str(tiny)]) == 0
     assert set(pd.read_csv(tiny / CELLS_FILE)["method"]) == {"em", "lp", "panda-e"}
+    capsys.readouterr()
+    assert main([*TINY, "--k", "40", "--out", str(tiny)]) == 0
+    assert "0 computed, 12 reused" in capsys.readouterr().out
 
 
 def test_the_which_page_ranks_a_cell_and_says_where_a_method_never_wins(tiny: Path,

@@ -25,6 +25,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "whole specified grid: for a cluster)")
     p.add_argument("--tiny", dest="size", action="store_const", const="tiny", help="same as --size tiny")
     p.add_argument("--only", nargs="+", metavar="METHOD", default=(), help="run only these methods (`--list`)")
+    p.add_argument("--k", dest="ks", nargs="+", type=int, metavar="K", default=(),
+                   help="run only these values of K (the report still reads every point of the grid in the file)")
     p.add_argument("--list", action="store_true", help="list the methods (mechanisms and presets) and exit")
     p.add_argument("--out", default=DEFAULT_OUT, help=f"folder of the results (default ./{DEFAULT_OUT}; the "
                    "committed run uses docs/regimes); its points.jsonl is resumed; its parent must exist")
@@ -75,7 +77,7 @@ def main(a: argparse.Namespace, say: Callable[[str], Any] = print) -> int:
             say(f"{m.name:<28} {m.label}")
         return 0
     out = check(a)
-    points = regime_points(a.size, a.only)
+    points = regime_points(a.size, a.only, a.ks)
     size = SIZES[a.size]
     results = out / report.POINTS_FILE
     start_load = load()
@@ -97,12 +99,13 @@ def main(a: argparse.Namespace, say: Callable[[str], Any] = print) -> int:
         run = run_sweep(points, results, workers=a.workers, scheduler=a.scheduler, use_cache=False, fresh=a.fresh,
                         stop=stop, on_record=progress, redo=_hit_its_limit if a.retry_limits else None)
     wall = time.perf_counter() - t0
-    # `--only` narrows what is solved, never the report: it reads every point of the grid in the file
-    everything = recorded(regime_points(a.size), results).records if a.only else run.records
+    # `--only` and `--k` narrow what is solved, never the report: it reads every point of the grid in the file
+    everything = recorded(regime_points(a.size), results).records if a.only or a.ks else run.records
     table = cell_table(everything)
     command = f"python -m mdpviz regimes --size {a.size} --out {a.out}" + (
         " --retry-limits" if a.retry_limits else "") + (" --report-only" if a.report_only else "") + (
-        f" --workers {a.workers}" if a.workers else "") + (f" --only {' '.join(a.only)}" if a.only else "")
+        f" --workers {a.workers}" if a.workers else "") + (f" --only {' '.join(a.only)}" if a.only else "") + (
+        f" --k {' '.join(map(str, a.ks))}" if a.ks else "")
     # a report of points made earlier: as many workers as made them (distinct processes)
     workers = a.workers or (len({r.get("worker") for r in run.records if r.get("worker")}) if a.report_only else 1)
     meta = report.run_meta(command, run, workers, wall, start_load, machine())
