@@ -50,6 +50,11 @@ _D = DistaConfig()  # the one source of the defaults; the schema below reads the
 
 PARAMS = (
     epsilon_param(_D.eps),
+    Param("upload", str, _D.upload, "what a user sends: 'surrogate' (the paper: noised low-rank fits of its LP "
+          "blocks) or 'cell' (ours, not the paper's: a public cell chosen privately by the exponential mechanism "
+          "at cell_share·ε; the server solves each cell's exact LP from public data at the rest of ε, and the "
+          "release is ε-mDP for every pair; users, hood and the upload settings are then unused)",
+          choices=("surrogate", "cell"), label="upload"),
     Param("users", int, _D.users, "number of users M, with true records drawn from the prior", low=1, high=500,
           label="users M"),
     Param("hood", int, _D.hood, "neighbourhood size |N_m|: the secrets nearest the user's record", low=2, high=60,
@@ -105,11 +110,6 @@ PARAMS = (
           label="repair columns"),
     Param("seed", int, _D.seed, "seed of users, permutations, audit, noise and reports", low=0, high=2**31 - 1,
           label="seed"),
-    Param("upload", str, _D.upload, "what a user sends: 'surrogate' (the paper: noised low-rank fits of its LP "
-          "blocks) or 'cell' (ours, not the paper's: a public cell chosen privately by the exponential mechanism "
-          "at cell_share·ε; the server solves each cell's exact LP from public data at the rest of ε, and the "
-          "release is ε-mDP for every pair; users, hood and the upload settings are then unused)",
-          choices=("surrogate", "cell"), label="upload"),
     Param("cells", int, _D.cells, "cell mode: number of public cells M (seeded k-means of the secrets)", low=1,
           high=50, label="cells M"),
     Param("cell_share", float, _D.cell_share, "cell mode: share of ε spent on choosing the cell", low=0.01,
