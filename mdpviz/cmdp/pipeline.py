@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from ..cities import RoadNetwork, load_city
 from ..deadline import OutOfTime, check_deadline
 from ..errors import ProblemError
+from ..metrics import floor_m
 from ..problem import Problem
 from ..progress import Progress, no_progress
 from .corpus import (
@@ -393,13 +394,6 @@ def context_free_problem(data: CmdpData, cost: str = "context-averaged") -> Prob
     return replace(pb, p=p, c=c, settings=settings, timings={})
 
 
-def context_free_floor(data: CmdpData) -> float:
-    """The no-privacy floor without context (m): every station reporting its cheapest output under the
-    context-averaged next-location cost, the true model of a context-free mechanism."""
-    cf = context_free_problem(data, "context-averaged")
-    return float(cf.p @ cf.c.min(axis=1))
-
-
 def true_loss_context_free(data: CmdpData, Z: NDArray[np.float64]) -> float:
     """In-sample expected loss (m) of a context-free mechanism Z (K, M) under the true next-location model."""
     cf = context_free_problem(data, "context-averaged")
@@ -472,7 +466,7 @@ def diagnostics(data: CmdpData, sol: CmdpSolution, context: str, holdout: bool =
         "secret_context": context_labels(sec),
         "Q": sol.Q, "n_secrets": sec.n, "loss_m": sol.loss_m, "floor_m": sol.floor_m,
         "privacy_cost_m": None if sol.loss_m is None or sol.floor_m is None else sol.loss_m - sol.floor_m,
-        "floor_without_context_m": context_free_floor(data),
+        "floor_without_context_m": floor_m(context_free_problem(data, "context-averaged")),
         "blanket_hist_predicted": blanket_histogram(sol.raw_sizes, data.settings.max_lag),
         "blanket_hist": blanket_histogram(sec.slot_size, data.settings.max_lag),
         "violations_enforced": sol.enforced.as_dict() if sol.enforced else None,
