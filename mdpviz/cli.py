@@ -21,8 +21,8 @@ def _problem_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("problem")
     g.add_argument("--city", default=None, help=f"bundled or cached city (default: {default_city()})")
     g.add_argument("--points", metavar="FILE.csv", help="build X from a CSV of lat,lon[,weight] instead of sampling")
-    g.add_argument("--k", type=int, default=500, help="number of secrets |X| (default 500)")
-    g.add_argument("--region", default="whole",
+    g.add_argument("--k", type=int, default=None, help="number of secrets |X| (default 500)")
+    g.add_argument("--region", default=None,
                    help="where X is drawn from: whole (default, as in the papers), centre:R (km around the city "
                         "centre), LAT,LON,R (km) or S,W,N,E (degrees)")
     g.add_argument("--outputs", type=int, default=None, help="number of outputs |Y| (default min(100, K))")
@@ -32,13 +32,41 @@ def _problem_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--prior-points", metavar="FILE.csv", help="points for --prior points")
     g.add_argument("--cost", choices=COST_MODELS, default=None,
                    help="utility cost in metres: travel to tasks or plain distance (default travel)")
-    g.add_argument("--tasks", type=int, default=DEFAULT_TASKS, help=f"task nodes of the travel cost ({DEFAULT_TASKS})")
+    g.add_argument("--tasks", type=int, default=None, help=f"task nodes of the travel cost ({DEFAULT_TASKS})")
     g.add_argument("--seed", type=int, default=0, help="seed for X, Y and tasks (default 0)")
 
 
 # the library's names of the problem settings -> the options that set them (for messages)
 PROBLEM_OPTIONS = {"k": "--k", "n_outputs": "--outputs", "n_tasks": "--tasks", "seed": "--seed",
                    "prior_points": "--prior-points"}
+# a preset's problem settings (``Preset.problem``) -> the attribute of the parsed options each one fills
+PRESET_OPTIONS = {"city": "city", "k": "k", "region": "region", "n_outputs": "outputs", "all_outputs": "all_outputs",
+                  "cost": "cost", "n_tasks": "tasks"}
+
+
+def apply_preset_problem(a: argparse.Namespace) -> list[str]:
+    """Fill the problem options the user left out from ``--preset``'s problem (e.g. C-mDP's 16 stations in central
+    Rome), then the usual defaults; returns the options the preset set (``--k 16``), to print."""
+    from .errors import ParameterError
+    from .mechanisms import get_mechanism
+    from .problem import DEFAULT_TASKS
+
+    taken: list[str] = []
+    if getattr(a, "preset", None) and not a.points:
+        try:
+            problem = get_mechanism(a.mechanism).preset(a.preset).problem_dict()
+        except ParameterError as e:
+            raise ParameterError(f"`--preset {a.preset}`: {e}") from None
+        for name, value in problem.items():
+            attr = PRESET_OPTIONS[name]
+            chosen = (a.all_outputs or a.outputs is not None) if name == "all_outputs" else getattr(a, attr) is not None
+            if not chosen:
+                setattr(a, attr, value)
+                taken.append(f"--{attr.replace('_', '-')}" + ("" if value is True else f" {value}"))
+    a.k = 500 if a.k is None else a.k
+    a.region = "whole" if a.region is None else a.region
+    a.tasks = DEFAULT_TASKS if a.tasks is None else a.tasks
+    return taken
 
 
 def problem_from_args(a: argparse.Namespace) -> Any:
@@ -105,6 +133,7 @@ def cmd_download(a: argparse.Namespace) -> int:
 
 def cmd_problem(a: argparse.Namespace) -> int:
     """`problem`: build a problem and print its summary (sizes, distance and cost ranges, build time)."""
+    apply_preset_problem(a)
     check_problem_args(a)
     t0 = time.perf_counter()
     problem = problem_from_args(a)
@@ -206,11 +235,15 @@ def cmd_solve(a: argparse.Namespace) -> int:
     from . import metrics
     from .export import write_result
     from .mechanisms import get_mechanism
-    from .reference import reference
+    from .reference import own_model_words, reference
     from .solve import solve
     from .verdict import degenerate_text, verdict
 
+    from_preset = apply_preset_problem(a)
     check_solve_args(a)
+    if from_preset:
+        print(f"preset         {a.preset}'s problem: {' '.join(from_preset)} (any option given on the command line "
+              "wins)")
     t0 = time.perf_counter()
     problem = problem_from_args(a)
     build_s = time.perf_counter() - t0
@@ -243,6 +276,8 @@ def cmd_solve(a: argparse.Namespace) -> int:
         loss = float(evaluation["utility_loss_m"])  # type: ignore[arg-type]
         print(f"privacy cost   {ref.privacy_cost_m(loss):.2f} m = utility loss {loss:.2f} m − no-privacy floor "
               f"{ref.floor_m:.2f} m" + (f" ({ref.words(loss).split('; ', 1)[1]})" if "; " in ref.words(loss) else ""))
+        if own := own_model_words(result):
+            print(f"own model      {own}")
         print(f"adversary err  {evaluation['adversary_error_m']:.2f} m")
         print(f"violations     {v['violated_pairs']:,} / {v['checked_pairs']:,} ordered pairs "  # type: ignore[index]
               f"(ratio {v['ratio']:.3g}, tolerance {v['tolerance']:g}, worst loss factor {v['worst_factor']:.4f}; "  # type: ignore[index]

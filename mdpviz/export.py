@@ -19,7 +19,7 @@ from .errors import MdpvizError
 from .mechanisms.base import Result
 from .paths import atomic_write, read_only
 from .problem import Problem
-from .reference import Reference
+from .reference import Reference, own_model
 from .verdict import against_claim, claims_all_pairs, degenerate_text, verdict
 
 FORMATS = (".npz", ".csv", ".json", ".geojson", ".gpkg")
@@ -75,6 +75,7 @@ def metadata(problem: Problem, result: Result, evaluation: dict[str, Any] | None
     diagnostics, metrics."""
     meta: dict[str, Any] = _jsonable({
         **privacy(result, evaluation), **yardsticks(evaluation, ref),
+        **({"own_model": own} if (own := own_model(result)) is not None else {}),
         "mechanism": result.mechanism, "params": result.params, "status": result.status, "message": result.message,
         "eps_km_inv": result.eps, "timings_s": result.timings, "lp_size": result.lp_size,
         "objective_m": result.objective_m, "lower_bound_m": result.bound_m, "diagnostics": result.diagnostics,

@@ -61,6 +61,29 @@ class Reference:
         return text
 
 
+def own_model(result: Result) -> dict[str, float] | None:
+    """A mechanism's own loss model, when it scores itself with another cost than the problem's: C-mDP's
+    next-location travel loss of Eq. 34 over (location, context) secrets, its floor under that model and the
+    privacy cost (metres); None for every other mechanism (the problem's cost is then its own)."""
+    d = result.diagnostics
+    loss, floor = d.get("loss_m"), d.get("floor_m")
+    if not isinstance(loss, (int, float)) or not isinstance(floor, (int, float)) or "n_secrets" not in d:
+        return None
+    return {"utility_loss_m": float(loss), "floor_m": float(floor), "privacy_cost_m": float(loss) - float(floor)}
+
+
+def own_model_words(result: Result) -> str | None:
+    """One line for :func:`own_model`, saying that the problem's cost scores only the location marginal."""
+    own = own_model(result)
+    if own is None:
+        return None
+    from .explain import format_m
+
+    return (f"under C-mDP's own model (Eq. 34: the cost of the next location, over (location, context) secrets): "
+            f"utility loss {format_m(own['utility_loss_m'])}, no-privacy floor {format_m(own['floor_m'])}, privacy "
+            f"cost {format_m(own['privacy_cost_m'])}. The problem's cost scores only the location marginal.")
+
+
 def reference(problem: Problem, eps: float, *, time_limit: float | None = None, use_cache: bool = True,
               solve_lp: bool = True) -> Reference:
     """The floor, and (with ``solve_lp``) the exact LP at ``eps`` solved through the cached solver layer within

@@ -166,3 +166,23 @@ def test_solve_runs_a_mechanisms_preset(capsys: pytest.CaptureFixture[str]) -> N
     assert '"stabilise": 0.3' in out and '"row_cuts": true' in out and '"eps": 8.0' in out
     assert main(["mechanisms"]) == 0
     assert "--preset stabilised" in capsys.readouterr().out
+
+
+def test_a_preset_sets_its_problem_and_cmdp_states_its_own_floor(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """C-mDP's `--preset paper` builds the paper's problem (Rome, stations in a 3 km disc, Y = X) where the user gave
+    no option (`--k` given wins); the CLI and the export state the floor and privacy cost under C-mDP's own model,
+    which differ from the location marginal's under the problem's cost (Y = X: a floor of 0 there)."""
+    out = tmp_path / "c.json"
+    assert main(["solve", "--mechanism", "cmdp", "--preset", "paper", "--k", "10", "--eps", "1", "--param",
+                 "vehicles=250", "--param", "steps=40", "--no-cache", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "--city rome --all-outputs --region centre:3" in text and "--k 16" not in text
+    assert "problem        rome: K = 10, |Y| = 10" in text
+    assert "no-privacy floor 0.00 m" in text and "\nown model      under C-mDP's own model" in text
+    own = json.loads(out.read_text())["own_model"]
+    assert 0 < own["floor_m"] < own["utility_loss_m"]
+    assert own["privacy_cost_m"] == pytest.approx(own["utility_loss_m"] - own["floor_m"])
+    assert main(["solve", "--city", "rome", "--k", "20", "--outputs", "10", "--mechanism", "em", "--eps", "5",
+                 "--no-cache", "--out", str(tmp_path / "e.json")]) == 0
+    assert "own model" not in capsys.readouterr().out and "own_model" not in json.loads((tmp_path / "e.json").read_text())

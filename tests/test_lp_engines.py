@@ -251,3 +251,22 @@ def test_a_stopped_lp_says_in_plain_words_what_it_found() -> None:
         "not shown).")
     bare = Result("lp", {}, None, "time limit", 1.0, timings={"total_s": 3.0})
     assert verdict(bare, label="Optimal LP").plain.endswith("before finding one.")
+
+
+def test_a_stop_whose_starting_point_would_outlast_its_grace_returns_the_best_constant_mechanism(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cells' starting point costs O(n²·|Y|) (3.6 CPU s at K = 1,500); a stop may spend only POINT_GRACE_S on it
+    past its deadline, then returns the best constant mechanism instead, exactly private and labelled. With the grace
+    at 0 the deadline has passed before the first block: no clock is read for the outcome."""
+    import mdpviz.lp.colgen as colgen
+
+    problem = build_problem("rome", 120, n_outputs=30, cost="distance", seed=4)
+    W = problem.p[:, None] * problem.c
+    monkeypatch.setattr(colgen, "POINT_GRACE_S", -1.0)
+    out = solve_structured(W, 1.0 * problem.d, closed=True, tol=1e-4, time_limit=0.0, engine="rows")
+    assert out.status == "time limit" and out.Z is not None
+    best = int(np.argmin(W.sum(axis=0)))
+    assert np.array_equal(out.Z[:, best], np.ones(problem.k)) and out.Z.sum() == problem.k
+    assert violations(problem, out.Z, 1.0).violated_pairs == 0
+    assert out.diagnostics["point_from"].startswith(f"the best constant mechanism (every secret reports output {best}")
+    assert "the cells' starting point needed more than" in out.message

@@ -9,8 +9,8 @@ the whole city (spec 004 §6: about 43 × 39 km, 240 of its 500 records on a sub
 every record is on a boundary and the master is the whole LP. Tables 1 and 2 are properties of the partition of
 the paper's neighbour graph (computed for every LP+BD point, even when the solve stops); Table 3 is the solve time,
 with the CPU time, status, certified bound and Benders iterations of each solve, and the ordering measured in the
-same run. The grid, text and synthetic datasets are not rerun (they are not road networks; mdpviz builds problems
-on cities).
+same run. The grid and synthetic datasets are measured for Tables 1–2 by the ``benders-datasets`` ladder
+(:func:`dataset_records`); the text dataset (word2vec embeddings) is not available offline.
 """
 
 from __future__ import annotations
@@ -50,10 +50,12 @@ ARTIFACT = ("the artifact's Rome instance: about 43 × 39 km, median pair 15 km,
 
 def partition_sizes(d: np.ndarray, xy: np.ndarray, method: str, subsets: int, seed: int,
                     kmeans_iters: int = 10) -> dict[str, Any]:
-    """Tables 1–2 for one partition of the neighbour graph (d ≤ η): sizes of the subsets and of the connected
-    components of the master problem's graph (boundary records joined by cross-subset neighbour pairs), the
-    components counted in records, as the artifact's ``agentCreation.m`` counts them (``conncomp`` of the graph of
-    cross-subset pairs within η, components of one record left out)."""
+    """Tables 1–2 for one partition of the neighbour graph (d ≤ η): sizes of the subsets (whole, and their internal
+    records, those on no boundary, which the subproblem alone decides: ``int_*``, Table 1's sizes, since its
+    averages lie far below N/M) and of the connected components of the master problem's graph (boundary records
+    joined by cross-subset neighbour pairs), the components counted in records, as the artifact's
+    ``agentCreation.m`` counts them (``conncomp`` of the graph of cross-subset pairs within η, components of one
+    record left out)."""
     from ..lp.benders import partition
 
     n = len(d)
@@ -63,7 +65,9 @@ def partition_sizes(d: np.ndarray, xy: np.ndarray, method: str, subsets: int, se
     sub = np.bincount(labels)
     cross = labels[pi] != labels[pj]
     boundary = np.unique(np.concatenate([pi[cross], pj[cross]]))
+    inner = np.bincount(labels, minlength=len(sub)) - np.bincount(labels[boundary], minlength=len(sub))
     out = {"subsets": int(len(sub)), "sub_avg": float(sub.mean()), "sub_max": int(sub.max()),
+           "int_avg": float(inner.mean()), "int_max": int(inner.max()),
            "boundary": int(len(boundary)), "neighbour_pairs": int(len(pi))}
     if len(boundary):
         g = coo_matrix((np.ones(int(cross.sum())), (pi[cross], pj[cross])), shape=(n, n))
@@ -72,6 +76,31 @@ def partition_sizes(d: np.ndarray, xy: np.ndarray, method: str, subsets: int, se
         sizes_ = sizes_[sizes_ > 0]
         out.update(mp_avg=float(sizes_.mean()), mp_max=int(sizes_.max()), mp_components=int(len(sizes_)))
     return out
+
+
+DATASETS = ("grid", "grid-artifact", "synthetic")
+
+
+def dataset_records(name: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(distances, coordinates) of ``n`` records of one of the paper's non-road datasets, Euclidean (spec 004 §6):
+    ``grid``, the paper's 20 × 25 cells of 1 km (cell centres, row by row; the same every seed); ``grid-artifact``,
+    the artifact's grid, the first ``n`` points of a 30 × 50 lattice of 1.5 km spacing row by row (a 10 × 50 strip
+    for n = 500, where only the 4 adjacent points lie within η = 2); ``synthetic``, 3-D vectors with coordinates
+    drawn from N(0, 4²) (seeded). The text dataset (word2vec embeddings) is not available offline."""
+    if name == "grid":
+        rows, cols, step = 20, 25, 1.0
+    elif name == "grid-artifact":
+        rows, cols, step = 30, 50, 1.5
+    elif name == "synthetic":
+        xy = np.random.default_rng(seed).normal(0.0, 4.0, size=(n, 3))
+        return np.sqrt(((xy[:, None, :] - xy[None, :, :]) ** 2).sum(axis=2)), xy
+    else:
+        raise MdpvizError(f"Unknown Benders dataset `{name}`; choose one of {', '.join(DATASETS)}.")
+    if n > rows * cols:
+        raise MdpvizError(f"The {name} dataset holds {rows * cols} records; asked for {n}.")
+    i, j = np.divmod(np.arange(n), cols)
+    xy = np.column_stack([(i + 1) * step, (j + 1) * step]).astype(np.float64)
+    return np.sqrt(((xy[:, None, :] - xy[None, :, :]) ** 2).sum(axis=2)), xy
 
 
 def sample_extent(d: np.ndarray, xy: np.ndarray) -> dict[str, float]:
@@ -284,8 +313,8 @@ def compare(records: list[dict[str, Any]], size: str, mode: str) -> Comparison:
                                "of 500); sizes follow the sample's density and the partitioner's k-means seeds")
             else:
                 part_reason = cm.failed(runs)
-            for table, key, metric in (("Table 1", "part.sub_avg", "subproblem_size:avg"),
-                                       ("Table 1", "part.sub_max", "subproblem_size:max"),
+            for table, key, metric in (("Table 1", "part.int_avg", "subproblem_size:avg"),
+                                       ("Table 1", "part.int_max", "subproblem_size:max"),
                                        ("Table 2", "part.mp_avg", "master_component_size:avg"),
                                        ("Table 2", "part.mp_max", "master_component_size:max")):
                 mean, pm, k = mean_pm(cm.values(runs, key))
@@ -351,7 +380,8 @@ def _notes(size: str, rows: Sequence[Mapping[str, Any]] = ()) -> list[str]:
               "3.1: they are independent LPs); linprog in the paper took the whole LP at once.",
               "'k-m-DV stabilised (ours)': the `stabilised` preset of `lp-bd` (in-out stabilisation and row-sum "
               "cuts; the same LP and partition as k-m-DV), not in the paper.",
-              "Not rerun: the grid-map, text and synthetic datasets (rows kept in the paper values file)."]
+              "The grid-map and synthetic datasets: Tables 1–2 in the `benders-datasets` ladder (no LP solved there); the "
+              "text dataset (word2vec embeddings) is not available offline (its rows stay in the paper values file)."]
     for mech, preset in (("lp-bd", "paper"), ("lp-bd", "stabilised"), ("lp", "")):
         table = {"subsets": s["subsets"]} if mech == "lp-bd" else {}
         kept, dropped = fit_params(mech, _wanted(mech, preset, table))

@@ -11,6 +11,7 @@ import streamlit as st
 from mdpviz.explain import format_s
 from mdpviz.mechanisms import Result
 from mdpviz.problem import Problem
+from mdpviz.reference import own_model_words
 from mdpviz.verdict import Verdict, against_claim, verdict
 
 from . import cache, charts, glossary
@@ -88,6 +89,8 @@ def metrics_panel(prob: Problem, result: Result, ev: dict[str, Any]) -> None:
     lp_text = (f"; the exact LP's privacy cost is {ref.lp_m - ref.floor_m:.1f} m" if ref.lp_m is not None else
                "; solve the Optimal LP on this problem to compare with the least possible")
     st.caption(f"= utility loss {loss:.1f} m − no-privacy floor {ref.floor_m:.1f} m{lp_text}")
+    if own := own_model_words(result):
+        st.caption(own[0].upper() + own[1:])
     st.metric("Utility loss (m)", f"{loss:.1f}",
               help="Expected cost Σ_x p_x Σ_y c(x, y)·Z[x, y] in metres: lower is better for the user.")
     all_pairs_help = (f"Ordered pairs (x, x') with some y where Z[x,y] > e^(ε·d)·Z[x',y] (relative tolerance "
