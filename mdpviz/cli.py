@@ -53,8 +53,9 @@ def apply_preset_problem(a: argparse.Namespace) -> list[str]:
 
     taken: list[str] = []
     if getattr(a, "preset", None) and not a.points:
+        mech = get_mechanism(a.mechanism)
         try:
-            problem = get_mechanism(a.mechanism).preset(a.preset).problem_dict()
+            problem = mech.preset(a.preset).problem_dict()
         except ParameterError as e:
             raise ParameterError(f"`--preset {a.preset}`: {e}") from None
         for name, value in problem.items():

@@ -1038,3 +1038,17 @@ def test_the_private_cell_variant_solves_on_explore_with_its_own_panel() -> None
     assert "The release (cell, report) breaks ε-mDP on 0 of 6,320 ordered pairs" in texts(at.caption)
     table = next(d.value for d in at.dataframe if "LP status" in d.value.columns)
     assert len(table) == 3 and set(table["rows from"]) <= {"LP optimum", "LP's kept feasible point"}
+
+
+def test_cmdp_on_explore_states_its_floor_under_its_own_model() -> None:
+    """Issue 26: C-mDP scores itself by the next location's cost over (location, context) secrets, not by the
+    problem's cost; Explore states its floor and privacy cost under that model beside the generic ones (here Y = X,
+    so the generic floor is 0)."""
+    at = app("app_pages/explore.py", query={"mech": "cmdp", "k": "10", "m": "10", "city": "rome",
+                                            "region": "centre:3", "eps": "1", "vehicles": "250", "steps": "40"})
+    solve_button(at).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    captions = texts(at.caption)
+    assert "− no-privacy floor 0.0 m" in captions
+    assert "Under C-mDP's own model (Eq. 34: the cost of the next location" in captions
+    assert "The problem's cost scores only the location marginal." in captions

@@ -185,4 +185,5 @@ def test_a_preset_sets_its_problem_and_cmdp_states_its_own_floor(tmp_path: Path,
     assert own["privacy_cost_m"] == pytest.approx(own["utility_loss_m"] - own["floor_m"])
     assert main(["solve", "--city", "rome", "--k", "20", "--outputs", "10", "--mechanism", "em", "--eps", "5",
                  "--no-cache", "--out", str(tmp_path / "e.json")]) == 0
-    assert "own model" not in capsys.readouterr().out and "own_model" not in json.loads((tmp_path / "e.json").read_text())
+    assert "own model" not in capsys.readouterr().out
+    assert "own_model" not in json.loads((tmp_path / "e.json").read_text())
