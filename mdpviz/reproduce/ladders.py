@@ -23,7 +23,7 @@ import numpy as np
 
 from ..sweep import Point, problem_of
 from . import common as cm
-from .base import ChartSpec, Comparison, Experiment, comparison_row, rows_of
+from .base import ChartSpec, Comparison, Experiment, comparison_row, paper_value, rows_of
 from .registry import register
 
 LEDGER_FILE = Path(__file__).with_name("claims.json")
@@ -83,6 +83,7 @@ class Rung:
     seeds: tuple[int, ...] | None  # None: the ladder's seeds
     baseline: bool = False  # not a step of the ladder (EM, the LP): charted as its own point
     eps: tuple[float, ...] | None = None  # None: the ladder's ε values (full form)
+    paper: Mapping[str, Mapping[str, Any]] | None = None  # metric -> the paper value it is read against (its fields)
 
 
 def rungs(ladder: Mapping[str, Any]) -> list[Rung]:
@@ -96,7 +97,7 @@ def rungs(ladder: Mapping[str, Any]) -> list[Rung]:
         rung = Rung(r["label"], r["change"], r.get("mechanism", base.mechanism if base else ""), params, problem,
                     r.get("task", base.task if base else ladder.get("task", "")), bool(r.get("headline")),
                     tuple(r["seeds"]) if "seeds" in r else None, bool(r.get("baseline")),
-                    tuple(r["eps"]) if "eps" in r else None)
+                    tuple(r["eps"]) if "eps" in r else None, r.get("paper"))
         done[rung.label] = rung
         out.append(rung)
     return out
@@ -164,6 +165,32 @@ def _why(runs: Sequence[Mapping[str, Any]]) -> str:
     return cm.degenerate(runs)
 
 
+def _claims_reading(name: str, label: str) -> list[str]:
+    """The ids of the claims whose test, cause or context reads rung ``label`` of ladder ``name``."""
+    def refs(test: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        return [test[k] for k in ("of", "vs") if k in test]
+
+    out = []
+    for c in ledger_data()["claims"]:
+        cause = (c.get("cause") or {}).get("check", [])
+        tests = [*([c["test"]] if c.get("test") else []), *(cause if isinstance(cause, list) else [cause]),
+                 *c.get("context", [])]
+        if any(r["experiment"] == name and r.get("where", {}).get("tag.label") == label for t in tests
+               for r in refs(t)):
+            out.append(c["id"])
+    return out
+
+
+def _rung_reason(name: str, rung: Rung, runs: Sequence[Mapping[str, Any]]) -> str:
+    """Why a rung's number may differ from the paper's: what ended badly, else the claims that explain it, else what
+    the rung changes."""
+    if why := _why(runs):
+        return why
+    if ids := _claims_reading(name, rung.label):
+        return f"read in the claims ledger ({', '.join(ids)}: `python -m mdpviz reproduce --claims`)"
+    return f"this rung: {rung.change}"
+
+
 def ladder_cells(name: str, rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
     """The ladder as a table of text: a line per rung (and ε, and method of a multi-method task), a column per
     metric (mean [95 % interval]), the runs' count and what ended degenerate or failed. Returns (header, lines)."""
@@ -209,11 +236,15 @@ def _compare(name: str, records: list[dict[str, Any]], size: str, mode: str) -> 
             if not vals:
                 continue
             mean, lo, hi, k = mean_ci(vals)
+            spec = (the_rungs[n].paper or {}).get(metric)
+            paper = paper_value(ladder["paper"], **spec) if spec else None
             row = comparison_row(table=f"Ladder: {text}", city=str(runs[0].get("problem.city", "")),
                                  setting=f"{n}. {label}; ε = {eps:g} km⁻¹", x=n, method=str(method or label),
                                  metric=text, unit=unit, ours=mean, ours_pm=(hi - lo) / 2 if k > 1 else None, n=k,
-                                 paper=None, reason=_why(runs),
-                                 series=f"ε = {eps:g}" if len(ladder["eps"]) > 1 else "") | {"verdict": "measured"}
+                                 paper=paper, reason=_rung_reason(name, the_rungs[n], runs),
+                                 series=f"ε = {eps:g}" if len(ladder["eps"]) > 1 else "")
+            if paper is None:
+                row["verdict"] = "measured"
             out.append(row)
             if metric == ladder["metrics"][0][0] and (not ladder.get("chart_rows") or method in ladder["chart_rows"]):
                 line = label if the_rungs[n].baseline else str(method or ladder.get("series", "measured"))
