@@ -165,8 +165,10 @@ def _why(runs: Sequence[Mapping[str, Any]]) -> str:
     return cm.degenerate(runs)
 
 
-def _claims_reading(name: str, label: str) -> list[str]:
-    """The ids of the claims whose test, cause or context reads rung ``label`` of ladder ``name``."""
+@functools.lru_cache(maxsize=None)
+def _claims_reading(name: str, label: str) -> tuple[str, ...]:
+    """The ids of the claims whose test, cause or context reads rung ``label`` of ladder ``name`` (the ledger file
+    is read once per rung, not once per row of the report)."""
     def refs(test: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         return [test[k] for k in ("of", "vs") if k in test]
 
@@ -178,7 +180,7 @@ def _claims_reading(name: str, label: str) -> list[str]:
         if any(r["experiment"] == name and r.get("where", {}).get("tag.label") == label for t in tests
                for r in refs(t)):
             out.append(c["id"])
-    return out
+    return tuple(out)
 
 
 def _rung_reason(name: str, rung: Rung, runs: Sequence[Mapping[str, Any]]) -> str:
@@ -345,4 +347,3 @@ def benders_dataset_partition(point: Point, *, use_cache: bool = True) -> dict[s
                            "time_s": time.perf_counter() - t0}
     out["part.largest"] = max(stats["int_max"], stats.get("mp_max", 0))
     return out
-
