@@ -75,3 +75,14 @@ def test_tiny_rows_record_status_bound_and_cpu(tiny) -> None:
     assert (lp["status"] == "optimal").all()  # the tiny LP closes on any machine
     bd = frame[frame["mechanism"] == "lp-bd"]
     assert bd["iterations"].notna().all() and bd["bound_m"].notna().all()
+
+
+def test_partition_sizes_count_neighbours_and_the_largest_components_share() -> None:
+    """Two rows of four records 1 km apart, 1.5 km between the rows' ends, cut into the two rows: the two end
+    records form the master's one component, so it holds every boundary record; 22 ordered pairs lie within
+    η = 2 km."""
+    xy = np.column_stack([[0.0, 1.0, 2.0, 3.0, 4.5, 5.5, 6.5, 7.5], np.zeros(8)])
+    d = np.abs(xy[:, None, 0] - xy[None, :, 0])
+    stats = partition_sizes(d, xy, "kmeans-rec", 2, 0)
+    assert stats["sub_max"] == 4 and stats["boundary"] == 2 and stats["mp_max"] == 2
+    assert stats["mp_share"] == 1.0 and stats["degree_avg"] == 22 / 8

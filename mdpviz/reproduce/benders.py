@@ -60,7 +60,8 @@ def partition_sizes(d: np.ndarray, xy: np.ndarray, method: str, subsets: int, se
     averages lie far below N/M) and of the connected components of the master problem's graph (boundary records
     joined by cross-subset neighbour pairs), the components counted in records, as the artifact's
     ``agentCreation.m`` counts them (``conncomp`` of the graph of cross-subset pairs within η, components of one
-    record left out)."""
+    record left out). ``degree_avg`` is the mean number of neighbours per record; ``mp_share`` the share of the
+    boundary records that the largest master component holds."""
     from ..lp.benders import partition
 
     n = len(d)
@@ -73,13 +74,14 @@ def partition_sizes(d: np.ndarray, xy: np.ndarray, method: str, subsets: int, se
     inner = np.bincount(labels, minlength=len(sub)) - np.bincount(labels[boundary], minlength=len(sub))
     out = {"subsets": int(len(sub)), "sub_avg": float(sub.mean()), "sub_max": int(sub.max()),
            "int_avg": float(inner.mean()), "int_max": int(inner.max()),
-           "boundary": int(len(boundary)), "neighbour_pairs": int(len(pi))}
+           "boundary": int(len(boundary)), "neighbour_pairs": int(len(pi)), "degree_avg": len(pi) / n}
     if len(boundary):
         g = coo_matrix((np.ones(int(cross.sum())), (pi[cross], pj[cross])), shape=(n, n))
         _, comp = connected_components(g, directed=False)
         sizes_ = np.bincount(comp[boundary])
         sizes_ = sizes_[sizes_ > 0]
-        out.update(mp_avg=float(sizes_.mean()), mp_max=int(sizes_.max()), mp_components=int(len(sizes_)))
+        out.update(mp_avg=float(sizes_.mean()), mp_max=int(sizes_.max()), mp_components=int(len(sizes_)),
+                   mp_share=float(sizes_.max() / len(boundary)))
     return out
 
 
