@@ -170,7 +170,8 @@ def test_a_stop_with_a_point_already_within_the_tolerance_is_optimal() -> None:
 
     W = np.array([[1.0, 2.0], [2.0, 1.0]])
     Z = np.eye(2)
-    run = SimpleNamespace(best=(Z, {}, 2.0), lb=2.0 - 1e-6, tol=1e-4, rounds=4, history=[], cap=15.0,
+    run = SimpleNamespace(best=(Z, {}, 2.0), lb=2.0 - 1e-6, tol=1e-4, rounds=4, priced_rounds=4, history=[],
+                          cap=15.0,
                           pricer=SimpleNamespace(failures=[], lp_calls=8, pairs_max=2, retries=0),
                           lp=SimpleNamespace(n_vars=4, n_pairs=2, retries=0), t_lp=0.0, t_repair=0.0, t_price=0.0,
                           bound_from="pricing at LP round 4's duals", point_from="the repaired solution of LP round 4")
@@ -270,3 +271,20 @@ def test_a_stop_whose_starting_point_would_outlast_its_grace_returns_the_best_co
     assert violations(problem, out.Z, 1.0).violated_pairs == 0
     assert out.diagnostics["point_from"].startswith(f"the best constant mechanism (every secret reports output {best}")
     assert "the cells' starting point needed more than" in out.message
+
+
+def test_lazy_pricing_certifies_the_same_optimum_with_fewer_pricing_rounds() -> None:
+    """Pricing a round's duals is skipped while the repaired point is above the restricted LP's value by more than
+    the tolerance; the certified optimum is the eager engine's, and round 1 is always priced (a bound for stops)."""
+    problem = build_problem("rome", 150, n_outputs=40, cost="distance", seed=4)
+    W = problem.p[:, None] * problem.c
+    outs = {lazy: solve_structured(W, 2.0 * problem.d, closed=True, tol=1e-6, out_rows=problem.y_index,
+                                   engine="rows", lazy=lazy) for lazy in (True, False)}
+    for out in outs.values():
+        assert out.status == "optimal", out.message
+        assert out.bound <= min(o.objective for o in outs.values()) * (1 + 1e-12)
+        assert violations(problem, out.Z, 2.0).violated_pairs == 0
+    assert abs(outs[True].objective - outs[False].objective) <= 1e-6 * outs[False].objective
+    eager, lazy = outs[False].diagnostics, outs[True].diagnostics
+    assert eager["priced_rounds"] == eager["iterations"] >= 2
+    assert 1 <= lazy["priced_rounds"] < lazy["iterations"]

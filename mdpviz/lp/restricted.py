@@ -55,6 +55,7 @@ class RestrictedLP:
         self.retries = 0
         self.z = np.zeros(0)
         self.mu = np.zeros(self.n)
+        self.objective = np.nan  # the last solve's objective (Wn's unit); no bound: the LP lacks rows and entries
 
     @property
     def n_vars(self) -> int:
@@ -126,6 +127,7 @@ class RestrictedLP:
                 sol = h.getSolution()
                 self.z = np.clip(np.array(sol.col_value), 0.0, 1.0)
                 self.mu = np.array(sol.row_dual)[:self.n]
+                self.objective = float(h.getInfo().objective_function_value)
                 return "optimal"
             if st == highspy.HighsModelStatus.kTimeLimit:
                 return "time limit"
