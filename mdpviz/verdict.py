@@ -17,6 +17,7 @@ import numpy as np
 
 from .explain import format_m, format_s
 from .mechanisms.base import Result
+from .reference import own_model
 
 # a claim over every ordered pair of X: "all pairs", "all pairs in the planar projection", "all pairs of points of
 # the plane ..." (X is part of the plane); not "all pairs at 2ε", which is a claim at another budget
@@ -204,7 +205,7 @@ def plain_degenerate(text: str) -> str:
 
 
 def _plain(name: str, level: str, kind: str, degenerate: str, unfinished: str, evaluation: dict[str, Any],
-           counts: tuple[int, int, str]) -> str:
+           counts: tuple[int, int, str], own: dict[str, float] | None = None) -> str:
     """The two plain sentences of a verdict with a mechanism (see :class:`Verdict`)."""
     bad, total, unit = counts
     v = evaluation.get("violations") or {}
@@ -229,6 +230,9 @@ def _plain(name: str, level: str, kind: str, degenerate: str, unfinished: str, e
     if isinstance(floor, (int, float)):
         second += (f": a privacy cost of {format_m(float(loss) - float(floor))} above the no-privacy floor of "
                    f"{format_m(float(floor))}")
+    if own is not None:  # C-mDP scores itself with the next location's cost, not the problem's
+        second += (f" on the location marginal; under its own model (the next location's cost), a privacy cost of "
+                   f"{format_m(own['privacy_cost_m'])} above a floor of {format_m(own['floor_m'])}")
     return f"{first} {second}."
 
 
@@ -328,5 +332,5 @@ def verdict(result: Result, evaluation: dict[str, Any] | None = None, *, label: 
     meaning = (f"A report costs {format_m(float(evaluation['utility_loss_m']))} on average (utility loss); an attacker "
                f"who sees it guesses the true location {format_m(float(evaluation['adversary_error_m']))} off on "
                "average (adversary error: higher is more private).")
-    plain = _plain(name, level, kind, degenerate, unfinished, evaluation, counts)
+    plain = _plain(name, level, kind, degenerate, unfinished, evaluation, counts, own_model(result))
     return Verdict(level, headline, claim_line, meaning, short, plain)

@@ -110,3 +110,16 @@ def test_pandas_claim_allows_what_delta_allows() -> None:
     kept = verdict(panda(300, 0.15), _ev(0, 3_540))  # δ·n = 300: within the allowance
     assert kept.level == "ok" and "within what δ = 0.15 allows" in kept.headline
     assert verdict(panda(600, 0.15), _ev(0, 3_540)).level == "error"
+
+
+def test_cmdp_verdict_states_its_privacy_cost_under_its_own_model() -> None:
+    """C-mDP scores itself by the next location's cost: its verdict gives that model's floor and privacy cost beside
+    the location marginal's (where Y = X the problem's floor is 0 and says nothing); other mechanisms do not."""
+    ev = {**_ev(0, 39_800), "floor_m": 0.0}
+    diag = {"loss_m": 1430.0, "floor_m": 816.0, "n_secrets": 40}
+    cmdp = verdict(Result("cmdp", {}, _z(), "optimal", 1.0, diagnostics=diag), ev, label="C-mDP")
+    assert "a privacy cost of 312 m above the no-privacy floor of 0 m on the location marginal" in cmdp.plain
+    assert ("under its own model (the next location's cost), a privacy cost of 614 m above a floor of 816 m"
+            in cmdp.plain)
+    em = verdict(Result("em", {}, _z(), "closed form", 1.0), ev, label="EM")
+    assert "own model" not in em.plain
