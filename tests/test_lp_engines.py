@@ -288,3 +288,18 @@ def test_lazy_pricing_certifies_the_same_optimum_with_fewer_pricing_rounds() -> 
     eager, lazy = outs[False].diagnostics, outs[True].diagnostics
     assert eager["priced_rounds"] == eager["iterations"] >= 2
     assert 1 <= lazy["priced_rounds"] < lazy["iterations"]
+
+
+def test_a_stop_keeps_the_cells_starting_point_when_it_beats_the_repaired_lp_point() -> None:
+    """At small ε the repaired point of an early round can cost far more than the cells' starting point (the
+    exponential mechanism over the outputs' cells); a stop keeps the better of the two, labelled, exactly private."""
+    problem = build_problem("rome", 150, n_outputs=40, cost="distance", seed=4)
+    W = problem.p[:, None] * problem.c
+    out = solve_structured(W, 1.0 * problem.d, closed=True, tol=1e-4, max_iter=1, out_rows=problem.y_index,
+                           engine="rows")
+    assert out.status == "iteration limit"
+    repaired_round_1 = out.diagnostics["history"][0][1] * float(np.abs(W).max())  # the history is in W / max|W|
+    assert out.diagnostics["point_from"] == "the cells' starting point"
+    assert out.objective < repaired_round_1 and out.bound <= out.objective
+    assert violations(problem, out.Z, 1.0).violated_pairs == 0
+    assert np.allclose(out.Z.sum(axis=1), 1.0, atol=1e-12)

@@ -594,6 +594,12 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
     run = _RowAndColumnGeneration(lp, Pricer(Es), deadline, tol, cap, progress, t_start)
     run.lazy = lazy
     status, message = run.run(max_iter)
+    if run.best is not None and status != "optimal" and run.gap > tol:
+        # a stop keeps the better of its repaired LP point and the cells' starting point (at small ε the repaired
+        # point of an early round can cost twice as much)
+        Zs, fix0, label = stop_point(Wn, Es, reach, deadline)
+        if (obj := float(np.sum(Wn * Zs))) < run.ub:
+            run.best, run.ub, run.point_from = (Zs, fix0, obj), obj, label
     out = _finish(run, status, message, W, scale, timings, t_start, reach)
     out.diagnostics["engine"] = "rows"
     if note:
