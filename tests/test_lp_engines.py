@@ -175,11 +175,10 @@ def test_a_stop_with_a_point_already_within_the_tolerance_is_optimal() -> None:
                           pricer=SimpleNamespace(failures=[], lp_calls=8, pairs_max=2, retries=0),
                           lp=SimpleNamespace(n_vars=4, n_pairs=2, retries=0), t_lp=0.0, t_repair=0.0, t_price=0.0,
                           bound_from="pricing at LP round 4's duals", point_from="the repaired solution of LP round 4")
-    out = _finish(run, "time limit", "time limit while certifying round 5", W, 1.0, {}, 0.0, np.zeros((2, 2)))
+    out = _finish(run, "time limit", "time limit while certifying round 5", W, 1.0, {}, 0.0)
     assert out.status == "optimal" and out.Z is Z and "already within the tolerance" in out.message
     run.lb = 1.0  # far from the point: the stop stays a stop
-    assert _finish(run, "time limit", "time limit while certifying round 5", W, 1.0, {}, 0.0,
-                   np.zeros((2, 2))).status == "time limit"
+    assert _finish(run, "time limit", "time limit while certifying round 5", W, 1.0, {}, 0.0).status == "time limit"
 
 
 def test_a_stopped_component_reports_the_whole_problems_bound() -> None:

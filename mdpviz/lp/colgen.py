@@ -252,6 +252,7 @@ REACH = 15.0  # the first LP holds entry (x, y) when x is within this exponent o
 # Rome at ε = 1 (57–63 %) stays below: there the row-and-column engine was as fast or faster (tests' K = 150: 2 s
 # against 18 s)
 DENSE = 0.7
+DENSE_KNN = 8  # neighbours per row whose pairs enter the first LP on a dense instance (0 on a sparse one)
 ENGINES = ("auto", "rows", "conic")
 PAIR_CAPS = (15.0, LOG_COEF_CAP, 25.0)  # pair rows with larger exponents are left out; the next cap when stalled
 
@@ -396,7 +397,7 @@ class _RowAndColumnGeneration:
     """Solve the restricted LP, certify (repair for a feasible point, pricing for a bound), grow, repeat."""
 
     def __init__(self, lp: RestrictedLP, pricer: Pricer, deadline: float | None, tol: float, cap: float,
-                 progress: Progress, t_start: float) -> None:
+                 progress: Progress, t_start: float, lazy: bool = True) -> None:
         self.lp, self.pricer = lp, pricer
         self.Wn, self.Es = lp.Wn, lp.Es
         self.deadline, self.tol, self.progress, self.t_start = deadline, tol, progress, t_start
@@ -410,7 +411,7 @@ class _RowAndColumnGeneration:
         self.rounds = 0
         self.priced = 0  # the last round whose duals were priced
         self.priced_rounds = 0
-        self.lazy = True  # price only when it can close the gap (``_worth_pricing``)
+        self.lazy = lazy  # price only when it can close the gap (``_worth_pricing``)
         self.added = (0, 0)
         self.whole_column = False
         self.point_from = ""  # what the best point is: a repaired LP solution (else the cells' point, at the end)
@@ -532,7 +533,7 @@ class _RowAndColumnGeneration:
 
 def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: bool = False,
                      tol: float = 1e-8, time_limit: float | None = None, progress: Progress = no_progress,
-                     knn: int = 0, max_iter: int = 200, out_rows: NDArray[np.int64] | None = None,
+                     knn: int | None = None, max_iter: int = 200, out_rows: NDArray[np.int64] | None = None,
                      cap: float = PAIR_CAPS[0], engine: str = "auto", lazy: bool = True,
                      **ignored: Any) -> StructuredOutcome:
     """Solve min Σ W∘Z over row-stochastic Z whose columns satisfy Z[i,y] ≤ e^{E[i,j]} Z[j,y] for all i, j.
@@ -553,10 +554,11 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
         time_limit: seconds for the whole solve (every LP gets only what is left); on expiry the status is
             ``time limit`` and Z is the best feasible (exactly private, not certified) point found.
         progress: ``progress(phase, fraction)``.
-        knn: nearest neighbours per row whose pairs enter the first LP besides each entry's holder. 0 (the
-            default) starts from the holders' rows alone and lets the repair add the rest: more rounds, but each
-            is a cheap warm re-solve (with lazy pricing, 1.2–3.3× less CPU at ε ≤ 5 on Rome;
-            ``docs/WHAT-WE-LEARNED.md``).
+        knn: nearest neighbours per row whose pairs enter the first LP besides each entry's holder. By default 0
+            on sparse instances (the holders' rows alone; the repair adds the rest in cheap warm re-solves: with
+            lazy pricing 1.2–3.3× less CPU at ε ≤ 5 on whole-city Rome) and 8 on dense ones (more than ``DENSE``
+            of the entries near their output's cell, where this engine is the conic engine's fallback: there the
+            neighbours' rows save rounds; ``docs/WHAT-WE-LEARNED.md``).
         max_iter: round cap (status ``iteration limit``).
         out_rows: (m,) row index of each output's own location (Y ⊂ X), part of its cell; default: the row where
             the output is cheapest.
@@ -591,18 +593,12 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
         out, note = _solve_dense(W, Es, tol, deadline, progress, out_rows, dense, t_start, reach)
         if out is not None:
             return out
-    _first_lp(lp, reach, holder, knn, cap)
+    _first_lp(lp, reach, holder, (DENSE_KNN if dense > DENSE else 0) if knn is None else knn, cap)
     timings["init_s"] = time.perf_counter() - t0
-    run = _RowAndColumnGeneration(lp, Pricer(Es), deadline, tol, cap, progress, t_start)
-    run.lazy = lazy
+    run = _RowAndColumnGeneration(lp, Pricer(Es), deadline, tol, cap, progress, t_start, lazy)
     status, message = run.run(max_iter)
-    if run.best is not None and status != "optimal" and run.gap > tol:
-        # a stop keeps the better of its repaired LP point and the cells' starting point (at small ε the repaired
-        # point of an early round can cost twice as much)
-        Zs, fix0, label = stop_point(Wn, Es, reach, deadline)
-        if (obj := float(np.sum(Wn * Zs))) < run.ub:
-            run.best, run.ub, run.point_from = (Zs, fix0, obj), obj, label
-    out = _finish(run, status, message, W, scale, timings, t_start, reach)
+    _keep_stop_point(run, status, reach)
+    out = _finish(run, status, message, W, scale, timings, t_start)
     out.diagnostics["engine"] = "rows"
     if note:
         out.message = f"{note}; {out.message}"
@@ -645,14 +641,23 @@ def _solve_dense(W: NDArray[np.float64], Es: NDArray[np.float64], tol: float, de
     return out, ""
 
 
+def _keep_stop_point(run: _RowAndColumnGeneration, status: str, reach: NDArray[np.float64]) -> None:
+    """A stop's point: :func:`stop_point` when no LP solved, or when it beats the repaired LP point (at small ε the
+    repaired point of an early round can cost twice as much); nothing when the best point is within the tolerance."""
+    if run.best is not None and (status == "optimal" or run.gap <= run.tol):
+        return
+    Zs, fix, label = stop_point(run.Wn, run.Es, reach, run.deadline)
+    obj = float(np.sum(run.Wn * Zs))
+    if run.best is None or obj < run.ub:
+        run.best, run.ub, run.point_from = (Zs, fix, obj), obj, label
+
+
 def _finish(run: _RowAndColumnGeneration, status: str, message: str, W: NDArray[np.float64], scale: float,
-            timings: dict[str, float], t_start: float, reach: NDArray[np.float64]) -> StructuredOutcome:
-    """The best feasible point found, with what was certified about it in plain words. A stop before any LP solved
-    returns :func:`stop_point`."""
+            timings: dict[str, float], t_start: float) -> StructuredOutcome:
+    """The best feasible point found (:func:`_keep_stop_point` has set it), with what was certified about it in
+    plain words."""
     n, m = W.shape
-    if run.best is None:
-        Zs, fix0, run.point_from = stop_point(run.Wn, run.Es, reach, run.deadline)
-        run.best = (Zs, fix0, float(np.sum(run.Wn * Zs)))
+    assert run.best is not None
     Z, fix, _ = run.best
     objective = float(np.sum(W * Z))
     bound = run.lb * scale
