@@ -95,8 +95,10 @@ def _sick(status):
 
 @pytest.mark.parametrize("status", [highspy.HighsModelStatus.kUnknown, highspy.HighsModelStatus.kUnbounded])
 def test_failing_pricing_lps_are_bounded_honestly(monkeypatch, status):
-    """Every pricing LP in trouble: retried, then bounded by the greedy flow; the result says how many failed."""
+    """Every pricing LP in trouble: retried, then bounded by the greedy flow; the result says how many failed.
+    The LP's own duals are switched off here (they certify this instance unpriced), so pricing has to certify."""
     monkeypatch.setattr(pricing, "new_highs", _sick(status))
+    monkeypatch.setattr(restricted.RestrictedLP, "dual_bound", lambda self: -np.inf)
     problem = build_problem("rome", 120, n_outputs=30, cost="distance", seed=2)
     res = solve(problem, "lp", {"eps": 5.0}, use_cache=False)
     assert "pricing LPs failed" in res.message

@@ -19,9 +19,12 @@ one of the K²·|Y| pair rows is slack, so it works on the LP itself, restricted
   solved by warm dual simplex.
 * **Upper bound**: its solution, Lipschitz-repaired and made row-stochastic inside the cone, is an exactly private
   mechanism; its objective is an upper bound.
-* **Lower bound** (``mdpviz.lp.pricing``): at the LP's row duals μ, ``Σ_x μ_x + Σ_y min_{v ∈ C ∩ [0,1]^n}
-  (W[:, y] − μ)·v`` bounds the optimum for any μ (the row sums force Z ≤ 1); each minimum is bounded from below
-  by a capacity-feasible flow of a small transportation problem, so no solver tolerance can inflate it.
+* **Lower bound**, two certified kinds. Every round, the LP's own duals (:meth:`RestrictedLP.dual_bound`): weak
+  duality for the LP with the missing pair rows dropped, over the box the row sums imply, computed by hand from
+  the duals, so no solver tolerance can inflate it; it equals the LP's value once no entry outside the LP prices
+  negative. Where entries outside still matter, *pricing* (``mdpviz.lp.pricing``): at the LP's row duals μ,
+  ``Σ_x μ_x + Σ_y min_{v ∈ C ∩ [0,1]^n} (W[:, y] − μ)·v`` bounds the optimum for any μ; each minimum is bounded
+  from below by a capacity-feasible flow of a small transportation problem.
 * **Growth and termination**: the pair rows and entries the repair had to raise, and the entries priced negative,
   join the LP; the loop stops when the certified gap is within the tolerance asked for (status ``optimal``),
   and otherwise says how far it got.
@@ -267,7 +270,7 @@ class StructuredOutcome:
         status: ``optimal`` (certified gap ≤ tol); otherwise ``time limit``, ``iteration limit``, ``stalled`` or
             ``solver error (…)``, and Z is a feasible, exactly private point that is not certified optimal.
         objective: Σ W·Z of the returned Z (W's unit, e.g. metres).
-        bound: certified lower bound on the optimum (same unit): the no-privacy floor before the first pricing.
+        bound: certified lower bound on the optimum (same unit): the no-privacy floor before the first LP.
         gap: (objective − bound) / objective, the certified relative gap of the returned Z.
         history: per round (seconds since start, best objective, best bound, LP variables, LP pair rows).
     """
@@ -443,7 +446,12 @@ class _RowAndColumnGeneration:
         self.t_repair += time.perf_counter() - t0
         return u, arg
 
-    # ---- a certified lower bound from the LP's row duals ----
+    # ---- certified lower bounds: the LP's own duals (cheap), pricing at its row duals (|Y| small LPs) ----
+    def _dual_bound(self) -> None:
+        b = self.lp.dual_bound()
+        if b > self.lb:
+            self.lb, self.bound_from = b, f"LP round {self.rounds}'s duals"
+
     def _price(self, mu: NDArray[np.float64]) -> str:
         t0 = time.perf_counter()
         self.priced = self.rounds
@@ -496,6 +504,7 @@ class _RowAndColumnGeneration:
             if (left := self._left()) is not None and left <= 0:
                 return "time limit", f"time limit after LP round {r}"
             Z = self.lp.solution()
+            self._dual_bound()
             u, arg = self._repair(Z)
             if self.gap <= self.tol:  # a better point against the bound already certified: done, no pricing
                 self.history.append((time.perf_counter() - self.t_start, self.ub, self.lb, self.lp.n_vars,
@@ -520,10 +529,10 @@ class _RowAndColumnGeneration:
     def _worth_pricing(self, r: int) -> bool:
         """Whether to price this round's duals. Pricing only raises the bound, which cannot close the gap while the
         repaired point is still above the restricted LP's own value by more than the tolerance (the LP still lacks
-        pair rows the repair had to add): it is skipped then, except in round 1, which gives every later stop a
-        bound from the LP's duals. Pricing takes |Y| transportation LPs; skipping it saved 43 % of a solve at ε = 2,
-        K = 500 on Rome."""
-        return r == 1 or not self.lazy or self.ub - self.lp.objective <= self.tol * self.ub
+        pair rows the repair had to add): it is skipped then. Every round has the LP-dual bound
+        (:meth:`RestrictedLP.dual_bound`), which equals the LP's value once no entry outside it prices negative, so
+        pricing (|Y| transportation LPs) is needed only where entries outside the LP still matter."""
+        return not self.lazy or self.ub - self.lp.objective <= self.tol * self.ub
 
     def _fraction(self) -> float | None:
         if not np.isfinite(self.gap):
@@ -540,8 +549,8 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
 
     Row-and-column generation on the LP itself: a restricted LP over the entries that can carry mass and the pair
     rows that bind is solved, repaired into the cone (an exactly private point: the upper bound) and certified by
-    pricing at its row duals (a lower bound valid for the full LP); entries and pairs the repair had to raise are
-    added, and the loop stops when the certified gap is within ``tol``.
+    its own duals or by pricing at its row duals (lower bounds valid for the full LP); entries and pairs the repair
+    had to raise are added, and the loop stops when the certified gap is within ``tol``.
 
     Args:
         W: (n, m) weighted costs, W[x, y] = p_x · c_xy (any unit; objective and bound come back in it).
@@ -567,8 +576,8 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
         engine: ``rows`` (row-and-column generation), ``conic`` (:func:`mdpviz.lp.conic.solve_conic`, faster when
             the optimal columns are dense) or ``auto``: conic when more than ``DENSE`` of the entries are within
             reach of their output's cell, with row-and-column generation as the fallback if it fails.
-        lazy: price a round's duals only when the repaired point is within ``tol`` of the restricted LP's value
-            (and in round 1), instead of every round.
+        lazy: price a round's row duals only when the repaired point is within ``tol`` of the restricted LP's
+            value and the LP's own duals did not close the gap, instead of every round.
         ignored: options of the former column-generation engine (alpha, share, lower_box, ...), accepted and unused.
 
     Returns:

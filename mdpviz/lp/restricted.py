@@ -37,6 +37,10 @@ class RestrictedLP:
         self.xs = np.zeros(0, dtype=np.int64)
         self.ys = np.zeros(0, dtype=np.int64)
         self.pair_codes = np.zeros(0, dtype=np.int64)  # sorted (i·n + j)·m + y of the rows in S
+        # the pair rows in HiGHS's order (after the n row sums): the columns of z[i,y] and z[j,y], and e^{E_ij}
+        self.row_hi = np.zeros(0, dtype=np.int64)
+        self.row_lo = np.zeros(0, dtype=np.int64)
+        self.row_coef = np.zeros(0)
         h = new_highs()
         h.setOptionValue("solver", "simplex")
         h.setOptionValue("simplex_strategy", 1)  # dual simplex: rows are added as cuts, the basis stays dual feasible
@@ -55,6 +59,7 @@ class RestrictedLP:
         self.retries = 0
         self.z = np.zeros(0)
         self.mu = np.zeros(self.n)
+        self.pair_duals = np.zeros(0)
         self.objective = np.nan  # the last solve's objective (Wn's unit); no bound: the LP lacks rows and entries
 
     @property
@@ -93,8 +98,11 @@ class RestrictedLP:
         i, j = (code // self.m) // self.n, (code // self.m) % self.n
         self.add_vars(np.concatenate([i, j]), np.concatenate([y, y]))
         r = len(code)
-        idx = np.column_stack([self.var[i, y], self.var[j, y]]).ravel().astype(np.int32)
-        val = np.column_stack([np.ones(r), -np.exp(self.Es[i, j])]).ravel()
+        hi, lo, coef = self.var[i, y], self.var[j, y], np.exp(self.Es[i, j])
+        idx = np.column_stack([hi, lo]).ravel().astype(np.int32)
+        val = np.column_stack([np.ones(r), -coef]).ravel()
+        self.row_hi, self.row_lo = np.concatenate([self.row_hi, hi]), np.concatenate([self.row_lo, lo])
+        self.row_coef = np.concatenate([self.row_coef, coef])
         self.h.addRows(r, np.full(r, -INF), np.zeros(r), 2 * r, (2 * np.arange(r)).astype(np.int32), idx, val)
         self.pair_codes = np.union1d(self.pair_codes, code)
         return r
@@ -126,12 +134,38 @@ class RestrictedLP:
             if st == highspy.HighsModelStatus.kOptimal:
                 sol = h.getSolution()
                 self.z = np.clip(np.array(sol.col_value), 0.0, 1.0)
-                self.mu = np.array(sol.row_dual)[:self.n]
+                duals = np.array(sol.row_dual)
+                self.mu, self.pair_duals = duals[:self.n], duals[self.n:]
                 self.objective = float(h.getInfo().objective_function_value)
                 return "optimal"
             if st == highspy.HighsModelStatus.kTimeLimit:
                 return "time limit"
         return h.modelStatusToString(st)
+
+    def dual_bound(self) -> float:
+        """A lower bound on the whole LP's optimum from the last solve's duals, certified by weak duality alone.
+
+        Dropping the pair rows outside S relaxes the LP, and every entry outside R (no pair row yet) joins the
+        relaxation with its row-sum coefficient only; the row sums force z ≤ 1. For any row duals μ and pair duals
+        λ ≤ 0 (HiGHS's sign for a ≤ row of a minimisation, enforced here by clipping) the Lagrangian of that
+        relaxation over the box [0, 1] is Σ_x μ_x + Σ_{entries} min(0, reduced cost): a bound that no solver
+        tolerance can inflate, computed in O(entries + rows). Once S holds the binding pair rows and no entry
+        outside R prices negative it equals the restricted LP's optimum, so it closes the gap where the
+        transportation pricing (``mdpviz.lp.pricing``, |Y| small LPs) would cost seconds. The rounding of the sums
+        is subtracted as a margin.
+        """
+        k = min(len(self.z), self.n_vars)
+        lam = np.minimum(self.pair_duals, 0.0)
+        p = len(lam)  # pair rows added since the last solve have no dual yet: dropping them is still a relaxation
+        rc = self.Wn[self.xs[:k], self.ys[:k]] - self.mu[self.xs[:k]]
+        rc -= np.bincount(self.row_hi[:p], lam, minlength=k)[:k]
+        rc += np.bincount(self.row_lo[:p], lam * self.row_coef[:p], minlength=k)[:k]
+        G = self.Wn - self.mu[:, None]
+        G[self.xs[:k], self.ys[:k]] = rc
+        terms = np.minimum(G, 0.0)
+        scale = float(np.abs(self.mu).sum() + np.abs(terms).sum()
+                      + np.abs(lam) @ (1.0 + self.row_coef[:p]))
+        return float(self.mu.sum() + terms.sum()) - 1e-12 * scale
 
     def solution(self) -> NDArray[np.float64]:
         """The last solution as an (n, m) matrix, zero outside R."""
