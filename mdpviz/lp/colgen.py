@@ -397,7 +397,8 @@ def stop_point(Wn: NDArray[np.float64], Es: NDArray[np.float64], reach: NDArray[
 
 
 class _RowAndColumnGeneration:
-    """Solve the restricted LP, certify (repair for a feasible point, pricing for a bound), grow, repeat."""
+    """Solve the restricted LP, certify (repair for a feasible point; its duals, or pricing, for a bound), grow,
+    repeat."""
 
     def __init__(self, lp: RestrictedLP, pricer: Pricer, deadline: float | None, tol: float, cap: float,
                  progress: Progress, t_start: float, lazy: bool = True) -> None:
@@ -506,19 +507,17 @@ class _RowAndColumnGeneration:
             Z = self.lp.solution()
             self._dual_bound()
             u, arg = self._repair(Z)
-            if self.gap <= self.tol:  # a better point against the bound already certified: done, no pricing
-                self.history.append((time.perf_counter() - self.t_start, self.ub, self.lb, self.lp.n_vars,
-                                     self.lp.n_pairs))
-                return "optimal", ""
-            if self._worth_pricing(r) and self._price(self.lp.mu) == "time limit":
+            # within the tolerance already (a better point against the bound certified): done, no pricing
+            if self.gap > self.tol and self._worth_pricing() and self._price(self.lp.mu) == "time limit":
                 return "time limit", f"time limit while certifying round {r}"
-            self.history.append((time.perf_counter() - self.t_start, self.ub, self.lb, self.lp.n_vars,
-                                 self.lp.n_pairs))
+            self.history.append(self._state())
             if self.gap <= self.tol:
                 return "optimal", ""
             if not self._grow(Z, u, arg, self.lp.mu):
-                if self.priced < r and self._price(self.lp.mu) == "time limit":  # certify before admitting more
-                    return "time limit", f"time limit while certifying round {r}"
+                if self.priced < r:  # certify before admitting more
+                    if self._price(self.lp.mu) == "time limit":
+                        return "time limit", f"time limit while certifying round {r}"
+                    self.history[-1] = self._state()
                 if self.gap <= self.tol:
                     return "optimal", ""
                 self.cap = self.caps.pop(0)  # nothing left below this cap: admit longer pairs
@@ -526,7 +525,11 @@ class _RowAndColumnGeneration:
                     return "stalled", "nothing left to add to the LP"
         return "iteration limit", f"round limit ({max_rounds}) reached"
 
-    def _worth_pricing(self, r: int) -> bool:
+    def _state(self) -> tuple[float, float, float, int, int]:
+        """This round's row of ``history``: seconds since start, best objective and bound, LP entries and pair rows."""
+        return time.perf_counter() - self.t_start, self.ub, self.lb, self.lp.n_vars, self.lp.n_pairs
+
+    def _worth_pricing(self) -> bool:
         """Whether to price this round's duals. Pricing only raises the bound, which cannot close the gap while the
         repaired point is still above the restricted LP's own value by more than the tolerance (the LP still lacks
         pair rows the repair had to add): it is skipped then. Every round has the LP-dual bound
