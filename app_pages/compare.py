@@ -33,7 +33,8 @@ with solving.guard():
     for mech in chosen:
         params = state.params_of(mech)
         # one mechanism's error (bad parameter, solver failure) is shown and the others still run
-        result, error = solving.solve_or_lookup(prob, mech, params, solve_clicked, float(st.session_state["time_limit"]))
+        limit = float(st.session_state["time_limit"])
+        result, error = solving.solve_or_lookup(prob, mech, params, solve_clicked, limit)
         if result is None and not error and (hint := solving.solve_hint(prob, mech, params.get("eps"))):
             st.warning(f"{mech.label}: {hint}", icon=":material/hourglass_top:")
         if error:

@@ -151,7 +151,8 @@ def result_bytes(fmt: str, problem: Problem, result: Result, evaluation: dict[st
         return _geo_bytes(fmt, problem, result, meta)
     Z = result.Z if result.Z is not None else np.zeros((0, 0))
     if fmt == ".json":
-        return json.dumps({**meta, "Z": Z.tolist(), "x_latlon": np.column_stack([problem.x_lat, problem.x_lon]).tolist(),
+        latlon = np.column_stack([problem.x_lat, problem.x_lon]).tolist()
+        return json.dumps({**meta, "Z": Z.tolist(), "x_latlon": latlon,
                            "y_index": problem.y_index.tolist()}, indent=1).encode()
     if fmt == ".csv":
         buf = io.StringIO()

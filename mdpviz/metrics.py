@@ -231,4 +231,5 @@ def evaluate(problem: Problem, Z: NDArray[np.float64], eps: float, metric: str =
     loss, floor = utility_loss_m(problem, Z), floor_m(problem)
     return {"utility_loss_m": loss, "floor_m": floor, "privacy_cost_m": loss - floor,
             "adversary_error_m": adversary_error_m(problem, Z),
-            "violations": {**v.as_dict(), "metric": metric or problem.metric}, "row_sum_error": row_err, "min_entry": neg}
+            "violations": {**v.as_dict(), "metric": metric or problem.metric}, "row_sum_error": row_err,
+            "min_entry": neg}

@@ -36,7 +36,8 @@ class ContinuousCheck:
         return sum(self.violations.values())
 
 
-def sample_pairs(lattice: Lattice, n: int, rng: np.random.Generator) -> dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]]:
+def sample_pairs(lattice: Lattice, n: int,
+                 rng: np.random.Generator) -> dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]]:
     """Three kinds of pairs in planar km: ``uniform``, ``edge`` (straddling a cell edge), ``diagonal``."""
     lo = np.array([lattice.x0, lattice.y0])
     span = np.array([(lattice.nx - 1), (lattice.ny - 1)]) * lattice.step

@@ -107,7 +107,8 @@ def find_columns(raw: pd.DataFrame, aliases: dict[str, tuple[str, ...]], what: s
                                "that they are degrees (they may be planar metres); name them `lat` and `lon` "
                                "(WGS 84 degrees).")
         if found is None and key not in optional:
-            msg = f"{what} need a `{names[0]}` column (or one of {', '.join(names)}); found columns: {list(raw.columns)}."
+            msg = (f"{what} need a `{names[0]}` column (or one of {', '.join(names)}); "
+                   f"found columns: {list(raw.columns)}.")
             raise ProblemError(msg)
         cols[key] = found
     return cols

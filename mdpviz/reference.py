@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .metrics import floor_m, utility_loss_m
 from .mechanisms.base import Result
+from .metrics import floor_m, utility_loss_m
 from .problem import Problem
 
 

@@ -6,8 +6,8 @@ change never serves an older result), checked against the problem on every load 
 entry, and the shape of Z), written atomically. A solve of a key that another thread or process is already solving
 waits for it (a lock file beside the entry; never longer than the time limit, nor than ``LOCK_WAIT_S``) instead of
 repeating the work; a lock that nobody can clear (undeletable, or not mdpviz's) is named in the result's message
-and bypassed: the solve runs without the cache. A failed write costs the cache entry, never the result: it becomes a ``CacheWarning`` and a
-sentence in ``Result.message``.
+and bypassed: the solve runs without the cache. A failed write costs the cache entry, never the result: it becomes a
+``CacheWarning`` and a sentence in ``Result.message``.
 """
 
 from __future__ import annotations
@@ -25,10 +25,9 @@ from . import code_version
 from .errors import CacheError, CacheWarning, MdpvizError, ParameterError, SolverError
 from .mechanisms import get_mechanism
 from .mechanisms.base import Mechanism, Result
-from .progress import Progress
 from .paths import atomic_write, cache_dir, file_lock, remove_stale_tmp
 from .problem import Problem
-from .progress import Stopped, no_progress
+from .progress import Progress, Stopped, no_progress
 from .result_store import CACHEABLE, StoreError, encode, problems, read
 
 __all__ = ["CACHEABLE", "cache_key", "cached_result", "check_time_limit", "entry_path", "solve"]

@@ -242,7 +242,8 @@ def verdict(result: Result, evaluation: dict[str, Any] | None = None, *, label: 
     >>> from mdpviz.mechanisms.base import Result
     >>> verdict(Result("lp", {}, None, "time limit", 5.0, timings={"total_s": 60.0}), label="LP").headline
     'LP: time limit after 1 min 0 s, no mechanism to show.'
-    >>> verdict(Result("lp", {}, None, "time limit", 5.0, timings={"total_s": 2.0, "wait_s": 58.0}), label="LP").headline
+    >>> waited = Result("lp", {}, None, "time limit", 5.0, timings={"total_s": 2.0, "wait_s": 58.0})
+    >>> verdict(waited, label="LP").headline
     'LP: time limit after 2.0 s (and 58.0 s waiting for another solve of the same inputs), no mechanism to show.'
     """
     name = label or result.mechanism

@@ -1143,7 +1143,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run, print, optionally write the Markdown section; exit status 1 when any session had a problem."""
     argv = sys.argv[1:] if argv is None else argv
     a = parse_args(argv)
-    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     load_before = os.getloadavg()[0]
     runs = asyncio.run(run_all(a))
     text = full_report(runs, argv, load_before, os.getloadavg()[0], started)

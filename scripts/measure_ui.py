@@ -34,6 +34,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from datetime import UTC
+
 from mdpviz.ui.server import CHROMIUM_ARGS, chromium_path, streamlit_server
 
 METRIC = "[data-testid='stMetric']"
@@ -235,12 +237,12 @@ def main() -> None:
     if args.shots:
         print(f"screenshots in {args.shots}")
     if args.out:
-        from datetime import datetime, timezone
+        from datetime import datetime
 
         from mdpviz.benchmarks.report import machine
         from mdpviz.paths import atomic_write
 
-        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         cmd = "python scripts/measure_ui.py " + " ".join(sys.argv[1:])
         text = (f"# Dashboard timings in headless chromium\n\n{stamp} on {machine()}.\n\n`{cmd}`\n\n```\n"
                 + "\n".join(lines) + "\n```\n")

@@ -46,7 +46,7 @@ window.__draws = []; for (const f of ['drawArrays', 'drawElements', 'drawArraysI
   C.prototype[f] = function (...a) { window.__draws.push(performance.now()); return orig.apply(this, a); }; }"""
 TRACE_CATEGORIES = ["devtools.timeline", "toplevel", "gpu", "v8", "disabled-by-default-devtools.timeline"]
 
-READ = """(t0) => ({ws: window.__ws - t0, cv: window.__cv - t0,
+READ = r"""(t0) => ({ws: window.__ws - t0, cv: window.__cv - t0,
   lt: window.__lt.filter(x => x[0] >= t0).map(x => [x[0] - t0, x[1]]),
   res: performance.getEntriesByType('resource').filter(r => r.startTime >= t0
          && /DeckGlJsonChart\.[^/]*\.js$|[/]media[/][^/]*\.png$/.test(r.name) && !r.name.includes('/static/media/'))

@@ -101,7 +101,8 @@ INSPECT = """() => {
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {
     const p = n.parentElement, t = n.textContent.trim();
     if (!t || !p || p.closest('code, pre, kbd, script, style, [data-testid="stCode"], [data-testid="stDataFrame"],'
-                             + ' [data-testid="stTable"], [data-testid="stException"], [data-testid^="stIcon"], [role="img"],'
+                             + ' [data-testid="stTable"], [data-testid="stException"], [data-testid^="stIcon"],'
+                             + ' [role="img"],'
                              + ' [data-testid$="Icon"], [data-testid="stExpanderIcon"]')) continue;
     if (!vis(p)) continue;
     texts.push(t);
@@ -427,7 +428,8 @@ class Walker:
                 settle(page, time.perf_counter(), 60, quiet_s=0.5, min_s=0.6)  # a tab may rerun its fragment
                 wait_tables(page, 3.0)
                 info = page.evaluate(INSPECT)
-                for f in raw_keys(info["texts"] + [c for t in info["tables"] for r in t for c in r]) + none_values(info):
+                cells = [c for t in info["tables"] for r in t for c in r]
+                for f in raw_keys(info["texts"] + cells) + none_values(info):
                     if f not in seen and f not in out:
                         out.append(f"{f} (tab “{name.strip()}”)")
             tab(names[selected]).click(timeout=5_000)
@@ -539,7 +541,7 @@ class Walker:
             if field_.input_value() != before or n == len(spots) - 1:
                 changed = field_.input_value() != before
 
-                def note(st: Step, secs: float = secs, changed: bool = changed) -> None:
+                def note(st: Step, secs: float = secs, changed: bool = changed, n: int = n) -> None:
                     st.seconds = secs
                     st.result = (f"secret x{before} → x{field_.input_value()} ({n + 1} click(s) to hit one) · "
                                  + st.result) if changed else "no click on the map selected a secret"

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from mdpviz import metrics
-from mdpviz.plane_check import continuous_check
 from mdpviz.errors import ParameterError
 from mdpviz.geo import project_km
 from mdpviz.lattice import AnchorInterpolant, Lattice
 from mdpviz.mechanisms.aipo import anchor_lp, planar_xy
+from mdpviz.plane_check import continuous_check
 from mdpviz.problem import Problem, build_problem
 from mdpviz.progress import no_progress
 from mdpviz.solve import solve

@@ -160,13 +160,15 @@ CLI_CASES: dict[str, tuple[list[str], Any, str]] = {
     # outputs: refused before the solve, no folder created
     "out in a missing folder": ([*BASE, "--out", "/nonexistent_dir/z.npz"], None,
                                 r"--out `/nonexistent_dir/z.npz`: the folder `/nonexistent_dir` does not exist"),
-    "out nested missing folder": ([*BASE, "--out", "new/deeper/z.csv"], None, r"the folder `new/deeper` does not exist"),
+    "out nested missing folder": ([*BASE, "--out", "new/deeper/z.csv"], None,
+                                  r"the folder `new/deeper` does not exist"),
     "out xlsx": ([*BASE, "--out", "z.xlsx"], None, r"--out `z.xlsx`: unknown format `.xlsx`"),
     "out no extension": ([*BASE, "--out", "z"], None, r"unknown format `\(no extension\)`"),
     "out is a folder": ([*BASE, "--out", "{dir}"], None, r"is a folder"),
     # CSV files of points
     "points empty name": (["solve", "--points", "", "--mechanism", "em"], None, r"`--points` is empty"),
-    "csv missing": (["solve", "--points", "missing.csv", "--mechanism", "em"], None, r"Points file `missing.csv` does not"),
+    "csv missing": (["solve", "--points", "missing.csv", "--mechanism", "em"], None,
+                    r"Points file `missing.csv` does not"),
     "csv wrong columns": (["solve", "--points", "{csv}", "--mechanism", "em"], _csv(b"a,b\n1,2\n3,4\n"),
                           r"Points need a `lat` column"),
     "csv x,y header": (["solve", "--points", "{csv}", "--mechanism", "em"], _csv(b"x,y\n24.94,60.17\n24.95,60.18\n"),
@@ -458,11 +460,9 @@ def test_every_subcommand_has_bad_input_cases() -> None:
     for argv, _, _ in CLI_CASES.values():
         key = argv[0] + (f" {argv[1]}" if argv[0] == "bench" else "")
         counts[key] = counts.get(key, 0) + 1
-    from mdpviz.cli import BENCHMARKS
-
     import argparse
 
-    from mdpviz.cli import build_parser
+    from mdpviz.cli import BENCHMARKS, build_parser
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     assert {"cities", "download", "problem", "mechanisms", "solve", "reproduce", "regimes", "bench"} <= set(sub.choices)

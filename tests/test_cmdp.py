@@ -12,6 +12,7 @@ import pytest
 from mdpviz.cities import load_city
 from mdpviz.cmdp.augmented import augmented_distance, build_secrets, full_context_distance, neighbour_pairs
 from mdpviz.cmdp.blanket import algorithm1
+from mdpviz.cmdp.corpus import generate_trajectories, read_trajectories, station_graph, to_slots
 from mdpviz.cmdp.pipeline import (
     DataSettings,
     context_free_problem,
@@ -27,7 +28,6 @@ from mdpviz.mechanisms import get_mechanism
 from mdpviz.mechanisms.cmdp import solve_cmdp
 from mdpviz.problem import build_problem
 from mdpviz.solve import solve
-from mdpviz.cmdp.corpus import generate_trajectories, read_trajectories, station_graph, to_slots
 
 CITY = "helsinki"
 SMALL = {"vehicles": 250, "steps": 40, "max_secrets": 80}
@@ -67,7 +67,8 @@ def test_mechanism_rows_are_distributions_and_enforced_domain_is_clean(pb) -> No
     dist = d[np.ix_(r.diagnostics["secret_station"], r.diagnostics["secret_station"])].copy()
     for tau in range(lags.shape[1]):
         both = (lags[:, tau, None] >= 0) & (lags[None, :, tau] >= 0)
-        dist += np.where(both, 0.5 ** (tau + 1) * d[np.ix_(np.maximum(lags[:, tau], 0), np.maximum(lags[:, tau], 0))], 0)
+        at = np.maximum(lags[:, tau], 0)
+        dist += np.where(both, 0.5 ** (tau + 1) * d[np.ix_(at, at)], 0)
     i, j = np.nonzero((dist <= 5.0) & ~np.eye(len(dist), dtype=bool))
     assert np.all(Q[i] <= np.exp(5.0 * dist[i, j])[:, None] * Q[j] * (1 + 1e-6) + 1e-9)
     # the page's data is there

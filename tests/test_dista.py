@@ -10,8 +10,8 @@ import pytest
 from mdpviz import metrics
 from mdpviz.dista import noise as nz
 from mdpviz.dista.audit import run_audit
-from mdpviz.dista.per_user_benders import TIMED_OUT, benders_loop, build_user_lp, solve_sub
 from mdpviz.dista.budget import account
+from mdpviz.dista.per_user_benders import TIMED_OUT, benders_loop, build_user_lp, solve_sub
 from mdpviz.dista.pipeline import DistaConfig, embed, run
 from mdpviz.dista.surrogates import fit_parametric, fit_svd, fit_user, relative_error
 from mdpviz.dista.tighten import overestimate, tighten

@@ -11,8 +11,18 @@ import pytest
 from mdpviz.cli import main
 from mdpviz.errors import MdpvizError
 from mdpviz.reproduce.ladders import ledger_data, metric_value, rungs
-from mdpviz.reproduce.ledger import (CONTRADICTED, NOT_RUN, NOT_TESTED, REPRODUCED, UNKNOWN, VERDICTS, Records,
-                                     claims, judge, ledger)
+from mdpviz.reproduce.ledger import (
+    CONTRADICTED,
+    NOT_RUN,
+    NOT_TESTED,
+    REPRODUCED,
+    UNKNOWN,
+    VERDICTS,
+    Records,
+    claims,
+    judge,
+    ledger,
+)
 
 
 class FakeRecords(Records):
@@ -33,8 +43,8 @@ def _claim(band: list[float | None], cause_band: list[float | None] | None = Non
                              "test": {"stat": "change_pct", "of": {**ref, "where": {"tag.label": "A"}},
                                       "vs": {**ref, "where": {"tag.label": "B"}}, "band": band, "unit": "%"}}
     if cause_band is not None:
-        claim["cause"] = {"text": "C explains it.", "check": {"stat": "mean", "of": {**ref, "where": {"tag.label": "C"}},
-                                                              "band": cause_band}}
+        check = {"stat": "mean", "of": {**ref, "where": {"tag.label": "C"}}, "band": cause_band}
+        claim["cause"] = {"text": "C explains it.", "check": check}
     return claim
 
 

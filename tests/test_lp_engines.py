@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from mdpviz.errors import ParameterError
-from mdpviz.lp.colgen import (cone_violation, exponent_closure, lipschitz_repair, make_row_stochastic,
-                              solve_structured)
+from mdpviz.lp.colgen import cone_violation, exponent_closure, lipschitz_repair, make_row_stochastic, solve_structured
 from mdpviz.lp.mdp_lp import all_pairs, solve_mdp_lp
 from mdpviz.mechanisms import get_mechanism
 from mdpviz.metrics import violations

@@ -1,4 +1,5 @@
-"""The exact LP (`lp`, structured engine) at the papers' scale: Rome samples 40+ km wide, long distances, solver trouble.
+"""The exact LP (`lp`, structured engine) at the papers' scale: Rome samples 40+ km wide, long distances, solver
+trouble.
 
 Each case checks the claim itself (0 violated ordered pairs with `metrics.violations`, rows are distributions) and
 the certificate (status ``optimal`` only with bound ≤ objective ≤ bound·(1 + gap_tol)).

@@ -86,7 +86,8 @@ def test_lp_ca_shares_rows_within_a_cell_and_can_violate() -> None:
     # secrets in different cells: their rows are private at the representatives' distance, not at their own
     assert metrics.violations(pb, r.Z, 5.0).violated_pairs > 0
     n_cells = len(r.diagnostics["representatives"])
-    assert r.degenerate.startswith(f"Claim covers only the {n_cells} cell representatives") and r.degenerate in r.message
+    assert r.degenerate.startswith(f"Claim covers only the {n_cells} cell representatives")
+    assert r.degenerate in r.message
 
 
 def test_laplace_matches_monte_carlo() -> None:
@@ -134,7 +135,7 @@ def test_fan_integrals_match_adaptive_quadrature_far_and_near() -> None:
             return h / np.cos(th - phi0)
 
         shift = eps * h  # T scaled by e^{εh} so that quad sees numbers near 1
-        t_ref = quad(lambda th: (1 + eps * rho(th)) * np.exp(-eps * rho(th) + shift), th_a, th_b,
+        t_ref = quad(lambda th, shift=shift: (1 + eps * rho(th)) * np.exp(-eps * rho(th) + shift), th_a, th_b,
                      epsabs=0, epsrel=1e-13, limit=200)[0] / (2 * np.pi)
         g_ref = quad(lambda th: 1 - (1 + eps * rho(th)) * np.exp(-eps * rho(th)), th_a, th_b,
                      epsabs=0, epsrel=1e-13, limit=200)[0] / (2 * np.pi)
@@ -168,7 +169,8 @@ def test_violation_check_against_a_direct_loop(small: Problem) -> None:
     assert v.worst_factor == pytest.approx(worst) and np.isinf(v.worst_factor)  # Z[j, 2] = 0 < Z[i, 2]
     listed = metrics.violations(small, Z, eps, pairs_limit=10**6).worst_pairs
     assert set(zip(listed[0].tolist(), listed[1].tolist(), strict=True)) == bad_set
-    assert list(listed[2]) == sorted(listed[2], reverse=True) and v.worst_pairs is None  # worst first; only listed when asked
+    assert list(listed[2]) == sorted(listed[2], reverse=True)  # worst first
+    assert v.worst_pairs is None  # listed only when asked
 
 
 def test_violation_check_sees_breaches_of_tiny_entries_and_survives_huge_exponents() -> None:

@@ -14,8 +14,8 @@ from mdpviz.errors import ParameterError
 from mdpviz.lp.mdp_lp import all_pairs, solve_mdp_lp
 from mdpviz.mechanisms import get_mechanism
 from mdpviz.mechanisms.panda import selection_map
-from mdpviz.panda.anpo import anpo_exponents, solve_anpo
 from mdpviz.metrics import rows_breach
+from mdpviz.panda.anpo import anpo_exponents, solve_anpo
 from mdpviz.panda.budget import (
     ball_lists,
     phase1_cost,
@@ -320,8 +320,8 @@ def test_same_seed_same_result_and_seed_changes_anchors(spread_problem) -> None:
 
 def test_cli_solve_writes_diagnostics(tmp_path) -> None:
     out = tmp_path / "panda.json"
-    code = cli_main(["solve", "--mechanism", "panda-e", "--k", "200", "--param", "n_users=20", "--param", "relaxed_max_rows=0", "--out", str(out),
-                     "--no-cache"])
+    code = cli_main(["solve", "--mechanism", "panda-e", "--k", "200", "--param", "n_users=20",
+                     "--param", "relaxed_max_rows=0", "--out", str(out), "--no-cache"])
     assert code == 0
     data = json.loads(out.read_text())
     dg = data["diagnostics"]
@@ -416,8 +416,8 @@ def test_paper_mode_on_rome_says_what_happened(rome_panda, variant: str) -> None
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_authors_code_preset_on_rome_shows_its_privacy_cost(rome_panda, variant: str) -> None:
     name = f"panda-{variant}"
-    res = solve(rome_panda, name, {"relaxed_max_rows": 0, "n_users": 30, **get_mechanism(name).preset("authors-code").param_dict()},
-                use_cache=False)
+    preset = get_mechanism(name).preset("authors-code").param_dict()
+    res = solve(rome_panda, name, {"relaxed_max_rows": 0, "n_users": 30, **preset}, use_cache=False)
     _check_claim(rome_panda, res)
     dg = res.diagnostics
     assert dg["eps_bar"]["rule"] == "authors-code" and dg["lp"]["pair_radius_km"] == 0.8

@@ -41,7 +41,8 @@ def test_privacy_costs_are_read_against_the_exact_lp(pb: Problem) -> None:
     assert ref.share_of_lp(ref.lp_m) == pytest.approx(1.0)
     share = ref.share_of_lp(ev["utility_loss_m"])
     assert share is not None and share > 1
-    assert "above the no-privacy floor" in ref.words(ev["utility_loss_m"]) and "exact LP" in ref.words(ev["utility_loss_m"])
+    words = ref.words(ev["utility_loss_m"])
+    assert "above the no-privacy floor" in words and "exact LP" in words
 
 
 def test_a_stopped_lp_gives_its_bound_not_an_optimum(pb: Problem) -> None:
@@ -49,7 +50,8 @@ def test_a_stopped_lp_gives_its_bound_not_an_optimum(pb: Problem) -> None:
     assert ref.lp_status == "time limit" and ref.lp_m is None and ref.share_of_lp(1e9) is None
 
 
-def test_the_dashboard_reads_the_lp_reference_once_per_cache_entry(pb: Problem, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_dashboard_reads_the_lp_reference_once_per_cache_entry(pb: Problem,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Explore's privacy-cost metric reads the LP's cache entry once, and again only when that entry changes."""
     import streamlit as st
 

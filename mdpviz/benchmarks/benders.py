@@ -269,7 +269,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--configs", nargs="+", default=[_config(c) for c in _default_configs()], type=_config,
                     help="lp-bd runs as partitioner:λ:row-cuts (on/off); default: the paper's plain Benders with "
-                         "k-m-DV, ours (the 'stabilised' preset: in-out λ and row-sum cuts, same LP), and spectral (BSC)")
+                         "k-m-DV, ours (the 'stabilised' preset: in-out λ and row-sum cuts, same LP), and spectral "
+                         "(BSC)")
     ap.add_argument("--threads", type=int, nargs="+", default=[1],
                     help="subproblem threads of each lp-bd run, e.g. `1 2`: every config with each, and the report "
                          "gives the speed-up per thread (default 1)")

@@ -29,7 +29,6 @@ from ..mechanisms.cmdp import data_settings
 from ..sweep import Point, problem_of
 from . import grid, options, report
 
-
 PAPER_EPS = (0.5, 2.5)  # the paper's ε range, km⁻¹ (Fig. 10)
 
 
@@ -39,7 +38,8 @@ def gains_text(rows: list[dict[str, Any]]) -> str:
 
     >>> text = gains_text([{"eps": 1.0, "method": "cmdp", "vs_lp_pct": -3.0, "loss_m": 90.0},
     ...                    {"eps": 1.0, "method": "cmdp-markov", "loss_m": 100.0},
-    ...                    {"eps": 2.0, "method": "cmdp", "vs_lp_pct": -6.0}, {"eps": 5.0, "method": "cmdp", "vs_lp_pct": -20.0}])
+    ...                    {"eps": 2.0, "method": "cmdp", "vs_lp_pct": -6.0},
+    ...                    {"eps": 5.0, "method": "cmdp", "vs_lp_pct": -20.0}])
     >>> "LP+C-mDP is 3.0–6.0 %" in text, "10.0–10.0 % below LP+Markov" in text
     (True, True)
     """
@@ -56,9 +56,10 @@ def gains_text(rows: list[dict[str, Any]]) -> str:
         return span([100.0 * (1.0 - mine / theirs) for (m, eps), mine in loss.items()
                      if m == "cmdp" and mine is not None and (theirs := loss.get((ref, eps)))])
 
-    return (f"Inside the paper's ε range ({PAPER_EPS[0]:g}–{PAPER_EPS[1]:g} km⁻¹), LP+C-mDP is {below_lp('cmdp')} below "
-            "the best context-invariant LP (the paper reports 13–17 % below its LP); the oracle LP+TrueMB is "
-            f"{below_lp('cmdp-truemb')} below it. At the same ε, LP+C-mDP is {below('cmdp-markov')} below LP+Markov "
+    return (f"Inside the paper's ε range ({PAPER_EPS[0]:g}–{PAPER_EPS[1]:g} km⁻¹), LP+C-mDP is "
+            f"{below_lp('cmdp')} below the best context-invariant LP (the paper reports 13–17 % below its LP); the "
+            f"oracle LP+TrueMB is {below_lp('cmdp-truemb')} below it. At the same ε, LP+C-mDP is "
+            f"{below('cmdp-markov')} below LP+Markov "
             f"(the paper reports 3–8 %) and {below('em')} below the exponential mechanism.")
 
 

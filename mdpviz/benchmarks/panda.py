@@ -110,7 +110,8 @@ def _line(r: dict[str, Any]) -> str:
         return "" if value in (None, "") else (fmt.format(value) if isinstance(value, float) else str(value))
 
     return (f"K={r['K']:>5} {r['method']:<8} {r.get('mode', ''):<12} {r['status']:<14} wall {f('wall_s')} s "
-            f"cpu {f('cpu_s')} s | anchors {f('anchors')} rows {f('lp_rows')} | user loss {f('user_loss_m', '{:.0f}')} m "
+            f"cpu {f('cpu_s')} s | anchors {f('anchors')} rows {f('lp_rows')} "
+            f"| user loss {f('user_loss_m', '{:.0f}')} m "
             f"| V_pair {f('V_pair')} V_cf {f('V_cf')} V_pure {f('V_pure')} all {f('all_pairs_violated')}"
             + (f" | {r['degenerate']}" if r.get("degenerate") else ""))
 

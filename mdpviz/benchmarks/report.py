@@ -16,10 +16,9 @@ import pandas as pd
 from .. import metrics
 from ..errors import MdpvizError
 from ..mechanisms.base import Result
-from ..paths import atomic_write
+from ..paths import atomic_write, read_only
 from ..problem import Problem
 from ..solve import solve
-from ..paths import read_only
 from .options import check_file, check_folder
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "benchmarks"
@@ -28,7 +27,8 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "benchmarks"
 def timed_solve(pb: Problem, mechanism: str, params: dict[str, Any],
                 time_limit: float) -> tuple[Result, dict[str, Any]]:
     """Solve without the cache and measure: status, wall time, loss, the no-privacy floor and the privacy cost (m),
-    violations in the claim's metric and the time of that all-pairs check. Returns the Result too, for mechanism-specific columns."""
+    violations in the claim's metric and the time of that all-pairs check. Returns the Result too, for
+    mechanism-specific columns."""
     t0 = time.perf_counter()
     r = solve(pb, mechanism, params, time_limit=time_limit, use_cache=False)
     row: dict[str, Any] = {"status": r.status, "wall_s": time.perf_counter() - t0}

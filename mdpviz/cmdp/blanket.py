@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from .corpus import Slots
 from .citest import g_test
+from .corpus import Slots
 
 MPH_PER_KMH = 0.621371
 MAX_MPH = 120.0

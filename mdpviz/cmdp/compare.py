@@ -48,7 +48,8 @@ def _context_aware(pb: Problem, name: str, params: dict[str, Any], time_limit: f
             "objective_m": r.objective_m, "wall_s": wall,
             "lp_solve_s": r.timings.get("solve_s"), "secrets": r.diagnostics["n_secrets"],
             "lp_vars": r.lp_size.get("variables"), "lp_rows": r.lp_size.get("constraints"),
-            "enforced_viol": f"{ve['violated']:,}/{ve['checked']:,}", "location_viol": f"{vl['violated']:,}/{vl['checked']:,}",
+            "enforced_viol": f"{ve['violated']:,}/{ve['checked']:,}",
+            "location_viol": f"{vl['violated']:,}/{vl['checked']:,}",
             "blankets": r.diagnostics["blanket_hist"]}
 
 

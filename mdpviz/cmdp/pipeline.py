@@ -24,14 +24,6 @@ from ..errors import ProblemError
 from ..metrics import floor_m
 from ..problem import Problem
 from ..progress import Progress, no_progress
-from .corpus import (
-    Slots,
-    StationGraph,
-    Trajectories,
-    generate_trajectories,
-    station_graph,
-    to_slots,
-)
 from . import classifier as clf_mod
 from .augmented import (
     AugmentedSecrets,
@@ -43,6 +35,14 @@ from .augmented import (
     prune_implied,
 )
 from .blanket import Discovery, Grouping, algorithm2, discover, slot_features
+from .corpus import (
+    Slots,
+    StationGraph,
+    Trajectories,
+    generate_trajectories,
+    station_graph,
+    to_slots,
+)
 from .solver import ViolationReport, check, solve_reduced_lp
 
 # The largest K (stations = secrets of the problem) C-mDP accepts: the schema's ``Mechanism.max_k`` of every cmdp

@@ -23,7 +23,8 @@ NOISE_KINDS = ("one-sided", "two-sided")
 
 @dataclass(frozen=True)
 class NoiseModel:
-    """Noise of one upload: ``kind`` (``NOISE_KINDS``), Laplace scale ``b`` (km) and deterministic shrink ``tau`` (km)."""
+    """Noise of one upload: ``kind`` (``NOISE_KINDS``), Laplace scale ``b`` (km) and deterministic shrink ``tau``
+    (km)."""
 
     kind: str
     b: float

@@ -18,8 +18,8 @@ from ..problem import Problem
 from ..progress import Progress, no_progress
 from . import noise as nz
 from .audit import AuditReport, run_audit
-from .per_user_benders import BendersOutcome, UserLP, benders_loop, build_user_lp, solve_direct
 from .budget import Budget, account
+from .per_user_benders import BendersOutcome, UserLP, benders_loop, build_user_lp, solve_direct
 from .surrogates import BLOCKS, Fit, fit_user, overestimated_share, permute, relative_error
 from .tighten import overestimate, tighten
 from .users import BYTES_PER_NUMBER, User, canonical, draw_users, raw_upload_bytes

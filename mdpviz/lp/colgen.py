@@ -50,7 +50,6 @@ from ..progress import Progress, no_progress
 from .pricing import LOG_COEF_CAP, Pricer
 from .restricted import RestrictedLP
 
-
 # ----------------------------------------------------------------------------------------------------------
 # cone helpers (exact, vectorised)
 # ----------------------------------------------------------------------------------------------------------

@@ -495,7 +495,8 @@ class _ColumnGeneration:
         objective = float(np.sum(W * Z))
         bound = self.lb_best * self.scale if np.isfinite(self.lb_best) else None
         message = self.message
-        if self.status == "optimal" and bound is not None and objective - bound > 10 * self.tol * abs(objective) + 1e-12:
+        slack = 10 * self.tol * abs(objective) + 1e-12
+        if self.status == "optimal" and bound is not None and objective - bound > slack:
             message = (f"certified gap after assembly {(objective - bound) / objective:.2e} (row-sum fix-up); "
                        "objective still within tolerance of the master")
         timings.update(master_s=master.seconds, pricing_s=self.t_price, repair_s=self.t_repair,

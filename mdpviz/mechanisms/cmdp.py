@@ -13,8 +13,8 @@ import time
 from typing import Any
 
 from ..cmdp.pipeline import CAVEAT, MAX_STATIONS, CmdpData, DataSettings, diagnostics, prepare, solve_context
-from ..problem import Problem
 from ..deadline import OutOfTime
+from ..problem import Problem
 from .base import Mechanism, Param, Preset, Progress, Result, epsilon_param
 from .registry import register
 

@@ -19,8 +19,9 @@ _METHOD = Param("method", str, "ipm", "monolithic engine: HiGHS algorithm, inter
                 "dual simplex",
                 choices=("ipm", "simplex"), label="LP method")
 _PAIRS = Param("pairs", str, "exact",
-               "monolithic engine's constrained pairs: 'exact' drops only pairs implied by a chain through another secret (exact for "
-               "the metric); 'all' keeps every ordered pair; 'spanner' keeps a greedy t-spanner's edges at ε/t",
+               "monolithic engine's constrained pairs: 'exact' drops only pairs implied by a chain through another "
+               "secret (exact for the metric); 'all' keeps every ordered pair; 'spanner' keeps a greedy t-spanner's "
+               "edges at ε/t",
                choices=PAIR_SETS, label="constraint pairs")
 _SPANNER_T = Param("spanner_t", float, 1.5, "stretch t of the spanner (only with pairs = spanner)", low=1.01,
                    high=5.0, label="spanner stretch t")

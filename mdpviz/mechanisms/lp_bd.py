@@ -21,8 +21,8 @@ from ..lp.mdp_lp import implied_free_pairs
 from ..lp.neighbours import neighbour_pairs, neighbour_path_km
 from ..metrics import TOLERANCE, cone_breaches
 from ..problem import Problem
-from .em import em_matrix
 from .base import Mechanism, Param, Preset, Progress, Result, epsilon_param
+from .em import em_matrix
 from .registry import register
 
 SCOPES = ("neighbours", "all-pairs")
@@ -232,8 +232,8 @@ LP_BD = register(Mechanism(
                   "which changes the LP; 0 = none)", low=0.0, high=0.01, label="master floor τ"),
             Param("stabilise", float, 1.0, "in-out stabilisation λ: subproblems are solved at λ·(master point) + "
                   "(1 − λ)·(a feasible core point: the exponential mechanism, then the best point found); 1 = plain "
-                  f"Benders as in the paper; {STABILISED_LAMBDA:g} with row-sum cuts in the 'stabilised' preset. Changes "
-                  "the path, never the optimum", low=0.05, high=1.0, label="stabilisation λ"),
+                  f"Benders as in the paper; {STABILISED_LAMBDA:g} with row-sum cuts in the 'stabilised' preset. "
+                  "Changes the path, never the optimum", low=0.05, high=1.0, label="stabilisation λ"),
             Param("row_cuts", bool, False, "row-sum cuts (ours, not the paper's): before the subproblems, cut the "
                   "master point with Σ_y z_x = 1 of each internal record bounded through its paths to boundary "
                   "records; removes the feasibility cuts; changes the path, never the LP or its optimum",

@@ -256,7 +256,8 @@ def safety_margins(d: NDArray[np.float64], cost: NDArray[np.float64], p: NDArray
     fb_pair = np.zeros((n_a, n_a), dtype=bool)
     counts: dict[str, int] = {"anchor_pairs": int(off.sum()), "anchor_pairs_unused": int(unused.sum()),
                               "anchor_pairs_no_room": int((off & ~unused & (room <= 0)).sum()),
-                              "anchor_pairs_computed": int(need.sum()), "anchor_pairs_eq30_infeasible": int(bad30.sum())}
+                              "anchor_pairs_computed": int(need.sum()),
+                              "anchor_pairs_eq30_infeasible": int(bad30.sum())}
     symmetric = bool(np.array_equal(cost, cost.T))
     # with a symmetric cost ξ̂ is symmetric: compute each unordered pair once
     ia, ib = np.nonzero(np.triu(need, 1) if symmetric else need)

@@ -55,8 +55,8 @@ TINY = Size("tiny", ("rome",), ("centre:2", "whole"), (40,), (), (1.0, 5.0), ("d
             time_limit=30.0, only=("em", "em-br", "laplace", "lp", "panda-e", "panda-e:authors-code", "aipo-e",
                                    "dista-lp"))
 SIZES = {s.name: s for s in (TINY, COMMITTED, FULL)}
-COMMITTED_LEFT_OUT = ("K = 2,000 and 5,000 (only K = 200 and 500; 500 is the papers' common size); seeds 1 and 2 (one seed, "
-                      "so no intervals; the full form has three); Benders' "
+COMMITTED_LEFT_OUT = ("K = 2,000 and 5,000 (only K = 200 and 500; 500 is the papers' common size); seeds 1 and 2 "
+                      "(one seed, so no intervals; the full form has three); Benders' "
                       "plain and authors'-code presets (only `lp-bd:stabilised`, the one that finishes soonest: the "
                       "three solve the same neighbour LP); a 20 s limit per solve instead of 600 s, so slow methods "
                       "(the LP at small ε, Benders, AIPO's budget search) end in 'time limit' where a longer run "

@@ -5,8 +5,8 @@ city and cost), written under one folder (``docs/regimes/`` for the committed ru
 from __future__ import annotations
 
 import datetime as dt
-from functools import partial
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 

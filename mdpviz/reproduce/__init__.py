@@ -7,8 +7,10 @@ row puts our number beside the paper's (from ``paper_values.json``), with the ra
 
 from __future__ import annotations
 
+# isort: off
 from . import aipo, benders, cmdp, dista, panda  # noqa: F401 - each registers its experiments
-from . import ladders  # noqa: F401,I001 - after the tables: a paper's ladder comes after its tables
+from . import ladders  # noqa: F401 - after the tables: a paper's ladder comes after its tables
+# isort: on
 from .base import SIZES, Comparison, Experiment, paper_info, paper_values
 from .registry import experiments, get_experiment
 from .run import DEFAULT_OUT, reproduce

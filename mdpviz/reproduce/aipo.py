@@ -16,8 +16,19 @@ from typing import Any
 
 from ..sweep import Point
 from . import common as cm
-from .base import ChartSpec, Comparison, Experiment, comparison_row, find_preset, fit_params, mean_pm, missing_row, \
-    paper_value, rows_of, sizes
+from .base import (
+    ChartSpec,
+    Comparison,
+    Experiment,
+    comparison_row,
+    find_preset,
+    fit_params,
+    mean_pm,
+    missing_row,
+    paper_value,
+    rows_of,
+    sizes,
+)
 from .registry import register
 
 PAPER = "aipo"

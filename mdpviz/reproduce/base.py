@@ -127,8 +127,8 @@ def fit_params(mechanism: str, wanted: Mapping[str, Any]) -> tuple[dict[str, Any
     Experiments ask for the paper's settings by name; a parameter a mechanism does not have (yet) is left out and
     said in the report, so an experiment keeps running as mechanisms gain or rename options.
     """
-    from ..mechanisms import get_mechanism
     from ..errors import ParameterError
+    from ..mechanisms import get_mechanism
 
     mech = get_mechanism(mechanism)
     names = {p.name: p for p in mech.params}

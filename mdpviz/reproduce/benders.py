@@ -27,8 +27,18 @@ from scipy.sparse.csgraph import connected_components
 from ..errors import MdpvizError
 from ..sweep import Point, params_of, problem_of, result_row
 from . import common as cm
-from .base import ChartSpec, Comparison, Experiment, comparison_row, find_preset, fit_params, mean_pm, paper_value, \
-    rows_of, sizes
+from .base import (
+    ChartSpec,
+    Comparison,
+    Experiment,
+    comparison_row,
+    find_preset,
+    fit_params,
+    mean_pm,
+    paper_value,
+    rows_of,
+    sizes,
+)
 from .registry import register
 
 PAPER = "benders"

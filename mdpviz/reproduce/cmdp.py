@@ -21,8 +21,7 @@ import numpy as np
 from ..cmdp.compare import BEST_LP_LABEL, NO_MOTION_LP_LABEL
 from ..sweep import Point, problem_of
 from . import common as cm
-from .base import ChartSpec, Comparison, Experiment, comparison_row, find_preset, mean_pm, paper_value, rows_of, \
-    sizes
+from .base import ChartSpec, Comparison, Experiment, comparison_row, find_preset, mean_pm, paper_value, rows_of, sizes
 from .registry import register
 
 PAPER = "cmdp"

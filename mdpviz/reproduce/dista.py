@@ -18,8 +18,19 @@ import numpy as np
 from ..errors import MdpvizError
 from ..sweep import Point, params_of, problem_of, result_row
 from . import common as cm
-from .base import ChartSpec, Comparison, Experiment, comparison_row, fit_params, mean_pm, \
-    missing_row, mode_params, paper_value, rows_of, sizes
+from .base import (
+    ChartSpec,
+    Comparison,
+    Experiment,
+    comparison_row,
+    fit_params,
+    mean_pm,
+    missing_row,
+    mode_params,
+    paper_value,
+    rows_of,
+    sizes,
+)
 from .registry import register
 
 PAPER = "dista"

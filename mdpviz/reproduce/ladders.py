@@ -165,7 +165,7 @@ def _why(runs: Sequence[Mapping[str, Any]]) -> str:
     return cm.degenerate(runs)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _claims_reading(name: str, label: str) -> tuple[str, ...]:
     """The ids of the claims whose test, cause or context reads rung ``label`` of ladder ``name`` (the ledger file
     is read once per rung, not once per row of the report)."""

@@ -103,7 +103,8 @@ def rule_text(test: Mapping[str, Any]) -> str:
     band = (f"≤ {_num(hi)}" if lo is None else f"≥ {_num(lo)}" if hi is None else
             f"= {_num(lo)}" if lo == hi else f"within [{_num(lo)}, {_num(hi)}]") + (f" {unit}" if unit else "")
     what = test.get("what") or test["of"]["metric"]
-    stat = {"mean": "mean of", "max": "largest run of", "change_pct": "change in % of", "ratio": "ratio of"}[test["stat"]]
+    stat = {"mean": "mean of", "max": "largest run of", "change_pct": "change in % of",
+            "ratio": "ratio of"}[test["stat"]]
     each = f", each {', '.join(k.split('.')[-1] for k in test['each'])}" if test.get("each") else ""
     return f"{stat} {what}{each}: {band}" + (" (its whole 95 % interval)" if test.get("strict") else "")
 

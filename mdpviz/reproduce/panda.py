@@ -13,8 +13,7 @@ from typing import Any
 
 from ..sweep import Point
 from . import common as cm
-from .base import ChartSpec, Comparison, Experiment, comparison_row, mean_pm, mode_params, paper_value, \
-    rows_of, sizes
+from .base import ChartSpec, Comparison, Experiment, comparison_row, mean_pm, mode_params, paper_value, rows_of, sizes
 from .registry import register
 
 PAPER = "panda"

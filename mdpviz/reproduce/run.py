@@ -94,7 +94,8 @@ def not_run(points: list[Point], finished: set[str]) -> list[str]:
     counts: Counter[str] = Counter()
     for p in {p.key: p for p in points}.values():
         if p.key not in finished:
-            what = [str(p.tags.get("label") or p.mechanism or p.task.rsplit(":", 1)[-1]), str(p.problem.get("city", "")),
+            what = [str(p.tags.get("label") or p.mechanism or p.task.rsplit(":", 1)[-1]),
+                    str(p.problem.get("city", "")),
                     f"K = {p.problem['k']:,}" if "k" in p.problem else "",
                     f"ε = {p.params['eps']:g}" if isinstance(p.params.get("eps"), (int, float)) else ""]
             counts[", ".join(w for w in what if w)] += 1

@@ -47,7 +47,8 @@ SWEEP_METRICS = (("utility_loss_m", "Utility loss (m)"), ("violation_ratio", "mD
                  ("adversary_error_m", "Adversary error (m)"), ("solve_s", "Solve time (s)"))
 # the Trade-off page's panels: what privacy costs first; the solve time only where times differ measurably
 TRADEOFF_METRICS = (("privacy_cost_m", "Privacy cost (m): loss − no-privacy floor"),
-                    ("violation_ratio", "mDP violation ratio (all pairs)"), ("adversary_error_m", "Adversary error (m)"))
+                    ("violation_ratio", "mDP violation ratio (all pairs)"),
+                    ("adversary_error_m", "Adversary error (m)"))
 
 
 def metric_bars(df: pd.DataFrame, height: int = 300) -> go.Figure:
@@ -80,7 +81,8 @@ def sweep_curves(df: pd.DataFrame, param_label: str, current: float | None, log_
             fig.add_trace(go.Scatter(x=part["value"], y=part[col], mode="lines+markers", name=str(mech),
                                      legendgroup=str(mech), showlegend=idx == 0,
                                      line={"color": palette[n % len(palette)]},
-                                     hovertemplate=f"{mech}<br>{param_label} = %{{x:.4g}}<br>%{{y:.4g}}<extra></extra>"),
+                                     hovertemplate=(f"{mech}<br>{param_label} = %{{x:.4g}}<br>%{{y:.4g}}"
+                                                    "<extra></extra>")),
                           row=r + 1, col=c + 1)
     if current is not None:
         for idx in range(len(metrics)):

@@ -92,7 +92,8 @@ def symbol_legend_html(items: list[tuple[str, list[int], str]]) -> str:
     for label, c, shape in items:
         rgb = f"rgba({c[0]},{c[1]},{c[2]},{c[3] / 255:.2f})"
         if shape == "line":
-            sw = f'<span style="display:inline-block;width:16px;height:3px;background:{rgb};vertical-align:middle"></span>'
+            sw = (f'<span style="display:inline-block;width:16px;height:3px;background:{rgb};'
+                  'vertical-align:middle"></span>')
         elif shape == "square":
             sw = (f'<span style="display:inline-block;width:10px;height:10px;background:{rgb};'
                   f'outline:1px solid rgba(128,128,128,.8);vertical-align:middle"></span>')
@@ -330,7 +331,7 @@ def _px_to_m(prob: Problem, px: float, width_px: int = 600, height_px: int = 470
 
 
 def png_data_url(rgba: NDArray[np.uint8]) -> str:
-    """An (h, w, 4) uint8 image as a ``data:image/png;base64,...`` URL (no imaging library needed)."""
+    """An (h, w, 4) uint8 image as a ``data:image/png;base64,...`` URL."""
     import base64
 
     from .basemap import png_bytes

@@ -15,13 +15,23 @@ import streamlit as st
 from mdpviz.paths import cache_dir
 from mdpviz.reproduce import Experiment, experiments, paper_info, reproduce
 from mdpviz.reproduce.ladders import LEDGER_FILE, ladder_cells, ledger_data
-from mdpviz.reproduce.ledger import (CAUSE_LABELS, CONTRADICTED, NOT_RUN, NOT_TESTED, PAPER_NAMES, REPRODUCED, UNKNOWN,
-                                     Records, claim_parts, ledger)
-
-CAUSE_SHOWN = ("Cause", *CAUSE_LABELS.values())  # shown under the claim; the other parts one click away
+from mdpviz.reproduce.ledger import (
+    CAUSE_LABELS,
+    CONTRADICTED,
+    NOT_RUN,
+    NOT_TESTED,
+    PAPER_NAMES,
+    REPRODUCED,
+    UNKNOWN,
+    Records,
+    claim_parts,
+    ledger,
+)
 from mdpviz.reproduce.report import SHIPPED_DIR, chart_figure, folder_name, load_report, shown_rows
 
 from . import glossary
+
+CAUSE_SHOWN = ("Cause", *CAUSE_LABELS.values())  # shown under the claim; the other parts one click away
 
 # verdict -> (Streamlit colour, icon) of its badge
 BADGES = {REPRODUCED: ("green", ":material/check_circle:"), CONTRADICTED: ("red", ":material/cancel:"),

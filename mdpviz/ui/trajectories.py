@@ -15,8 +15,7 @@ import streamlit as st
 from mdpviz.cities import list_cities
 from mdpviz.cmdp import compare
 from mdpviz.mechanisms import Mechanism, Param, get_mechanism, mechanisms
-from mdpviz.mechanisms.base import Preset
-from mdpviz.mechanisms.base import Result
+from mdpviz.mechanisms.base import Preset, Result
 from mdpviz.problem import Problem, build_problem
 from mdpviz.solve import solve
 
@@ -259,7 +258,8 @@ def trajectory_deck(prob: Problem, roads: pdk.Layer | None, ex: dict[str, Any], 
                   for g, n, b in zip(ctx["lag"], ctx["node"], ctx["in_blanket"], strict=True)]
     lag1 = ctx.iloc[0]
     layers += [
-        pdk.Layer("LineLayer", id="heading", data=pd.DataFrame({"s": [[lag1.lon, lag1.lat]], "t": [[ex["lon"], ex["lat"]]]}),
+        pdk.Layer("LineLayer", id="heading",
+                  data=pd.DataFrame({"s": [[lag1.lon, lag1.lat]], "t": [[ex["lon"], ex["lat"]]]}),
                   get_source_position="s", get_target_position="t", get_color=CURRENT, get_width=3, width_min_pixels=3),
         pdk.Layer("LineLayer", id="to-next", data=pd.DataFrame({"s": [[ex["lon"], ex["lat"]]],
                                                                 "t": [[ex["next_lon"], ex["next_lat"]]]}),
