@@ -17,9 +17,9 @@ from .problem import Problem
 # probability is positive is a privacy bug, not rounding).
 #
 # What the tolerance is not for. Solver tolerances (HiGHS works to ~1e-7 absolute) are not rounding: an LP's Z
-# is repaired exactly (``lp.colgen.repair_into_cone``) before it is released, never excused by the check. Values
+# is repaired exactly (``lp.cone.repair_into_cone``) before it is released, never excused by the check. Values
 # below float64's range are not rounding either: at ε = 15 km⁻¹ and 58 km the true ratio bound e^{−870} has no
-# float64; mechanisms floor the entries of non-zero columns at 1e-300 (``lp.colgen.floor_columns``), which keeps
+# float64; mechanisms floor the entries of non-zero columns at 1e-300 (``lp.cone.floor_columns``), which keeps
 # every ratio inside the cone, instead of letting them underflow to 0. Numerical integrals (planar Laplace) are
 # computed in log space and repaired like an LP's Z when quadrature leaves a pair outside the cone.
 # ``cone_breaches`` (pairs of rows of one matrix) and ``rows_breach`` (paired rows, e.g. sampled points of the

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mdpviz.lp.benders as benders
-from mdpviz.lp.colgen import exponent_closure
+from mdpviz.lp.cone import exponent_closure
 from mdpviz.lp.mdp_lp import solve_mdp_lp
 from mdpviz.lp.neighbours import neighbour_pairs, neighbour_path_km
 from mdpviz.mechanisms import get_mechanism

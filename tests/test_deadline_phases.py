@@ -16,7 +16,7 @@ import pytest
 import scipy.sparse as sp
 
 from mdpviz.deadline import OutOfTime, check_deadline, deadline_of, time_left
-from mdpviz.lp.colgen import repair_into_cone
+from mdpviz.lp.cone import repair_into_cone
 from mdpviz.lp.highs import LPOutcome, solve_lp
 from mdpviz.problem import Problem, build_problem
 from mdpviz.solve import solve

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from mdpviz.errors import ParameterError
-from mdpviz.lp.colgen import cone_violation, exponent_closure, lipschitz_repair, make_row_stochastic, solve_structured
+from mdpviz.lp.cone import cone_violation, exponent_closure, lipschitz_repair, make_row_stochastic
 from mdpviz.lp.mdp_lp import all_pairs, solve_mdp_lp
+from mdpviz.lp.structured import solve_structured
 from mdpviz.mechanisms import get_mechanism
 from mdpviz.metrics import violations
 from mdpviz.problem import build_problem
@@ -165,7 +166,7 @@ def test_a_stop_with_a_point_already_within_the_tolerance_is_optimal() -> None:
     within the gap tolerance of its certified bound, returns that point as optimal at once."""
     from types import SimpleNamespace
 
-    from mdpviz.lp.colgen import _finish
+    from mdpviz.lp.structured import _finish
 
     W = np.array([[1.0, 2.0], [2.0, 1.0]])
     Z = np.eye(2)
@@ -257,11 +258,11 @@ def test_a_stop_whose_starting_point_would_outlast_its_grace_returns_the_best_co
     """The cells' starting point costs O(n²·|Y|) (3.6 CPU s at K = 1,500); a stop may spend only POINT_GRACE_S on it
     past its deadline, then returns the best constant mechanism instead, exactly private and labelled. With the grace
     at 0 the deadline has passed before the first block: no clock is read for the outcome."""
-    import mdpviz.lp.colgen as colgen
+    import mdpviz.lp.structured as structured
 
     problem = build_problem("rome", 120, n_outputs=30, cost="distance", seed=4)
     W = problem.p[:, None] * problem.c
-    monkeypatch.setattr(colgen, "POINT_GRACE_S", -1.0)
+    monkeypatch.setattr(structured, "POINT_GRACE_S", -1.0)
     out = solve_structured(W, 1.0 * problem.d, closed=True, tol=1e-4, time_limit=0.0, engine="rows")
     assert out.status == "time limit" and out.Z is not None
     best = int(np.argmin(W.sum(axis=0)))
@@ -293,8 +294,8 @@ def test_the_lp_dual_bound_is_a_lower_bound_for_any_duals() -> None:
     """Weak duality by hand: with the restricted LP's duals the bound equals its value where no entry outside it
     prices negative, and with any other duals (pair duals of either sign: positive ones are clipped) it stays at or
     below the whole LP's optimum, here solved monolithically over all ordered pairs."""
-    from mdpviz.lp.colgen import _setup
     from mdpviz.lp.restricted import RestrictedLP
+    from mdpviz.lp.structured import _setup
 
     problem = build_problem("rome", 40, n_outputs=12, cost="distance", seed=3)
     W = problem.p[:, None] * problem.c

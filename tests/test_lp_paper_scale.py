@@ -14,8 +14,8 @@ import pytest
 
 import mdpviz.lp.pricing as pricing
 import mdpviz.lp.restricted as restricted
-from mdpviz.lp.colgen import solve_structured
 from mdpviz.lp.mdp_lp import all_pairs, solve_mdp_lp
+from mdpviz.lp.structured import solve_structured
 from mdpviz.mechanisms import get_mechanism
 from mdpviz.metrics import violations
 from mdpviz.problem import build_problem, problem_from_points

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..lp.colgen import exponent_closure, lipschitz_repair, make_row_stochastic
+from ..lp.cone import exponent_closure, lipschitz_repair, make_row_stochastic
 from ..lp.mdp_lp import solve_mdp_lp
 from ..metrics import TOLERANCE, entry_breaches
 from ..progress import Progress, no_progress
@@ -77,7 +77,7 @@ def cone_repair(q: NDArray[np.float64], expo: NDArray[np.float64], near: NDArray
     satisfies q'_s'y ≤ e^{ε d_s's} q'_sy on every neighbouring pair (E* obeys the triangle inequality even when
     the augmented distance does not). Solver tolerances leave only tiny gaps, so little mass is added. Dividing
     each row by its own sum would break a pair by the ratio of the two sums, so the rows are fixed by
-    ``colgen.make_row_stochastic`` (one shrink factor, each row's deficit on the cheapest output under
+    ``cone.make_row_stochastic`` (one shrink factor, each row's deficit on the cheapest output under
     ``weighted_cost``, prior × cost). Returns the repaired rows and the largest row-sum excess before the fix.
     """
     closure = exponent_closure(np.where(near, expo, np.inf))

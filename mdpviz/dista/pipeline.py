@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 from ..deadline import check_deadline, with_grace
 from ..errors import ParameterError
-from ..lp.colgen import repair_into_cone
+from ..lp.cone import repair_into_cone
 from ..metrics import cone_breaches
 from ..problem import Problem
 from ..progress import Progress, no_progress

@@ -3,8 +3,9 @@
 - ``highs``: any sparse LP through HiGHS (``solve_lp``), with time limits, progress and honest statuses.
 - ``mdp_lp``: the optimal-mDP LP as sparse matrices and its pair sets; ``solve_mdp_lp`` hands it to HiGHS in one
   piece (the monolithic engine).
-- ``colgen``: the same LP solved by structure (``solve_structured``: ``restricted`` rows and columns, ``pricing``
-  its certificate, ``conic`` column generation for dense instances), and the exact cone repair every engine uses.
+- ``cone``: the cone every column lies in, and the exact repair into it that every engine and mechanism uses.
+- ``structured``: the same LP solved by structure (``solve_structured``: ``restricted`` rows and columns,
+  ``pricing`` its certificate, ``conic`` column generation for dense instances; ``outcome`` what both return).
 - ``neighbours``: the neighbour LP of the Benders and PAnDA papers (pairs within η), by connected components.
 - ``benders``: the Benders decomposition of that LP (seed 004).
 

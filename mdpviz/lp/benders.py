@@ -67,7 +67,7 @@ from scipy.sparse.csgraph import connected_components
 from ..deadline import OutOfTime, check_deadline
 from ..errors import ParameterError
 from ..progress import Progress, no_progress
-from .colgen import exponent_closure
+from .cone import exponent_closure
 from .highs import COEF_CAP, INF, check_lp_rows, new_highs, pass_model
 
 PARTITIONERS = ("kmeans-dv", "kmeans-rec", "kmeans-adj", "spectral")

@@ -1,7 +1,7 @@
 """The conic column-generation engine of the optimal-mDP LP, for instances whose optimal columns are dense.
 
 At small ε·d (a city a few km wide at ε = 5 km⁻¹, or Rome at ε = 1 km⁻¹) a row's mass spreads over most outputs and
-most pair rows can bind, so the restricted LP of :func:`mdpviz.lp.colgen.solve_structured` grows towards the whole
+most pair rows can bind, so the restricted LP of :func:`mdpviz.lp.structured.solve_structured` grows towards the whole
 LP. There this engine is faster: it never writes a pair row into its master. Every column Z[:, y] is a conic
 combination of *atoms*, vectors exactly in the cone C = {v ≥ 0 : v_i ≤ e^{E_ij} v_j}:
 
@@ -31,8 +31,9 @@ from numpy.typing import NDArray
 
 from ..errors import ParameterError, SolverError
 from ..progress import Progress, no_progress
-from .colgen import StructuredOutcome, exponent_closure, floor_columns, lipschitz_repair, make_row_stochastic
+from .cone import exponent_closure, floor_columns, lipschitz_repair, make_row_stochastic
 from .highs import INF, new_highs
+from .outcome import StructuredOutcome
 from .pricing import LOG_COEF_CAP
 
 

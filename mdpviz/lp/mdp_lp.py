@@ -1,4 +1,4 @@
-"""The optimal-mDP LP (Bordenabe et al. 2014) as sparse matrices and its pair sets (exact repair: ``colgen``).
+"""The optimal-mDP LP (Bordenabe et al. 2014) as sparse matrices and its pair sets (exact repair: ``cone``).
 
 Variables are ``z[x, y]`` for x in a set of rows (secrets or representatives) and y in Y, flattened as
 ``x * M + y``. Constraints: ``z[i, y] − e^{E_ij} z[j, y] ≤ 0`` for every enforced ordered pair (i, j) and

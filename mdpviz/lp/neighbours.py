@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from .colgen import exponent_closure
+from .cone import exponent_closure
 
 RowsSolver = Callable[[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], float | None],
                       tuple[NDArray[np.float64] | None, dict[str, Any]]]

@@ -23,7 +23,7 @@ from ..deadline import OutOfTime, check_deadline
 from ..errors import ParameterError
 from ..geo import project_km
 from ..lattice import AnchorInterpolant, Lattice, interpolate_rows
-from ..lp.colgen import lipschitz_repair
+from ..lp.cone import lipschitz_repair
 from ..lp.highs import MAX_PAIR_ROWS, LPOutcome
 from ..lp.mdp_lp import all_pairs, solve_mdp_lp
 from ..metrics import cone_breaches, floor_m, utility_loss_m
@@ -82,7 +82,7 @@ def repair_lattice(Z: NDArray[np.float64], lattice: Lattice, e1: float, e2: floa
                    deadline: float | None = None) -> NDArray[np.float64]:
     """log of the smallest columns ≥ Z whose neighbour ratios are exactly within e^{ε_ℓ·step}.
 
-    The exact cone repair (``lp.colgen.lipschitz_repair``) with the lattice's closed-form closure, so every
+    The exact cone repair (``lp.cone.lipschitz_repair``) with the lattice's closed-form closure, so every
     neighbour constraint holds whatever the solver's tolerance. Outputs the LP leaves unused everywhere are
     dropped exactly (−inf). Past ``deadline`` (checked per block of the repair) ``OutOfTime`` is raised.
     """

@@ -20,7 +20,7 @@ wherever its terms are smaller than the G form's; the G form (no cancellation in
 The integral is a close approximation of an exactly ε-mDP mechanism, but the mDP check has a relative tolerance
 of 1e-9, which quadrature cannot promise for pairs near the bound. So the computed Z is checked against the
 ε-mDP cone of the planar metric and, where quadrature left a pair outside it, repaired with the exact cone repair
-(``lp.colgen.repair_into_cone``); the breach before the repair is reported (``breach_before_repair``, a
+(``lp.cone.repair_into_cone``); the breach before the repair is reported (``breach_before_repair``, a
 log-ratio; 0: none, the integral is released as computed) and the message says when a repair happened.
 """
 
@@ -34,7 +34,7 @@ import shapely
 from numpy.typing import NDArray
 
 from ..deadline import OutOfTime, check_deadline, deadline_of
-from ..lp.colgen import floor_columns, repair_into_cone
+from ..lp.cone import floor_columns, repair_into_cone
 from ..metrics import check_distance
 from ..problem import Problem
 from .base import Mechanism, Param, Progress, Result, epsilon_param

@@ -9,10 +9,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..deadline import OutOfTime, deadline_of, time_left
-from ..lp.colgen import ENGINES, no_privacy_floor, repair_into_cone, solve_structured
+from ..lp.cone import repair_into_cone
 from ..lp.mdp_lp import PAIR_SETS, all_pairs, greedy_spanner, implied_free_pairs, solve_mdp_lp
+from ..lp.neighbours import neighbour_path_km, solve_by_components
+from ..lp.structured import ENGINES, no_privacy_floor, solve_structured
 from ..problem import Problem
 from .base import Mechanism, Param, Progress, Result, epsilon_param
+from .neighbour_scope import all_pairs_verdict, neighbour_claim
 from .registry import register
 
 _METHOD = Param("method", str, "ipm", "monolithic engine: HiGHS algorithm, interior point (with crossover) or "
@@ -67,7 +70,7 @@ def _optimal_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArr
                   timings: dict[str, float], out_rows: NDArray[np.int64] | None = None,
                   ) -> tuple[NDArray[np.float64] | None, dict[str, Any]]:
     """The optimal rows of the mDP LP with metric d (km) and costs c (metres), by the engine ``params`` names:
-    ``lp.colgen.solve_structured`` or ``lp.mdp_lp.solve_mdp_lp`` (then repaired into the cone). Returns Z (or None)
+    ``lp.structured.solve_structured`` or ``lp.mdp_lp.solve_mdp_lp`` (then repaired into the cone). Returns Z (or None)
     and solver facts.
 
     ``params`` carries eps and the engine choice (``solver``: structured / monolithic, with their options).
@@ -137,9 +140,6 @@ def collapsed(Z: NDArray[np.float64] | None) -> str:
 
 
 def _solve_lp(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:
-    from ..lp.neighbours import neighbour_path_km, solve_by_components
-    from .lp_bd import all_pairs_verdict, neighbour_claim
-
     timings: dict[str, float] = {}
     near = params["scope"] == "neighbours"
     if near:  # E = ε·d on pairs d ≤ η, +inf elsewhere: its closure is ε × the path metric through neighbours

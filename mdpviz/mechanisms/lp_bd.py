@@ -16,13 +16,14 @@ import numpy as np
 
 from ..deadline import OutOfTime, check_deadline, deadline_of, time_left, with_grace
 from ..lp.benders import CUT_RULES, PARTITIONERS, partition, solve_benders
-from ..lp.colgen import repair_into_cone
+from ..lp.cone import repair_into_cone
 from ..lp.mdp_lp import implied_free_pairs
 from ..lp.neighbours import neighbour_pairs, neighbour_path_km
 from ..metrics import TOLERANCE, cone_breaches
 from ..problem import Problem
 from .base import Mechanism, Param, Preset, Progress, Result, epsilon_param
 from .em import em_matrix
+from .neighbour_scope import all_pairs_verdict, neighbour_claim
 from .registry import register
 
 SCOPES = ("neighbours", "all-pairs")
@@ -33,29 +34,6 @@ REPAIR_RESERVE = 0.5
 STABILISED_LAMBDA = 0.3  # λ of the 'stabilised' preset (with row-sum cuts): `bench benders` measures it
 PAPER = ("Qiu: Enhancing scalability of metric differential privacy via secret dataset partitioning and Benders "
          "decomposition (IJCAI 2024)")
-
-
-def neighbour_claim(eta: float) -> str:
-    """The claim of an LP over neighbour pairs (shared with ``lp``'s neighbour scope)."""
-    return (f"neighbour pairs only (d ≤ {eta:g} km) at ε·d, as the paper's LP; other pairs only at ε × their "
-            "shortest path through neighbours (Property 3.2), none across components: not ε-mDP for every pair")
-
-
-def all_pairs_verdict(Z: np.ndarray, eps: float, d: np.ndarray, eta: float) -> tuple[str, str, dict[str, Any]]:
-    """(message, degenerate, facts) of the all-pairs ε-mDP check of a neighbour-scope Z (``metrics.cone_breaches``)."""
-    b = cone_breaches(Z, eps * d)
-    n = len(Z)
-    checked = n * (n - 1)
-    facts = {"violated_pairs": int(len(b.i)), "checked_pairs": checked, "worst_factor": b.worst_factor,
-             "tolerance": TOLERANCE}
-    if len(b.i) == 0:
-        return f"all {checked:,} ordered pairs of X also meet ε-mDP (measured)", "", facts
-    share = len(b.i) / checked
-    msg = (f"measured over all pairs of X: {len(b.i):,} of {checked:,} ordered pairs ({share:.1%}) break ε-mDP "
-           f"(worst loss factor {b.worst_factor:.3g}); the LP constrains only pairs within η = {eta:g} km")
-    verdict = (f"Claim covers only neighbour pairs (d ≤ {eta:g} km): {len(b.i):,} of {checked:,} ordered pairs of X "
-               f"({share:.1%}) break ε-mDP")
-    return msg, verdict, facts
 
 
 def _solve_lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:

@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..deadline import OutOfTime, check_deadline, deadline_of, time_left
-from ..lp.colgen import repair_into_cone
+from ..lp.cone import repair_into_cone
 from ..lp.highs import COEF_CAP, INF, solve_lp
 from ..problem import Problem
 from .base import Mechanism, Param, Progress, Result, epsilon_param

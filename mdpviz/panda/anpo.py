@@ -11,7 +11,7 @@ of Prop. 10). Two exact reductions come before the solver:
    (exponents between distinct components are positive, so the chain argument terminates).
 
 Solvers (``how``): ``colgen`` (default) is the project's exact structured solver
-(``mdpviz.lp.colgen.solve_structured``: column generation over the cone of each output, with a certified
+(``mdpviz.lp.structured.solve_structured``: column generation over the cone of each output, with a certified
 Lagrangian lower bound; on a time limit it returns a feasible, private, non-optimal Z and the bound);
 ``monolithic`` hands every non-implied pair to HiGHS at once (``mdpviz.lp.mdp_lp.solve_mdp_lp``); ``cuts`` starts
 from each row's nearest pairs, solves, adds the most violated pairs and repeats until none is violated.
@@ -30,8 +30,9 @@ from scipy.sparse.csgraph import connected_components
 
 from ..deadline import OutOfTime, check_deadline
 from ..errors import ParameterError, SolverError
-from ..lp.colgen import exponent_closure, repair_into_cone
+from ..lp.cone import exponent_closure, repair_into_cone
 from ..lp.mdp_lp import implied_free_pairs, solve_mdp_lp
+from ..lp.structured import solve_structured
 from ..metrics import TOLERANCE, cone_breaches
 from ..progress import Progress, no_progress
 
@@ -255,8 +256,6 @@ def _solve_colgen(E: NDArray[np.float64], label: NDArray[np.int64], Fc: NDArray[
                   c: NDArray[np.float64], t0: float, time_limit: float | None, progress: Progress,
                   phase: str = "AnPO") -> AnpoOutcome:
     """AnPO through the structured column-generation solver on the merged rows."""
-    from ..lp.colgen import solve_structured
-
     build_s = time.perf_counter() - t0
     deadline = None if time_limit is None else t0 + time_limit
     t1 = time.perf_counter()

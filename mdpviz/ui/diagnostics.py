@@ -194,7 +194,7 @@ def diagnostics_panel(result: Result, k: int | None = None) -> None:
                             config={"displayModeBar": False})
 
 
-# the columns of the LP engines' iteration histories, as their docstrings give them (mdpviz.lp.colgen, .conic),
+# the columns of the LP engines' iteration histories, as their docstrings give them (mdpviz.lp.structured, .conic),
 # recognised by a key only that engine reports beside ``history``
 HISTORY_COLUMNS: tuple[tuple[str, int, tuple[str, ...]], ...] = (
     ("pair_cap", 5, ("seconds since start", "best objective", "best bound", "LP variables", "LP pair rows")),

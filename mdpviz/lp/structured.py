@@ -1,4 +1,4 @@
-"""Exact structured solver for the optimal-mDP LP, and the exact cone repair every LP mechanism shares.
+"""The exact structured solver of the optimal-mDP LP: row-and-column generation on the LP itself.
 
 The LP (Bordenabe et al. 2014, with a general exponent matrix) is
 
@@ -8,9 +8,8 @@ The LP (Bordenabe et al. 2014, with a general exponent matrix) is
                Z ≥ 0.
 
 Every column Z[:, y] lies in the same cone C = {v ≥ 0 : v_i ≤ e^{E_ij} v_j}; only the row sums couple the
-columns. C does not change when E is replaced by its min-plus (shortest-path) closure E*, which satisfies the
-triangle inequality, so the *Lipschitz repair* ``u'_j = min(0, max_i (log v_i − E*_ij))`` maps any vector into
-C ∩ [0, 1]^n exactly (up to floating-point rounding). The solver (:func:`solve_structured`) is built on that fact.
+columns, and the *Lipschitz repair* of ``mdpviz.lp.cone`` maps any vector into C ∩ [0, 1]^n exactly. The solver
+(:func:`solve_structured`) is built on that fact.
 At the papers' scale (a city 40–60 km wide, ε = 5 km⁻¹) a row's mass sits on a few nearby outputs and almost every
 one of the K²·|Y| pair rows is slack, so it works on the LP itself, restricted:
 
@@ -37,216 +36,19 @@ goes first, with this engine as its fallback (``engine`` selects either).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.sparse.csgraph import shortest_path
 
-from ..deadline import OutOfTime, check_deadline
+from ..deadline import OutOfTime
 from ..errors import ParameterError, SolverError
 from ..progress import Progress, no_progress
+from .cone import exponent_closure, floor_columns, lipschitz_repair, make_row_stochastic, repair_into_cone
+from .conic import solve_conic
+from .outcome import StructuredOutcome
 from .pricing import LOG_COEF_CAP, Pricer
 from .restricted import RestrictedLP
-
-# ----------------------------------------------------------------------------------------------------------
-# cone helpers (exact, vectorised)
-# ----------------------------------------------------------------------------------------------------------
-
-def exponent_closure(E: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Min-plus (shortest-path) closure E* of a nonnegative exponent matrix (n × n, diagonal 0).
-
-    ``Z[i, y] ≤ e^{E_ij} Z[j, y]`` for all pairs is equivalent to the same constraints with E*, and E* obeys
-    the triangle inequality. Raises ParameterError on a negative or NaN exponent.
-    """
-    E = np.asarray(E, dtype=np.float64)
-    if E.ndim != 2 or E.shape[0] != E.shape[1]:
-        raise ParameterError(f"The exponent matrix must be square (n × n); got shape {E.shape}.")
-    if not np.all(np.isfinite(E) | (E == np.inf)) or np.any(E < 0):
-        raise ParameterError("Exponents must be ≥ 0 (a negative exponent forces two rows to zero: infeasible); "
-                             "clip them at 0 first.")
-    n = len(E)
-    G = E.copy()
-    np.fill_diagonal(G, 0.0)
-    off = ~np.eye(n, dtype=bool)
-    G[off & (G == 0)] = 1e-300  # csgraph reads a dense 0 as "no edge"; keep zero-exponent pairs as edges
-    Es = shortest_path(G, method="D" if n > 300 else "FW", directed=True)
-    Es[Es < 1e-200] = 0.0
-    np.fill_diagonal(Es, 0.0)
-    return np.asarray(Es, dtype=np.float64)
-
-
-def lipschitz_repair(logv: NDArray[np.float64], Es: NDArray[np.float64], chunk: int = 64,
-                     deadline: float | None = None) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """Smallest log-vectors above ``logv`` that lie in the cone (w.r.t. the closed exponents Es), capped at 0.
-
-    Only the finite entries of a column can hold others up, so each column is computed from its own finite entries
-    (fast for the sparse columns of an LP solution), in blocks of bounded memory.
-
-    Args:
-        logv: (n, b) log-values of b vectors (−inf allowed).
-        Es: (n, n) closed exponents: v_i ≤ e^{Es_ij} v_j.
-        chunk: block size in units of 64·n entries (memory of a temporary ≈ chunk·64·n floats).
-        deadline: a ``time.perf_counter()`` value; past it (checked once per block) ``OutOfTime`` is raised.
-    Returns:
-        (u, arg): u[j, b] = min(0, max_i logv[i, b] − Es[i, j]) and arg[j, b] the maximising i (0 for an all −inf
-        column).
-    """
-    n, b = logv.shape
-    u = np.full((n, b), -np.inf)
-    arg = np.zeros((n, b), dtype=np.int64)
-    finite = np.isfinite(logv)
-    step = max(1, int(chunk * 64))
-    cols = np.arange(n)
-    for c in range(b):  # one vectorised step per column (or per block of its sources)
-        src = np.flatnonzero(finite[:, c])
-        for s in range(0, len(src), step):
-            check_deadline(deadline, f"repairing column {c + 1} of {b} into the ε-mDP cone")
-            rows = src[s:s + step]
-            blk = logv[rows, c, None] - Es[rows]  # (sources, n)
-            best = np.argmax(blk, axis=0)
-            val = blk[best, cols]
-            better = val > u[:, c]
-            u[better, c] = val[better]
-            arg[better, c] = rows[best[better]]
-    return np.minimum(u, 0.0), arg
-
-
-TINY = 1e-300  # a normal float64 (full precision): entries below it cannot keep their ratios exactly
-
-
-def floor_columns(Z: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Raise every entry of each non-zero column to at least ``TINY``; all-zero columns stay zero.
-
-    This keeps a column in the cone exactly (max of two cone vectors, the constant one included, is in the cone),
-    and it is what makes the cone representable at paper scale: at ε = 15 km⁻¹ and 58 km the true lower bound
-    e^{−870} of an entry underflows float64 (its smallest positive is e^{−744}), and a 0 under a positive entry is
-    a breach. The mass added is at most K·1e-300 per column.
-    """
-    has_mass = (Z > 0).any(axis=0)
-    return np.where(has_mass, np.maximum(Z, TINY), 0.0)
-
-
-def cone_violation(Z: NDArray[np.float64], Es: NDArray[np.float64]) -> float:
-    """Largest breach max_{i,j,y} (log Z_iy − log Z_jy − Es_ij) over entries with Z > 0 (≤ 0: in the cone).
-
-    A zero entry below a positive one counts as +inf.
-    """
-    with np.errstate(divide="ignore"):
-        logz = np.log(Z)
-    top = logz.max(axis=0, keepdims=True)
-    base = logz - np.where(np.isfinite(top), top, 0.0)  # an all-zero column stays −inf (no breach)
-    u, _ = lipschitz_repair(base, Es)
-    with np.errstate(invalid="ignore"):
-        diff = np.where(np.isneginf(base), np.where(np.isneginf(u), 0.0, np.inf), u - base)
-    return float(diff.max())
-
-
-_ROW_BLOCK = 256  # rows per block of the O(n²) steps below (memory: block·n floats)
-
-
-def _margin(Es: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The exponents the row fix-up keeps its deficit within: a hair inside Es, so rounding cannot cross it."""
-    return Es * (1 - 1e-12) + 1e-15
-
-
-def _deficit_in_cone(a: NDArray[np.float64], Es: NDArray[np.float64], t: float,
-                     deadline: float | None = None) -> bool:
-    """Is the deficit (t + a)/(1 + t) within the (margined) cone? Checked in log space, block by block."""
-    ld = np.log((t + a) / (1.0 + t))
-    for s in range(0, len(a), _ROW_BLOCK):
-        check_deadline(deadline, "fixing the row sums inside the ε-mDP cone")
-        if not np.all(ld[s:s + _ROW_BLOCK, None] - ld[None, :] <= _margin(Es[s:s + _ROW_BLOCK])):
-            return False
-    return True
-
-
-def _smallest_shift(a: NDArray[np.float64], Es: NDArray[np.float64], deadline: float | None = None) -> float:
-    """The smallest t ≥ 0 with (t + a_i) ≤ e^{E_ij} (t + a_j) for every pair: max (a_i − a_j)/(e^{E_ij} − 1) − a_j."""
-    t = 0.0
-    for s in range(0, len(a), _ROW_BLOCK):
-        check_deadline(deadline, "fixing the row sums inside the ε-mDP cone")
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            need = (a[s:s + _ROW_BLOCK, None] - a[None, :]) / np.expm1(_margin(Es[s:s + _ROW_BLOCK])) - a[None, :]
-        need = np.where(a[s:s + _ROW_BLOCK, None] > a[None, :], need, 0.0)  # only fuller rows below emptier ones
-        t = max(t, float(np.nanmax(need)))
-    return t
-
-
-def make_row_stochastic(Z: NDArray[np.float64], Es: NDArray[np.float64], W: NDArray[np.float64],
-                        deadline: float | None = None) -> tuple[NDArray[np.float64], dict[str, float]]:
-    """Turn Z (columns exactly in the cone, row sums ≈ 1) into a row-stochastic matrix with columns in the cone.
-
-    Dividing each row by its own sum would break the cone by the ratio of two row sums. Instead every entry is
-    shrunk by one factor s = 1/(R(1 + t)) (R = largest row sum) and each row's deficit δ_x = 1 − s·r_x is put
-    on the single output y* that costs least; the deficit vector δ ∝ t + 1 − r_x/R is in the cone once t is large
-    enough (the smallest such t has a closed form; it is checked, and raised if rounding needs it), so the new
-    column y* (a sum of two cone vectors) stays in the cone.
-    Returns Z' and facts (shrink factor, largest deficit, t). Past ``deadline`` (checked per block of rows)
-    ``OutOfTime`` is raised.
-    """
-    r = Z.sum(axis=1)
-    if np.any(r <= 0):
-        raise SolverError("A row of the mechanism has no mass; the master solution is unusable.")
-    R = float(r.max())
-    one_minus_a = (R - r) / R  # 1 − r_x/R without cancellation
-    spread = float(one_minus_a.max())
-    t = 0.0
-    if spread > 0.0:
-        t = _smallest_shift(one_minus_a, Es, deadline)
-        t = t * (1 + 1e-9) + 1e-300
-        for _ in range(60):
-            if t > 1e6:
-                raise SolverError("The row sums cannot be fixed inside the cone (a zero-exponent pair has unequal "
-                                  "rows).")
-            if _deficit_in_cone(one_minus_a, Es, t, deadline):
-                break
-            t = max(t * 2.0, 1e-14)
-    s = 1.0 / (R * (1.0 + t))
-    # the deficit as checked above, (t + 1 − r/R)/(1 + t), not 1 − s·r: that difference rounds to 0 for the
-    # fullest row, and a 0 beside positive deficits breaks the cone by an infinite factor
-    delta = (t + one_minus_a) / (1.0 + t)
-    out = Z * s
-    if spread > 0.0:
-        ystar = int(np.argmin(delta @ W))
-        out[:, ystar] += delta
-    return out, {"row_sum_max_before": R, "row_sum_min_before": float(r.min()), "shrink_t": t,
-                 "deficit_max": float(delta.max())}
-
-
-def repair_into_cone(Z: NDArray[np.float64], Es: NDArray[np.float64], W: NDArray[np.float64],
-                     report_breach: bool = False, deadline: float | None = None
-                     ) -> tuple[NDArray[np.float64], dict[str, Any]]:
-    """Lipschitz-repair each column of a solver's Z into the cone (w.r.t. closed exponents Es), then fix the rows
-    inside the cone with :func:`make_row_stochastic`.
-
-    Returns Z' and facts: ``repair_mass_added`` (largest row mass the repair added), the row fix-up's facts and,
-    with ``report_breach``, ``breach_before_repair`` (largest log-ratio above Es, 0: none) and ``entries_raised``.
-    Past ``deadline`` (a ``time.perf_counter()`` value, checked per block of work) ``OutOfTime`` is raised and
-    nothing is returned: a half-repaired matrix is no mechanism.
-    """
-    with np.errstate(divide="ignore"):
-        logz = np.log(Z)
-    top = logz.max(axis=0, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)  # an all-zero column stays zero
-    base = logz - top
-    u, _ = lipschitz_repair(base, Es, deadline=deadline)
-    Zr = floor_columns(np.exp(u + top))
-    facts: dict[str, Any] = {}
-    if report_breach:
-        with np.errstate(invalid="ignore"):
-            gap = np.where(np.isneginf(base), np.where(np.isneginf(u), 0.0, np.inf), u - base)
-        facts["breach_before_repair"] = float(gap.max())
-        facts["entries_raised"] = int((gap > 1e-9).sum())
-    facts["repair_mass_added"] = float((Zr - Z).sum(axis=1).max())
-    out, fix = make_row_stochastic(Zr, Es, W, deadline)
-    facts.update(fix)
-    return out, facts
-
-# ----------------------------------------------------------------------------------------------------------
-# the solver: setup, the restricted LP, certification (repair and pricing), growth, termination
-# ----------------------------------------------------------------------------------------------------------
 
 REACH = 15.0  # the first LP holds entry (x, y) when x is within this exponent of the rows for which y is cheapest
 # above this share of entries within REACH (small ε·d: the small cities) the conic engine goes first: the restricted
@@ -257,32 +59,6 @@ DENSE = 0.7
 DENSE_KNN = 8  # neighbours per row whose pairs enter the first LP on a dense instance (0 on a sparse one)
 ENGINES = ("auto", "rows", "conic")
 PAIR_CAPS = (15.0, LOG_COEF_CAP, 25.0)  # pair rows with larger exponents are left out; the next cap when stalled
-
-
-@dataclass
-class StructuredOutcome:
-    """Result of :func:`solve_structured`.
-
-    Attributes:
-        Z: (n, m) row-stochastic, every column exactly in the cone (a stop before any LP returns the cells'
-            starting point).
-        status: ``optimal`` (certified gap ≤ tol); otherwise ``time limit``, ``iteration limit``, ``stalled`` or
-            ``solver error (…)``, and Z is a feasible, exactly private point that is not certified optimal.
-        objective: Σ W·Z of the returned Z (W's unit, e.g. metres).
-        bound: certified lower bound on the optimum (same unit): the no-privacy floor before the first LP.
-        gap: (objective − bound) / objective, the certified relative gap of the returned Z.
-        history: per round (seconds since start, best objective, best bound, LP variables, LP pair rows).
-    """
-
-    Z: NDArray[np.float64] | None
-    status: str
-    objective: float | None
-    bound: float | None
-    timings: dict[str, float] = field(default_factory=dict)
-    size: dict[str, int] = field(default_factory=dict)
-    diagnostics: dict[str, Any] = field(default_factory=dict)
-    message: str = ""
-    gap: float | None = None
 
 
 def _setup(W: NDArray[np.float64], E: NDArray[np.float64],
@@ -623,8 +399,6 @@ def _solve_dense(W: NDArray[np.float64], Es: NDArray[np.float64], tol: float, de
 
     A stop before the engine has a point or a bound returns the cells' starting point and the no-privacy floor,
     as the row-and-column engine does."""
-    from .conic import solve_conic
-
     left = None if deadline is None else max(0.01, deadline - time.perf_counter())
     try:
         out = solve_conic(W, Es, closed=True, tol=tol, time_limit=left, progress=progress, out_rows=out_rows)
