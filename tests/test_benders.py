@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 import mdpviz.lp.benders as benders
+import mdpviz.lp.benders_master as benders_master
+import mdpviz.lp.benders_sub as benders_sub
 from mdpviz.lp.cone import exponent_closure
 from mdpviz.lp.mdp_lp import solve_mdp_lp
 from mdpviz.lp.neighbours import neighbour_pairs, neighbour_path_km
@@ -117,7 +119,7 @@ def test_needed_initial_cuts_keep_the_master_polytope_of_eq_14(rome) -> None:
                                           ("master", highspy.HighsModelStatus.kTimeLimit)])
 def test_every_highs_status_ends_in_an_honest_result(rome, monkeypatch, where, status) -> None:
     pb, _ = rome
-    real, real_new = benders._run, benders.new_highs
+    real, real_new = benders_sub.run_highs, benders_sub.new_highs
     calls = {"master": 0}
     created = []
 
@@ -133,8 +135,10 @@ def test_every_highs_status_ends_in_an_honest_result(rome, monkeypatch, where, s
             return status
         return real(h, deadline, first_cap)
 
-    monkeypatch.setattr(benders, "_run", fake)
-    monkeypatch.setattr(benders, "new_highs", tracking)
+    for module in (benders, benders_sub):  # the master is run in the loop, the subproblems in their module
+        monkeypatch.setattr(module, "run_highs", fake)
+    for module in (benders_master, benders_sub):  # the master is built first
+        monkeypatch.setattr(module, "new_highs", tracking)
     res = solve(pb, "lp-bd", {"eps": EPS}, use_cache=False)
     assert res.Z is None and res.degenerate.startswith("No mechanism")
     expected = "time limit" if status == highspy.HighsModelStatus.kTimeLimit else "error"
@@ -196,10 +200,8 @@ def test_row_sum_cuts_are_valid_and_keep_the_optimum(rome) -> None:
 
 
 def test_a_solve_ending_unknown_is_retried_cold_then_by_interior_point() -> None:
-    """`_run`: "Unknown" twice (warm, then cold without presolve) gets one interior-point run; the options are
+    """`run_highs`: "Unknown" twice (warm, then cold without presolve) gets one interior-point run; the options are
     restored."""
-    from mdpviz.lp import benders
-
     class FakeHighs:
         def __init__(self, statuses: list) -> None:
             self.statuses, self.runs, self.presolves = statuses, [], []
@@ -224,20 +226,22 @@ def test_a_solve_ending_unknown_is_retried_cold_then_by_interior_point() -> None
         def clearSolver(self) -> None:  # noqa: N802
             pass
 
-    H = benders._H
+    H = benders_sub._H
     h = FakeHighs([H.kUnknown, H.kUnknown, H.kOptimal])
-    assert benders._run(h, None) == H.kOptimal
+    assert benders_sub.run_highs(h, None) == H.kOptimal
     assert h.runs == ["simplex", "simplex", "ipm"] and h.presolves == ["choose", "off", "off"]
-    assert h.options == {"solver": "simplex", "presolve": "choose", "run_crossover": "off", "time_limit": benders.INF}
+    assert h.options == {"solver": "simplex", "presolve": "choose", "run_crossover": "off",
+                         "time_limit": benders_sub.INF}
     h = FakeHighs([H.kUnknown, H.kOptimal])
-    assert benders._run(h, None) == H.kOptimal and h.runs == ["simplex", "simplex"]  # the cold restart sufficed
+    assert benders_sub.run_highs(h, None) == H.kOptimal
+    assert h.runs == ["simplex", "simplex"]  # the cold restart sufficed
     h = FakeHighs([H.kUnknown, H.kUnknown, H.kUnknown])
-    assert benders._run(h, None) == H.kUnknown and len(h.runs) == 3 and h.options["solver"] == "simplex"
+    assert benders_sub.run_highs(h, None) == H.kUnknown and len(h.runs) == 3 and h.options["solver"] == "simplex"
     h = FakeHighs([H.kTimeLimit, H.kOptimal])  # the warm run used up its cap: a cold restart, without the cap
-    assert benders._run(h, None, first_cap=1.0) == H.kOptimal and len(h.runs) == 2
-    assert h.options["time_limit"] == benders.INF
+    assert benders_sub.run_highs(h, None, first_cap=1.0) == H.kOptimal and len(h.runs) == 2
+    assert h.options["time_limit"] == benders_sub.INF
     h = FakeHighs([H.kTimeLimit])  # the run's own deadline: final
-    assert benders._run(h, time.perf_counter() + 60.0) == H.kTimeLimit and len(h.runs) == 1
+    assert benders_sub.run_highs(h, time.perf_counter() + 60.0) == H.kTimeLimit and len(h.runs) == 1
 
 
 def _run_state(pb, stabilise: float = 1.0, row_cuts: bool = False, reserve: float = 0.0):
@@ -278,16 +282,16 @@ def test_a_subproblem_ending_unknown_is_decided_by_its_elastic_twin(rome, monkey
     zY = run.zc
     kind, _, _, value, _ = sub.solve(zY, None)
     assert kind == "opt"
-    real = benders._run
+    real = benders_sub.run_highs
     failed = []
 
     def fail_once(h, deadline, first_cap=None):
         if h is sub.lp and not failed:
             failed.append(part)
-            return benders._H.kUnknown
+            return benders_sub._H.kUnknown
         return real(h, deadline, first_cap)
 
-    monkeypatch.setattr(benders, "_run", fail_once)
+    monkeypatch.setattr(benders_sub, "run_highs", fail_once)
     kind2, _, g, value2, z = sub.solve(zY, None)
     assert failed and kind2 == "opt" and g is not None and z is not None
     assert abs(value2 - value) <= 1e-6 * max(1.0, abs(value))

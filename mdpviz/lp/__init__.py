@@ -7,7 +7,8 @@
 - ``structured``: the same LP solved by structure (``solve_structured``: ``restricted`` rows and columns,
   ``pricing`` its certificate, ``conic`` column generation for dense instances; ``outcome`` what both return).
 - ``neighbours``: the neighbour LP of the Benders and PAnDA papers (pairs within η), by connected components.
-- ``benders``: the Benders decomposition of that LP (seed 004).
+- ``benders``: the Benders decomposition of that LP (seed 004); ``benders_master`` its master LP, ``benders_sub``
+  its subproblems and cuts.
 
 The mechanisms choose among them (``mechanisms.lp``, ``mechanisms.lp_bd``); nothing here knows a mechanism.
 """

@@ -34,7 +34,7 @@ z_core a feasible point (the exponential mechanism, then each stabilised separat
 bound); when no cut from there cuts the master's own point, the next round separates at that point. Cuts stay
 valid, so the optimum is the same; λ = 1 is plain Benders as in the paper.
 
-**The master's pair rows are generated lazily** (:class:`_LazyPairRows`): HiGHS holds only those the master's
+**The master's pair rows are generated lazily** (:class:`LazyPairRows`): HiGHS holds only those the master's
 point has broken, and a point is handed on only when it meets all of them, so each master solve is that of the
 full master. Should HiGHS fail on the partial master, every row is added and the solve repeated.
 
@@ -45,8 +45,8 @@ full master. Should HiGHS fail on the partial master, every row is added and the
 Only the first two hand back ``Z``; the others keep the best feasible point found in ``feasible_Z``.
 The code-only δ slack of the authors' MATLAB code is off by default (``slack`` > 0 changes the LP; labelled).
 
-**Code layout.** :func:`solve_benders` builds a :class:`_BendersRun` (master by :func:`_build_master`, subproblems by
-:func:`_build_subs`) and calls its ``iterate`` once per iteration until a stop; ``outcome`` assembles the result.
+**Code layout.** :func:`solve_benders` builds a :class:`_BendersRun` (master by :func:`build_master`, subproblems by
+:func:`build_subs`) and calls its ``iterate`` once per iteration until a stop; ``outcome`` assembles the result.
 """
 
 from __future__ import annotations
@@ -62,19 +62,26 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.cluster.vq import kmeans2
-from scipy.sparse.csgraph import connected_components
 
 from ..deadline import OutOfTime, check_deadline
 from ..errors import ParameterError
 from ..progress import Progress, no_progress
-from .cone import exponent_closure
-from .highs import COEF_CAP, INF, check_lp_rows, new_highs, pass_model
+from .benders_master import (
+    CUT_RULES,
+    add_cuts,
+    boundary_records,
+    build_master,
+    clean_cuts,
+    components,
+    master_pairs,
+)
+from .benders_sub import CUT_CAP, LOG_CAP, RowSumCuts, Subproblem, build_subs, run_highs
+from .highs import check_lp_rows
+
+__all__ = ["CUT_RULES", "PARTITIONERS", "BendersOutcome", "components", "master_pairs", "partition", "solve_benders"]
 
 PARTITIONERS = ("kmeans-dv", "kmeans-rec", "kmeans-adj", "spectral")
-CUT_RULES = ("needed", "all", "none")
-LOG_CAP = float(np.log(COEF_CAP))
 OPTIMAL_REL = 1e-4  # a certified gap within ξ is called optimal only if it is also this small against UB
-CUT_CAP = 1e13  # a cut with a larger coefficient is left out (HiGHS refuses entries above 1e15)
 _H = highspy.HighsModelStatus
 
 
@@ -135,472 +142,6 @@ class BendersOutcome:
     message: str = ""
 
 
-def _pair_rows(pi: NDArray[np.int64], pj: NDArray[np.int64], coef: NDArray[np.float64], m: int,
-               col_i: NDArray[np.int64], col_j: NDArray[np.int64], n_cols: int) -> sp.csr_matrix:
-    """Rows ``z[i, y] − coef·z[j, y]`` for each pair and output (row r*m + y); col_* map rows to variable blocks."""
-    r = len(pi)
-    y = np.tile(np.arange(m), r)
-    row = np.repeat(np.arange(r) * m, m) + y
-    cols = np.concatenate([np.repeat(col_i, m) * m + y, np.repeat(col_j, m) * m + y])
-    vals = np.concatenate([np.ones(r * m), -np.repeat(coef, m)])
-    return sp.csr_matrix((vals, (np.concatenate([row, row]), cols)), shape=(r * m, n_cols))
-
-
-def master_pairs(n: int, pi: NDArray[np.int64], pj: NDArray[np.int64], expo: NDArray[np.float64],
-                 labels: NDArray[np.int64], is_b: NDArray[np.bool_],
-                 rule: str) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64], dict[str, int]]:
-    """The MP's pair rows over boundary indices (0..nb−1) and their exponents, with counts.
-
-    ``none``: the LP's own pairs between boundary records. ``all``: those plus Eq. 14 for every ordered pair of
-    boundary records joined by a path. ``needed``: of all these, only the pairs not implied by a chain of
-    others (same polytope as ``all``). Cut exponents above ln(COEF_CAP) are left out (a cut is a relaxation; it
-    may be dropped but never tightened).
-    """
-    if rule not in CUT_RULES:
-        raise ParameterError(f"`cuts` = {rule!r} is not one of {', '.join(CUT_RULES)}.")
-    b_rows = np.flatnonzero(is_b)
-    nb = len(b_rows)
-    bidx = np.full(n, -1, dtype=np.int64)
-    bidx[b_rows] = np.arange(nb)
-    both = is_b[pi] & is_b[pj]
-    bi, bj, be = bidx[pi[both]], bidx[pj[both]], expo[both]
-    counts = {"lp_pairs_between_boundary": int(both.sum())}
-    if rule == "none" or nb < 2:
-        counts["initial_cuts"] = 0
-        return bi, bj, be, counts
-    # C: the LP's boundary pairs, plus each subset's shortest paths between its boundary records
-    C = np.full((nb, nb), np.inf)
-    np.fill_diagonal(C, 0.0)
-    np.minimum.at(C, (bi, bj), np.minimum(be, LOG_CAP))
-    for lab in np.unique(labels):  # one small closure per subset (|R_l| ≈ K/M rows)
-        members = np.flatnonzero(labels == lab)
-        yl = members[is_b[members]]
-        if len(yl) < 2 or len(yl) == len(members):
-            continue  # no internal record: no path the MP does not already see
-        pos = np.full(n, -1, dtype=np.int64)
-        pos[members] = np.arange(len(members))
-        inside = (labels[pi] == lab) & (labels[pj] == lab)
-        El = np.full((len(members), len(members)), np.inf)
-        np.fill_diagonal(El, 0.0)
-        np.minimum.at(El, (pos[pi[inside]], pos[pj[inside]]), np.minimum(expo[inside], LOG_CAP))
-        Dl = exponent_closure(El)[np.ix_(pos[yl], pos[yl])]
-        sub = np.ix_(bidx[yl], bidx[yl])
-        C[sub] = np.minimum(C[sub], Dl)
-    Cs = exponent_closure(C)
-    off = ~np.eye(nb, dtype=bool)
-    if rule == "all":
-        ci, cj = np.nonzero(off & np.isfinite(Cs) & (Cs <= LOG_CAP))
-        counts["initial_cuts"] = int(len(ci) - len(bi))
-        return ci.astype(np.int64), cj.astype(np.int64), Cs[ci, cj], counts
-    # needed: a candidate edge (a, b) survives when no chain a → k → b (k ≠ a, b) is as short
-    ci, cj = np.nonzero(off & np.isfinite(C))
-    keep = np.ones(len(ci), dtype=bool)
-    step = max(1, 4_000_000 // max(nb, 1))
-    for s in range(0, len(ci), step):  # blocks of candidate edges, vectorised over intermediates k
-        a, b = ci[s:s + step], cj[s:s + step]
-        via = Cs[a] + Cs[:, b].T
-        via[np.arange(len(a)), a] = np.inf
-        via[np.arange(len(a)), b] = np.inf
-        keep[s:s + step] = via.min(axis=1) > C[a, b] * (1 + 1e-12)
-    ci, cj = ci[keep], cj[keep]
-    ce = C[ci, cj]
-    ok = ce <= LOG_CAP
-    ci, cj, ce = ci[ok], cj[ok], ce[ok]
-    direct = np.zeros((nb, nb), dtype=bool)
-    direct[bi, bj] = True
-    counts["initial_cuts"] = int((~direct[ci, cj]).sum())
-    counts["lp_pairs_kept_in_master"] = int(direct[ci, cj].sum())
-    return ci.astype(np.int64), cj.astype(np.int64), ce, counts
-
-
-def _run(h: highspy.Highs, deadline: float | None, first_cap: float | None = None) -> _H:
-    """Run HiGHS within the deadline. A status other than optimal / infeasible / time limit gets a cold restart
-    without presolve (``clearSolver``: a warm start, or presolve on these badly scaled rows, can end in "Unknown"
-    where a fresh solve succeeds), then one interior-point run with crossover (a travel-cost subproblem on Rome,
-    K = 500, ended "Unknown" in both simplex runs and solved by it); the instance's options are restored after.
-    ``first_cap`` (seconds) bounds the first, warm run alone: a warm solve of the lazily built master on Rome once
-    ran for most of a minute before ending "Unknown", where a cold restart was quick."""
-    saved = {k: h.getOptionValue(k)[1] for k in ("solver", "presolve", "run_crossover")}  # highspy: (status, value)
-    for attempt in range(3):
-        left = None if deadline is None else max(deadline - time.perf_counter(), 0.01)
-        capped = attempt == 0 and first_cap is not None and (left is None or first_cap < left)
-        budget = first_cap if capped else left
-        # HiGHS's clock is cumulative over the instance's runs: the limit is run time so far + what is left
-        h.setOptionValue("time_limit", INF if budget is None else float(h.getRunTime() + budget))
-        h.run()
-        st = h.getModelStatus()
-        if (st in (_H.kOptimal, _H.kInfeasible) or (st == _H.kTimeLimit and not capped)) or attempt == 2:
-            if attempt:
-                for key, value in saved.items():
-                    h.setOptionValue(key, value)
-            return st
-        h.clearSolver()
-        h.setOptionValue("presolve", "off")
-        if attempt == 1:
-            h.setOptionValue("solver", "ipm")
-            h.setOptionValue("run_crossover", "on")
-    return st
-
-
-class RowSumCuts:
-    """Cheap valid cuts on z_Y from the row sums of the internal records (ours, not the paper's; the LP is unchanged).
-
-    A chain of pair rows from a boundary record b to an internal record x of the same subset gives
-    z_b,y ≤ e^{D(b,x)} z_x,y and z_x,y ≤ e^{D(x,b)} z_b,y (D: the subset's shortest exponent paths). With Σ_y z_x,y = 1,
-    every choice b(y) of a boundary record per output gives two valid cuts in the master's variables alone:
-    Σ_y e^{−D(b(y),x)} z_b(y),y ≤ 1 and Σ_y e^{D(x,b(y))} z_b(y),y ≥ 1. The most violated choice is the arg max
-    (arg min) per output, so separation is a vectorised max over (b, x, y). These are the slivers that Benders'
-    feasibility cuts otherwise remove one per subset and iteration.
-    """
-
-    def __init__(self, n: int, pi: NDArray[np.int64], pj: NDArray[np.int64], expo: NDArray[np.float64],
-                 labels: NDArray[np.int64], is_b: NDArray[np.bool_], bidx: NDArray[np.int64]) -> None:
-        self.blocks: list[tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]] = []
-        for lab in np.unique(labels):
-            members = np.flatnonzero(labels == lab)
-            yl, xl = members[is_b[members]], members[~is_b[members]]
-            if len(yl) == 0 or len(xl) == 0:
-                continue
-            pos = np.full(n, -1, dtype=np.int64)
-            pos[members] = np.arange(len(members))
-            inside = (labels[pi] == lab) & (labels[pj] == lab)
-            El = np.full((len(members), len(members)), np.inf)
-            np.fill_diagonal(El, 0.0)
-            np.minimum.at(El, (pos[pi[inside]], pos[pj[inside]]), expo[inside])
-            Dl = exponent_closure(El)
-            low = np.exp(-Dl[np.ix_(pos[yl], pos[xl])])  # (b, x): z_x ≥ low·z_b
-            with np.errstate(over="ignore"):
-                up = np.exp(Dl[np.ix_(pos[xl], pos[yl])]).T  # (b, x): z_x ≤ up·z_b
-            up[up > CUT_CAP] = np.inf  # such a bound is left out (a relaxation), never capped
-            self.blocks.append((bidx[yl], low, up))
-
-    def separate(self, zY: NDArray[np.float64], tol: float = 1e-7
-                 ) -> tuple[list[float], list[NDArray[np.int64]], list[NDArray[np.float64]]]:
-        """Cuts ``Σ a·z_Y ≥ lo`` violated by more than ``tol`` at zY (nb × m)."""
-        m = zY.shape[1]
-        lo: list[float] = []
-        cols: list[NDArray[np.int64]] = []
-        vals: list[NDArray[np.float64]] = []
-        ys = np.arange(m)
-        for brow, low, up in self.blocks:
-            zb = zY[brow]  # (b, m)
-            for coef, sign in ((low, -1.0), (up, 1.0)):
-                with np.errstate(invalid="ignore"):
-                    cand = np.where(np.isfinite(coef)[:, :, None], coef[:, :, None] * zb[:, None, :], np.inf)
-                pick = cand.argmax(axis=0) if sign < 0 else cand.argmin(axis=0)  # (x, m)
-                best = np.take_along_axis(cand, pick[None], axis=0)[0]
-                total = best.sum(axis=1)
-                bad = total > 1 + tol if sign < 0 else (total < 1 - tol) & np.isfinite(total)
-                for x in np.flatnonzero(bad):  # one cut per violated internal record (few per round)
-                    a = coef[pick[x], x]
-                    cols.append(brow[pick[x]] * m + ys)
-                    vals.append(sign * a)
-                    lo.append(sign)
-        return lo, cols, vals
-
-
-class _Sub:
-    """Subproblem of one subset: HiGHS models of its LP and of its phase-1 (elastic) twin, rhs = h + B z_Y.
-
-    Variables are the internal rows ``rows_x`` of the subset (``local`` maps a row to its position); the boundary
-    rows are given (``bidx`` maps a row to its position in z_Y). Pair rows with a boundary end move it to the
-    right-hand side.
-    """
-
-    def __init__(self, rows_x: NDArray[np.int64], local: NDArray[np.int64], bidx: NDArray[np.int64],
-                 is_b: NDArray[np.bool_], pi: NDArray[np.int64], pj: NDArray[np.int64], coef: NDArray[np.float64],
-                 W: NDArray[np.float64], nb: int, slack: float) -> None:
-        m = W.shape[1]
-        self.m, self.nx = m, len(rows_x)
-        xi, xj = ~is_b[pi], ~is_b[pj]
-        xx, xy, yx = xi & xj, xi & ~xj, ~xi & xj
-        nv = self.nx * m
-        blocks = [_pair_rows(pi[xx], pj[xx], coef[xx], m, local[pi[xx]], local[pj[xx]], nv)]
-        n_rows = blocks[0].shape[0]
-        B_rows, B_cols, B_vals = [], [], []
-        for mask, x_side, b_side, x_val, b_val in ((xy, pi, pj, 1.0, None), (yx, pj, pi, None, -1.0)):
-            # internal i, boundary j: z_i ≤ e z̄_j;   boundary i, internal j: −e z_j ≤ −z̄_i
-            r = int(mask.sum())
-            y = np.tile(np.arange(m), r)
-            rr = np.repeat(np.arange(r) * m, m) + y
-            e = np.repeat(coef[mask], m)
-            blocks.append(sp.csr_matrix((np.full(r * m, x_val) if x_val is not None else -e,
-                                         (rr, np.repeat(local[x_side[mask]], m) * m + y)), shape=(r * m, nv)))
-            B_rows.append(n_rows + rr)
-            B_cols.append(np.repeat(bidx[b_side[mask]], m) * m + y)
-            B_vals.append(e if b_val is None else np.full(r * m, b_val))
-            n_rows += r * m
-        self.n_pair_rows = n_rows
-        self.n_fixed = blocks[0].shape[0]  # rows between internal records: their bounds never depend on z_Y
-        self.loosened = False  # whether the last solve loosened every row by its phase-1 slack
-        # every pair row divided by its largest coefficient, max(1, e): no entry above 1, so a row's slack is at
-        # most rhs + 1 over z ∈ [0, 1], which is what makes the safe cuts of _duals tight
-        big = np.maximum(1.0, np.concatenate([np.repeat(coef[k], m) for k in (xx, xy, yx)]))
-        self.big = big
-        scale = sp.diags(1.0 / big)
-        self.B = (scale @ sp.csr_matrix((np.concatenate(B_vals), (np.concatenate(B_rows), np.concatenate(B_cols))),
-                                        shape=(n_rows, nb * m))).tocsr()
-        self.BT = self.B.T.tocsr()
-        self.h = scale @ np.full(n_rows, float(slack))
-        S = sp.csr_matrix((np.ones(nv), (np.repeat(np.arange(self.nx), m), np.arange(nv))), shape=(self.nx, nv))
-        A = sp.vstack([scale @ sp.vstack(blocks), S]).tocsc()
-        self.AT = A.T.tocsr()  # for the reduced costs of the safe cuts
-        self.cost = W[rows_x].ravel()
-        lower = np.concatenate([np.full(n_rows, -INF), np.ones(self.nx)])
-        upper = np.concatenate([self.h, np.ones(self.nx)])
-        self.lp = new_highs()
-        self.lp.setOptionValue("solver", "simplex")
-        self.lp.setOptionValue("presolve", "off")  # small LPs; presolve ended some in "Unknown"
-        pass_model(self.lp, self.cost, A, lower, upper)
-        # phase 1: the same rows with an elastic slack σ ≥ 0 on each pair row, measured in the row's unscaled units
-        # (entry −1/scale), minimise Σ σ: a real infeasibility never looks like round-off
-        A1 = sp.hstack([A, sp.vstack([-scale, sp.csr_matrix((self.nx, n_rows))])]).tocsc()
-        self.ph1 = new_highs()
-        self.ph1.setOptionValue("solver", "simplex")
-        self.ph1.setOptionValue("presolve", "off")
-        pass_model(self.ph1, np.concatenate([np.zeros(nv), np.ones(n_rows)]), A1, lower, upper)
-        self.size = {"variables": nv, "constraints": A.shape[0], "nonzeros": int(A.nnz)}
-
-    def _duals(self, h: highspy.Highs, phase1: bool, h_vec: NDArray[np.float64] | None = None
-               ) -> tuple[float, NDArray[np.float64], float]:
-        """A cut valid whatever the solver's tolerances (a "safe" dual bound). With the duals u (pair rows) and v
-        (row sums) as returned and the reduced costs r = c − Aᵀ(u, v) recomputed here, every feasible point gives
-        value = r·z + u·rhs − u·s + Σv with row slacks 0 ≤ s ≤ rhs + 1 and 0 ≤ z ≤ 1, hence value ≥ Σ min(r, 0) +
-        Σ_{u ≤ 0} u·rhs − Σ_{u > 0} u + Σv: a u of the wrong sign (within HiGHS's tolerance) costs only itself.
-        Returns (const, g, objective) of the cut ``const + g·z_Y`` (rhs = h + B z_Y; ``h_vec`` replaces h)."""
-        dual = np.array(h.getSolution().row_dual)
-        u, v = dual[: self.n_pair_rows], dual[self.n_pair_rows:]
-        r = (0.0 if phase1 else self.cost) - self.AT @ dual
-        neg = np.minimum(u, 0.0)
-        hv = self.h if h_vec is None else h_vec
-        const = float(neg @ hv - np.maximum(u, 0.0).sum() + v.sum() + np.minimum(r, 0.0).sum())
-        return const, self.BT @ neg, float(h.getInfo().objective_function_value)
-
-    def solve(self, zY: NDArray[np.float64], deadline: float | None
-              ) -> tuple[str, float, NDArray[np.float64] | None, float, NDArray[np.float64] | None]:
-        """(kind, const, g, value, z_X). kind ``opt``: cut w ≥ const + g·z_Y, value = optimum; ``feas``: cut
-        const + g·z_Y ≤ 0; otherwise kind is a HiGHS status text (a time limit, or the failure of the phase-1 twin
-        or of the loosened re-solve) and nothing else."""
-        rhs = self.h + self.B @ zY
-        idx = np.arange(self.n_pair_rows, dtype=np.int32)
-        lo = np.full(self.n_pair_rows, -INF)
-        f = 0 if self.loosened else self.n_fixed  # else only the rows with a boundary end change
-        if self.n_pair_rows > f:
-            self.lp.changeRowsBounds(self.n_pair_rows - f, idx[f:], lo[f:], rhs[f:])  # type: ignore[attr-defined]
-        self.loosened = False
-        st = _run(self.lp, deadline)
-        if st == _H.kOptimal:
-            const, g, value = self._duals(self.lp, phase1=False)
-            z = np.maximum(np.array(self.lp.getSolution().col_value), 0.0).reshape(self.nx, self.m)
-            return "opt", const, g, value, z
-        if st == _H.kTimeLimit:
-            return self.lp.modelStatusToString(st), 0.0, None, 0.0, None
-        # infeasible (costs ≥ 0 and z bounded: never unbounded), or a failure: at a master point on the edge of
-        # feasibility (Rome, K = 500, plain Benders) HiGHS said "Unknown" in every run while its presolve said
-        # infeasible and unscaled simplex said optimal; the elastic twin, always feasible, decides
-        if self.n_pair_rows > self.n_fixed:  # the twin's rows are never loosened
-            f = self.n_fixed
-            self.ph1.changeRowsBounds(self.n_pair_rows - f, idx[f:], lo[f:], rhs[f:])  # type: ignore[attr-defined]
-        st = _run(self.ph1, deadline)
-        if st != _H.kOptimal:  # the elastic twin is always feasible and bounded: anything else is a failure
-            return "phase 1: " + self.ph1.modelStatusToString(st), 0.0, None, 0.0, None
-        const, g, value = self._duals(self.ph1, phase1=True)
-        if const + float(g @ zY) > 1e-9 or not self.n_pair_rows:
-            return "feas", const, g, value, None
-        # infeasible only within the solver's tolerances (the safe feasibility cut does not cut z_Y): re-solve with
-        # each row loosened by its phase-1 slack; that LP relaxes the subproblem, so its cut is valid, and its rows
-        # hold within those slacks (the mechanism repairs them exactly and re-checks the gap)
-        sigma = np.maximum(np.array(self.ph1.getSolution().col_value)[self.nx * self.m:], 0.0) / self.big
-        self.loosened = True
-        self.lp.changeRowsBounds(self.n_pair_rows, idx, lo, rhs + sigma)  # type: ignore[attr-defined]  # not in the stubs
-        st = _run(self.lp, deadline)
-        if st in (_H.kInfeasible, _H.kUnboundedOrInfeasible):
-            return "feas", const, g, value, None
-        if st != _H.kOptimal:  # a time limit or a failure: said, never passed off as a feasibility cut
-            return "loosened: " + self.lp.modelStatusToString(st), 0.0, None, 0.0, None
-        const, g, value = self._duals(self.lp, phase1=False, h_vec=self.h + sigma)
-        z = np.maximum(np.array(self.lp.getSolution().col_value), 0.0).reshape(self.nx, self.m)
-        return "opt", const, g, value, z
-
-
-class _SafeBound:
-    """A lower bound on the master LP that holds whatever HiGHS's tolerances (Neumaier–Shcherbina): any row duals y
-    of the right signs give min over the column box of c·x − yᵀ(Ax − b) ≤ the optimum. With coefficients up to
-    1e13 HiGHS's own "optimal" objective was once above a feasible point's value (1.06 m above the optimum)."""
-
-    def __init__(self, cost: NDArray[np.float64], A: sp.spmatrix, lo: NDArray[np.float64], up: NDArray[np.float64],
-                 col_lo: NDArray[np.float64], col_up: NDArray[np.float64]) -> None:
-        self.cost, self.col_lo, self.col_up = cost, col_lo, col_up
-        self.blocks, self.lo, self.up = [sp.csr_matrix(A)], [lo], [up]
-        self.A: sp.csr_matrix | None = None
-
-    def add(self, rows: sp.csr_matrix, lo: NDArray[np.float64], up: NDArray[np.float64]) -> None:
-        """Rows lo ≤ rows·x ≤ up, in the order they were added to the master (±inf: no bound)."""
-        self.blocks.append(rows)
-        self.lo.append(lo)
-        self.up.append(up)
-        self.A = None
-
-    def bound(self, y: NDArray[np.float64]) -> float:
-        if self.A is None:
-            self.A = sp.vstack(self.blocks).tocsr()
-            self.lo, self.up = [np.concatenate(self.lo)], [np.concatenate(self.up)]
-            self.blocks = [self.A]
-        lo, up = self.lo[0], self.up[0]
-        y = np.where(y > 0, np.where(np.isfinite(lo), y, 0.0), np.where(np.isfinite(up), y, 0.0))
-        r = self.cost - self.A.T @ y
-        rows = np.where(y > 0, y * np.where(np.isfinite(lo), lo, 0.0), y * np.where(np.isfinite(up), up, 0.0))
-        return float(rows.sum() + np.minimum(r * self.col_lo, r * self.col_up).sum())
-
-
-def components(nb: int, ci: NDArray[np.int64], cj: NDArray[np.int64]) -> list[int]:
-    """Sizes of the connected components of the MP's own pair graph (the paper's Table 2 measure)."""
-    if nb == 0:
-        return []
-    g = sp.coo_matrix((np.ones(len(ci)), (ci, cj)), shape=(nb, nb))
-    _, lab = connected_components(g, directed=False)
-    return sorted(np.bincount(lab).tolist(), reverse=True)
-
-
-def _clean_cuts(lo: list[float], cols: list[NDArray[np.int64]], vals: list[NDArray[np.float64]]
-                ) -> tuple[list[float], list[NDArray[np.int64]], list[NDArray[np.float64]], int]:
-    """Make cuts ``Σ a_k z_k (+ w) ≥ lo`` safe for HiGHS without ever tightening them (0 ≤ z ≤ 1; the w
-    coefficient is 1, never tiny): a tiny positive coefficient is dropped and the right-hand side lowered by it,
-    a tiny negative one is dropped; a cut
-    with a coefficient above ``CUT_CAP`` is left out whole. Returns the cuts kept and how many were left out."""
-    out_lo, out_cols, out_vals = [], [], []
-    dropped = 0
-    for b, c, v in zip(lo, cols, vals):
-        if len(v) and np.abs(v).max() > CUT_CAP:
-            dropped += 1
-            continue
-        tiny = np.abs(v) < 1e-9  # HiGHS's small_matrix_value: below it HiGHS itself would drop the entry
-        out_lo.append(b - float(v[tiny & (v > 0)].sum()))
-        out_cols.append(c[~tiny])
-        out_vals.append(v[~tiny])
-    return out_lo, out_cols, out_vals, dropped
-
-
-def _add_rows(mp: highspy.Highs, safe: _SafeBound, rows: sp.csr_matrix, lo: NDArray[np.float64],
-              up: NDArray[np.float64]) -> bool:
-    """Add rows ``lo ≤ rows·x ≤ up`` (±inf: no bound) to the master and to its safe bound; False when HiGHS
-    refuses them."""
-    rows = sp.csr_matrix(rows)
-    added = mp.addRows(rows.shape[0], np.maximum(lo, -INF), np.minimum(up, INF), int(rows.nnz),
-                       rows.indptr[:-1].astype(np.int32), rows.indices.astype(np.int32), rows.data)
-    if added != highspy.HighsStatus.kOk:
-        return False
-    safe.add(rows, lo, up)
-    return True
-
-
-def _add_cuts(mp: highspy.Highs, safe: _SafeBound, lo: list[float], cols: list[NDArray[np.int64]],
-              vals: list[NDArray[np.float64]]) -> bool:
-    """Add cuts ``Σ a·x ≥ lo`` to the master and to its safe bound; False when HiGHS refuses them."""
-    indptr = np.concatenate([[0], np.cumsum([len(c) for c in cols])])
-    rows = sp.csr_matrix((np.concatenate(vals), np.concatenate(cols), indptr), shape=(len(cols), mp.getNumCol()))
-    return _add_rows(mp, safe, rows, np.asarray(lo, dtype=np.float64), np.full(len(cols), np.inf))
-
-
-class _LazyPairRows:
-    """The master's pair rows (its own LP pairs and the initial cuts, ``z_i,y − e·z_j,y ≤ slack``), added to the
-    HiGHS model only once the master's point breaks them (row generation; ``bench benders`` reports how many were
-    added). The master solved is the same LP: its point is returned only when it meets every pair row, so each
-    master solve gives the bound and the point of the full master."""
-
-    def __init__(self, A: sp.csr_matrix, slack: float) -> None:
-        self.A, self.slack = A, float(slack)
-        self.present = np.zeros(A.shape[0], dtype=bool)
-
-    def add_violated(self, mp: highspy.Highs, safe: _SafeBound, x: NDArray[np.float64], tol: float = 1e-9
-                     ) -> int | None:
-        """Add the absent rows that x breaks by more than tol; how many (None when HiGHS refuses them)."""
-        return self._add(mp, safe, np.flatnonzero(~self.present & (self.A @ x[: self.A.shape[1]] > self.slack + tol)))
-
-    def add_all(self, mp: highspy.Highs, safe: _SafeBound) -> int | None:
-        """Add every absent row; how many (None when HiGHS refuses them)."""
-        return self._add(mp, safe, np.flatnonzero(~self.present))
-
-    def _add(self, mp: highspy.Highs, safe: _SafeBound, bad: NDArray[np.int64]) -> int | None:
-        if len(bad) == 0:
-            return 0
-        rows = self.A[bad]
-        rows.resize(rows.shape[0], mp.getNumCol())
-        if not _add_rows(mp, safe, rows, np.full(len(bad), -np.inf), np.full(len(bad), self.slack)):
-            return None
-        self.present[bad] = True
-        return len(bad)
-
-
-def _boundary(n: int, pi: NDArray[np.int64], pj: NDArray[np.int64], labels: NDArray[np.int64]) -> NDArray[np.bool_]:
-    """Which rows are boundary records: an end of a constrained pair whose other end lies in another subset."""
-    cross = labels[pi] != labels[pj]
-    is_b = np.zeros(n, dtype=bool)
-    is_b[pi[cross]] = True
-    is_b[pj[cross]] = True
-    return is_b
-
-
-def _build_master(W: NDArray[np.float64], labels: NDArray[np.int64], is_b: NDArray[np.bool_],
-                  ci: NDArray[np.int64], cj: NDArray[np.int64], ce: NDArray[np.float64], slack: float,
-                  floor: float) -> tuple[highspy.Highs, _SafeBound, _LazyPairRows, dict[str, int]]:
-    """The master LP (z_Y, nb × m, then one w per subset) with its row sums, its safe bound, its pair rows (added
-    lazily, :class:`_LazyPairRows`) and its size (with every pair row counted).
-
-    w_l ≥ Σ_{x ∈ X_l} min_y W[x, y] is a valid starting bound, and w_l ≤ Σ_{x ∈ X_l} max_y W[x, y] since no
-    subproblem costs more (a box the safe bound needs).
-    """
-    m = W.shape[1]
-    b_rows = np.flatnonzero(is_b)
-    nb = len(b_rows)
-    parts = np.unique(labels)
-    n_parts = len(parts)
-    nvm = nb * m + n_parts
-    A_pairs = _pair_rows(ci, cj, np.exp(np.minimum(ce, LOG_CAP)), m, ci, cj, nb * m)
-    A = sp.csr_matrix((np.ones(nb * m), (np.repeat(np.arange(nb), m), np.arange(nb * m))), shape=(nb, nvm))
-    w_floor = np.array([W[(labels == lab) & ~is_b].min(axis=1).sum() if ((labels == lab) & ~is_b).any() else 0.0
-                        for lab in parts])
-    w_ceil = np.array([W[(labels == lab) & ~is_b].max(axis=1).sum() if ((labels == lab) & ~is_b).any() else 0.0
-                       for lab in parts])
-    mp = new_highs()
-    mp.setOptionValue("solver", "simplex")
-    # the safe bound charges every reduced-cost error times the column box; with cut coefficients up to 1e13 the
-    # default tolerance (1e-7) left it 7–65 m below the master's optimum on Rome (K = 500), so it never rose
-    mp.setOptionValue("dual_feasibility_tolerance", 1e-10)
-    mp_cost = np.concatenate([W[b_rows].ravel(), np.ones(n_parts)])
-    col_lo = np.concatenate([np.full(nb * m, float(floor)), w_floor])
-    col_up = np.concatenate([np.ones(nb * m), w_ceil])
-    pass_model(mp, mp_cost, A.tocsc(), np.ones(nb), np.ones(nb), col_lo, col_up)
-    safe = _SafeBound(mp_cost, A, np.ones(nb), np.ones(nb), col_lo, col_up)
-    return mp, safe, _LazyPairRows(A_pairs, slack), {"variables": nvm, "constraints": int(A_pairs.shape[0] + nb),
-                                                      "nonzeros": int(A_pairs.nnz + A.nnz)}
-
-
-def _build_subs(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.int64], coef: NDArray[np.float64],
-                labels: NDArray[np.int64], is_b: NDArray[np.bool_], bidx: NDArray[np.int64], slack: float,
-                deadline: float | None = None) -> tuple[list[_Sub | None], list[NDArray[np.int64]]]:
-    """One subproblem per subset (None when it has no internal record) and each subset's internal rows;
-    ``OutOfTime`` once ``deadline`` passes (checked before each subset)."""
-    n = len(W)
-    nb = int(is_b.sum())
-    subs: list[_Sub | None] = []
-    sub_rows: list[NDArray[np.int64]] = []
-    local = np.full(n, -1, dtype=np.int64)
-    parts = np.unique(labels)
-    for n_done, lab in enumerate(parts):  # one loop per subset (M ≤ a few dozen), vectorised inside
-        check_deadline(deadline, f"building the Benders subproblems ({n_done} of {len(parts)} done)")
-        members = np.flatnonzero(labels == lab)
-        rows_x = members[~is_b[members]]
-        sub_rows.append(rows_x)
-        if len(rows_x) == 0:
-            subs.append(None)
-            continue
-        local[rows_x] = np.arange(len(rows_x))
-        inside = (labels[pi] == lab) & (labels[pj] == lab) & (~is_b[pi] | ~is_b[pj])
-        subs.append(_Sub(rows_x, local, bidx, is_b, pi[inside], pj[inside], coef[inside], W, nb, slack))
-    return subs, sub_rows
-
-
 @dataclass
 class _MasterPoint:
     """The master's solution at one iteration: z_Y (flat, clipped at 0), the estimates w, objective and safe bound."""
@@ -649,7 +190,7 @@ class _BendersRun:
         self.n, self.m = n, m
         t0 = time.perf_counter()
         check_deadline(deadline, "finding the subsets' boundary records")
-        self.is_b = _boundary(n, pi, pj, labels)
+        self.is_b = boundary_records(n, pi, pj, labels)
         self.b_rows = np.flatnonzero(self.is_b)
         self.nb = nb = len(self.b_rows)
         bidx = np.full(n, -1, dtype=np.int64)
@@ -668,11 +209,11 @@ class _BendersRun:
         self.timings["cuts_s"] = time.perf_counter() - t0
         check_deadline(deadline, "building the Benders master")
         t0 = time.perf_counter()
-        self.mp, self.safe, self.pair_rows, self.mp_size = _build_master(W, labels, self.is_b, self.ci, self.cj, ce,
+        self.mp, self.safe, self.pair_rows, self.mp_size = build_master(W, labels, self.is_b, self.ci, self.cj, ce,
                                                                          slack, floor)
         self.timings["master_build_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        self.subs, self.sub_rows = _build_subs(W, pi, pj, coef, labels, self.is_b, bidx, slack, deadline)
+        self.subs, self.sub_rows = build_subs(W, pi, pj, coef, labels, self.is_b, bidx, slack, deadline)
         self.timings["sub_build_s"] = time.perf_counter() - t0
         self.zc = None if core is None else np.asarray(core, dtype=np.float64)[self.b_rows].ravel()
         # the floor z_Y ≥ τ can raise the optimum by at most τ·Σ W (mix any optimum with the uniform matrix), so the
@@ -749,7 +290,7 @@ class _BendersRun:
         while True:
             ts = time.perf_counter()
             lazy = not self.pair_rows.present.all()  # with every row a long warm solve is normal: no cap
-            st = _run(self.mp, self.deadline, first_cap=self.mp_cap if lazy else None)
+            st = run_highs(self.mp, self.deadline, first_cap=self.mp_cap if lazy else None)
             if st == _H.kTimeLimit:
                 return "time limit", f"time limit in the master LP at iteration {it}"
             if st != _H.kOptimal and lazy:
@@ -772,10 +313,10 @@ class _BendersRun:
 
     def _row_sum_cuts(self, it: int, rowsum: RowSumCuts, z_out: NDArray[np.float64]) -> bool | _Stop:
         """Add the row-sum cuts the master point violates; whether there were any (a stop if HiGHS refuses them)."""
-        r_lo, r_cols, r_vals, _ = _clean_cuts(*rowsum.separate(z_out.reshape(self.nb, self.m)))
+        r_lo, r_cols, r_vals, _ = clean_cuts(*rowsum.separate(z_out.reshape(self.nb, self.m)))
         if not r_cols:
             return False
-        if not _add_cuts(self.mp, self.safe, r_lo, r_cols, r_vals):
+        if not add_cuts(self.mp, self.safe, r_lo, r_cols, r_vals):
             return "error", f"HiGHS refused the row-sum cuts of iteration {it}"
         self.n_row += len(r_cols)
         return True
@@ -819,7 +360,7 @@ class _BendersRun:
     def _solve_subs(self, zY: NDArray[np.float64]) -> Iterator[tuple[Any, float]]:
         """Each subproblem's (result, seconds) at zY in order (None for a subset without records): one after the
         other, lazily (a failure stops the round), or all at once on the thread pool."""
-        def one(sub: _Sub | None) -> tuple[Any, float]:
+        def one(sub: Subproblem | None) -> tuple[Any, float]:
             ts = time.perf_counter()
             return (None, 0.0) if sub is None else (sub.solve(zY, self.deadline), time.perf_counter() - ts)
 
@@ -890,7 +431,7 @@ class _BendersRun:
 
     def _add_round_cuts(self, it: int, lam: float, rnd: _Round) -> _Stop | None:
         """Add the round's cuts to the master (those with coefficients beyond ``CUT_CAP`` left out)."""
-        cut_lo, cut_cols, cut_vals, dropped = _clean_cuts(rnd.cut_lo, rnd.cut_cols, rnd.cut_vals)
+        cut_lo, cut_cols, cut_vals, dropped = clean_cuts(rnd.cut_lo, rnd.cut_cols, rnd.cut_vals)
         self.n_dropped += dropped
         if not cut_cols:
             if lam >= 1.0:
@@ -898,7 +439,7 @@ class _BendersRun:
                                    "out (a floor on the master's entries keeps them finite)")
             self.at_out = True  # nothing to add from the separation point: separate at the master's own point next
             return None
-        if not _add_cuts(self.mp, self.safe, cut_lo, cut_cols, cut_vals):
+        if not add_cuts(self.mp, self.safe, cut_lo, cut_cols, cut_vals):
             return "error", f"HiGHS refused the cuts of iteration {it}"
         return None
 
