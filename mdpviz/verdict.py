@@ -247,33 +247,9 @@ def verdict(result: Result, evaluation: dict[str, Any] | None = None, *, label: 
     'LP: time limit after 2.0 s (and 58.0 s waiting for another solve of the same inputs), no mechanism to show.'
     """
     name = label or result.mechanism
-    total, wait = result.timings.get("total_s"), result.timings.get("wait_s")
-    took = f" after {format_s(total)}" if isinstance(total, (int, float)) else ""
-    if took and isinstance(wait, (int, float)) and wait != total:  # the time limit covers the wait too
-        took += f" (and {format_s(wait)} waiting for another solve of the same inputs)"
+    took = _took(result)
     if not result.ok:
-        bound = f" The best certified lower bound on the loss is {format_m(result.bound_m)}." if result.bound_m else ""
-        kept = result.diagnostics.get("feasible_objective_m")
-        if isinstance(kept, (int, float)) and result.status != "stopped":
-            bound += (f" The best feasible point found costs {format_m(kept)} (kept in the diagnostics, not proven "
-                      "optimal).")
-        what = {"time limit": f"time limit{took}, no mechanism to show.",
-                "stopped": f"stopped at your request{took}, no mechanism to show.",
-                "infeasible": "no mechanism exists for these settings (the LP is infeasible).",
-                "error": f"the solver failed{took}; no mechanism to show."}.get(
-            result.status, f"status {result.status}{took}, no mechanism to show.")
-        found = ""
-        if isinstance(kept, (int, float)) and result.status == "time limit":
-            found = (f" before proving one optimal: the best it found costs {format_m(kept)} a report"
-                     + (f", and the optimum costs at least {format_m(result.bound_m)}" if result.bound_m else "")
-                     + " (that point is kept in the diagnostics, not shown)")
-        plain = {"time limit": f"{name} gave no mechanism: it reached its time limit{took}"
-                               + (found or " before finding one") + ".",
-                 "infeasible": f"{name} gave no mechanism: none exists at these settings.",
-                 "error": f"{name} gave no mechanism: its solver failed.",
-                 "stopped": f"{name} gave no mechanism: you stopped it{took}."}.get(
-            result.status, f"{name} gave no mechanism ({result.status}).")
-        return Verdict("error", f"{name}: {what}{bound}", short=f"no mechanism ({result.status})", plain=plain)
+        return _no_mechanism(result, name, took)
     stopped = UNFINISHED.get(result.status, "")
     unfinished = "" if not stopped else (
         f"{stopped.format(took=took)}: a feasible mechanism, not proven optimal. ")
@@ -281,50 +257,14 @@ def verdict(result: Result, evaluation: dict[str, Any] | None = None, *, label: 
         text = f"{name}: {unfinished}{result.degenerate or 'solved'}".strip()
         return Verdict("warning" if unfinished or result.degenerate else "info", text, short="not evaluated",
                        plain=f"{text.rstrip('.')}; its privacy was not checked.")
-    v = evaluation["violations"]
-    bad, checked, eps = int(v["violated_pairs"]), int(v["checked_pairs"]), float(v.get("eps", result.eps))
-    planar = " in the planar projection" if str(v.get("metric", "")).endswith("planar") else ""
-    at_eps = f"ε = {eps:g} km⁻¹{planar}"
-    if claims_all_pairs(result.claim):
-        kind, counts = ("all" if bad == 0 else "broken"), (bad, checked, "pairs of secrets")
-        if bad == 0:
-            level, promise = "ok", f"kept its promise: ε-mDP holds for all {_pairs(checked)} ({at_eps})."
-            claim_line = f"0 of {_pairs(checked)} violate ε-mDP, the claim of this mechanism."
-            short = "holds on all pairs"
-        else:
-            short = f"broken on {bad:,} of {checked:,} pairs"
-            level = "error"
-            promise = (f"broke its promise: ε-mDP fails on {bad:,} of {_pairs(checked)} ({at_eps}; the worst pair "
-                       f"uses {float(v['worst_factor']):.3g}× the allowed ε·d).")
-            claim_line = f"{bad:,} of {_pairs(checked)} violate ε-mDP ({bad / checked:.3g}), which it claims."
-    else:
-        measured = against_claim(result, evaluation)
-        all_txt = (f"{bad / checked:.2g} of all pairs ({bad:,} of {checked:,})" if bad
-                   else f"none of all {_pairs(checked)}")
-        if measured is not None:
-            check_name, c_bad, c_total, unit = measured.check, measured.violated, measured.checked, measured.unit
-            kept = measured.kept
-            kind, counts = ("narrower" if kept else "broken"), (c_bad, c_total, unit)
-            what = f"{c_total:,} {'enforced' if 'enforced' in check_name.lower() else 'claimed'} {unit}"
-            level = "ok" if kept else "error"
-            within = f" ({c_bad:,} of them violate ε-mDP, within what δ = {result.params.get('delta')} allows)"
-            promise = (f"kept its narrower promise: 0 of {what} violate ε-mDP." if c_bad == 0 else
-                       f"kept its narrower promise on {what}{within}." if kept else
-                       f"broke its promise: {c_bad:,} of {what} violate ε-mDP.")
-            claim_line = f"{c_bad:,} of {what} violated; {all_txt} violated, which this mechanism does not claim."
-            short = (f"holds on its claim ({c_bad:,} of {what})" if kept else f"broken on {c_bad:,} of {what}")
-        else:
-            level, kind, counts = "info", "unmeasured", (bad, checked, "pairs")
-            promise = ("claims ε-mDP only on some pairs; measured over all pairs, "
-                       f"{all_txt} {'are' if bad else 'is'} violated.")
-            claim_line = f"What it claims: {result.claim}."
-            short = "narrower claim, not measured"
+    p = _promise(result, evaluation)
+    level, short = p.level, p.short
     degenerate = degenerate_text(result)
-    headline = f"{name} {promise}"
+    headline = f"{name} {p.promise}"
     if degenerate:
         level = "error" if level == "error" else "warning"
         stop = "" if degenerate.rstrip().endswith((".", "!", "?")) else "."
-        headline = f"{name}: {degenerate}{stop} Privacy: {promise}"
+        headline = f"{name}: {degenerate}{stop} Privacy: {p.promise}"
         short = f"degenerate; {short}"
     if unfinished:
         level = "error" if level == "error" else "warning"
@@ -333,5 +273,94 @@ def verdict(result: Result, evaluation: dict[str, Any] | None = None, *, label: 
     meaning = (f"A report costs {format_m(float(evaluation['utility_loss_m']))} on average (utility loss); an attacker "
                f"who sees it guesses the true location {format_m(float(evaluation['adversary_error_m']))} off on "
                "average (adversary error: higher is more private).")
-    plain = _plain(name, level, kind, degenerate, unfinished, evaluation, counts, own_model(result))
-    return Verdict(level, headline, claim_line, meaning, short, plain)
+    plain = _plain(name, level, p.kind, degenerate, unfinished, evaluation, p.counts, own_model(result))
+    return Verdict(level, headline, p.claim_line, meaning, short, plain)
+
+
+def _took(result: Result) -> str:
+    """How long the solve took, as words to append (" after 1 min 0 s", with any wait for another solve of the same
+    inputs), or "" without a time."""
+    total, wait = result.timings.get("total_s"), result.timings.get("wait_s")
+    took = f" after {format_s(total)}" if isinstance(total, (int, float)) else ""
+    if took and isinstance(wait, (int, float)) and wait != total:  # the time limit covers the wait too
+        took += f" (and {format_s(wait)} waiting for another solve of the same inputs)"
+    return took
+
+
+def _no_mechanism(result: Result, name: str, took: str) -> Verdict:
+    """The verdict on a result without a mechanism: why (its status), and the bound or feasible point it kept."""
+    bound = f" The best certified lower bound on the loss is {format_m(result.bound_m)}." if result.bound_m else ""
+    kept = result.diagnostics.get("feasible_objective_m")
+    if isinstance(kept, (int, float)) and result.status != "stopped":
+        bound += (f" The best feasible point found costs {format_m(kept)} (kept in the diagnostics, not proven "
+                  "optimal).")
+    what = {"time limit": f"time limit{took}, no mechanism to show.",
+            "stopped": f"stopped at your request{took}, no mechanism to show.",
+            "infeasible": "no mechanism exists for these settings (the LP is infeasible).",
+            "error": f"the solver failed{took}; no mechanism to show."}.get(
+        result.status, f"status {result.status}{took}, no mechanism to show.")
+    found = ""
+    if isinstance(kept, (int, float)) and result.status == "time limit":
+        found = (f" before proving one optimal: the best it found costs {format_m(kept)} a report"
+                 + (f", and the optimum costs at least {format_m(result.bound_m)}" if result.bound_m else "")
+                 + " (that point is kept in the diagnostics, not shown)")
+    plain = {"time limit": f"{name} gave no mechanism: it reached its time limit{took}"
+                           + (found or " before finding one") + ".",
+             "infeasible": f"{name} gave no mechanism: none exists at these settings.",
+             "error": f"{name} gave no mechanism: its solver failed.",
+             "stopped": f"{name} gave no mechanism: you stopped it{took}."}.get(
+        result.status, f"{name} gave no mechanism ({result.status}).")
+    return Verdict("error", f"{name}: {what}{bound}", short=f"no mechanism ({result.status})", plain=plain)
+
+
+@dataclass(frozen=True)
+class _Promise:
+    """A result's measured violations against what it claims, in the verdict's words: the level, the kind of
+    promise for the plain sentences (``all``, ``broken``, ``narrower``, ``unmeasured``) with its counts (violated,
+    claimed, unit), the headline's promise clause, the claim line and the short form."""
+
+    level: str
+    kind: str
+    counts: tuple[int, int, str]
+    promise: str
+    claim_line: str
+    short: str
+
+
+def _promise(result: Result, evaluation: dict[str, Any]) -> _Promise:
+    """How ``result`` stands against its claim: over all pairs when it claims them all, else against the check of
+    its narrower claim (:func:`against_claim`), or unmeasured."""
+    v = evaluation["violations"]
+    bad, checked, eps = int(v["violated_pairs"]), int(v["checked_pairs"]), float(v.get("eps", result.eps))
+    planar = " in the planar projection" if str(v.get("metric", "")).endswith("planar") else ""
+    at_eps = f"ε = {eps:g} km⁻¹{planar}"
+    if claims_all_pairs(result.claim):
+        counts = (bad, checked, "pairs of secrets")
+        if bad == 0:
+            return _Promise("ok", "all", counts,
+                            f"kept its promise: ε-mDP holds for all {_pairs(checked)} ({at_eps}).",
+                            f"0 of {_pairs(checked)} violate ε-mDP, the claim of this mechanism.",
+                            "holds on all pairs")
+        return _Promise("error", "broken", counts,
+                        f"broke its promise: ε-mDP fails on {bad:,} of {_pairs(checked)} ({at_eps}; the worst pair "
+                        f"uses {float(v['worst_factor']):.3g}× the allowed ε·d).",
+                        f"{bad:,} of {_pairs(checked)} violate ε-mDP ({bad / checked:.3g}), which it claims.",
+                        f"broken on {bad:,} of {checked:,} pairs")
+    measured = against_claim(result, evaluation)
+    all_txt = (f"{bad / checked:.2g} of all pairs ({bad:,} of {checked:,})" if bad
+               else f"none of all {_pairs(checked)}")
+    if measured is None:
+        return _Promise("info", "unmeasured", (bad, checked, "pairs"),
+                        "claims ε-mDP only on some pairs; measured over all pairs, "
+                        f"{all_txt} {'are' if bad else 'is'} violated.",
+                        f"What it claims: {result.claim}.", "narrower claim, not measured")
+    check_name, c_bad, c_total, unit = measured.check, measured.violated, measured.checked, measured.unit
+    kept = measured.kept
+    what = f"{c_total:,} {'enforced' if 'enforced' in check_name.lower() else 'claimed'} {unit}"
+    within = f" ({c_bad:,} of them violate ε-mDP, within what δ = {result.params.get('delta')} allows)"
+    promise = (f"kept its narrower promise: 0 of {what} violate ε-mDP." if c_bad == 0 else
+               f"kept its narrower promise on {what}{within}." if kept else
+               f"broke its promise: {c_bad:,} of {what} violate ε-mDP.")
+    return _Promise("ok" if kept else "error", "narrower" if kept else "broken", (c_bad, c_total, unit), promise,
+                    f"{c_bad:,} of {what} violated; {all_txt} violated, which this mechanism does not claim.",
+                    f"holds on its claim ({c_bad:,} of {what})" if kept else f"broken on {c_bad:,} of {what}")

@@ -67,69 +67,80 @@ def test_pages_draw_explain_and_stay_on_their_origin(tmp_path: Path) -> None:
             context = browser.new_context(viewport={"width": 1280, "height": 800})
             context.on("request", lambda r: requested.append(r.url))
             page = context.new_page()
-
-            # a person who has never seen mDP: Home, one click on a preset, and the page says what happened
-            page.goto(url, timeout=30_000)
-            page.get_by_role("button", name="Teach: EM vs LP on 30 points").click()
-            page.wait_for_selector("text=Privacy promise", timeout=60_000)
-            _idle(page)
-            captions = " ".join(page.locator("[data-testid='stCaptionContainer']").all_inner_texts())
-            assert "Privacy promise: holds on all pairs" in captions, captions
-            _drawn_map(page, need_red=True)
-
-            # Explore: solve, the verdict above the metrics, the map, a click selects a secret
-            page.goto(f"{url}/explore", timeout=30_000)
-            page.wait_for_selector("text=Not solved yet", timeout=30_000)
-            page.get_by_role("button", name="Solve", exact=True).click()
-            page.wait_for_selector("[data-testid='stMetric']", timeout=30_000)
-            assert "kept its promise: no two secrets can be told apart by more than ε allows" in page.locator(
-                "[data-testid='stAlert']").first.inner_text()
-            metrics = page.locator("[data-testid='stMetric']").all_inner_texts()
-            loss = next(m for m in metrics if "Utility loss" in m).split("\n")[-1]
-            assert float(loss) > 0
-            _idle(page)
-            _drawn_map(page, need_red=True)
-            box = page.locator(MAP).first.bounding_box()
-            field = page.get_by_label("Selected secret x (index)", exact=True).and_(page.locator("input"))
-            before, changed = field.input_value(), None
-            for fx, fy in itertools.product((0.45, 0.3, 0.6, 0.75), (0.45, 0.3, 0.6, 0.75)):
-                page.mouse.click(box["x"] + fx * box["width"], box["y"] + fy * box["height"])
-                page.wait_for_timeout(400)
-                page.wait_for_function(IDLE, timeout=30_000)
-                if field.input_value() != before:
-                    changed = field.input_value()
-                    break
-            assert changed is not None, "no click on the map selected a secret"
-            page.wait_for_function(f"() => window.location.search.includes('secret={changed}')", timeout=10_000)
-            page.mouse.move(5, 5)
-            page.screenshot(path=str(tmp_path / "explore.png"))
-
-            # refusals are visible: an unknown page, a misspelt URL key, an out-of-range K
-            page.goto(f"{url}/nonsense?mechanism=lp&k=99999", timeout=30_000)
-            page.wait_for_selector("text=There is no page", timeout=30_000)
-            body = page.locator("body").inner_text()
-            assert "did you mean `mech`" in body.replace("\n", " ") or "did you mean mech" in body
-            assert "k=99999 is outside [2, 5,878]" in body  # the same limits as the K box; the default is used
-
-            # the other pages load (their charts included) without a request to another host
-            page.goto(f"{url}/learn", timeout=30_000)
-            page.wait_for_selector("text=Learn: mDP in four steps", timeout=30_000)
-            _idle(page)
-            # the Reproduce page opens with the claims ledger; its second tab shows a report (the shipped full run
-            # where there is one) with its chart
-            page.goto(f"{url}/reproduce", timeout=30_000)
-            page.wait_for_selector("text=Every headline claim of the five seed papers", timeout=30_000)
-            assert page.locator("text=PAnDA (CCS 2025)").first.is_visible()
-            page.get_by_role("tab", name="Tables and reruns").click()
-            page.wait_for_selector("h4:has-text('PAnDA Table 2')", timeout=30_000)
-            _idle(page)
-            assert page.locator("[data-testid='stException']").count() == 0
-            if (SHIPPED_DIR / "panda-table2" / "meta.json").exists():
-                assert "shipped full run" in page.locator("body").inner_text()
-                page.wait_for_selector(".js-plotly-plot .scatterlayer .trace", timeout=30_000)
+            _home_preset_explains_itself(page, url)
+            _explore_solves_draws_and_selects_on_click(page, url, tmp_path)
+            _refusals_are_visible(page, url)
+            _other_pages_load(page, url)
         finally:
             browser.close()
     foreign = sorted({u for u in requested if urlsplit(u).scheme in ("http", "https", "ws", "wss")
                       and urlsplit(u).netloc != origin})
     assert not foreign, f"requests outside the app's origin: {foreign}"
     assert len(requested) > 20  # the recording did see the page's own requests
+
+
+def _home_preset_explains_itself(page, url: str) -> None:
+    """A person who has never seen mDP: Home, one click on a preset, and the page says what happened."""
+    page.goto(url, timeout=30_000)
+    page.get_by_role("button", name="Teach: EM vs LP on 30 points").click()
+    page.wait_for_selector("text=Privacy promise", timeout=60_000)
+    _idle(page)
+    captions = " ".join(page.locator("[data-testid='stCaptionContainer']").all_inner_texts())
+    assert "Privacy promise: holds on all pairs" in captions, captions
+    _drawn_map(page, need_red=True)
+
+
+def _explore_solves_draws_and_selects_on_click(page, url: str, tmp_path: Path) -> None:
+    """Explore: solve, the verdict above the metrics, the map, a click selects a secret (then a screenshot)."""
+    page.goto(f"{url}/explore", timeout=30_000)
+    page.wait_for_selector("text=Not solved yet", timeout=30_000)
+    page.get_by_role("button", name="Solve", exact=True).click()
+    page.wait_for_selector("[data-testid='stMetric']", timeout=30_000)
+    assert "kept its promise: no two secrets can be told apart by more than ε allows" in page.locator(
+        "[data-testid='stAlert']").first.inner_text()
+    metrics = page.locator("[data-testid='stMetric']").all_inner_texts()
+    loss = next(m for m in metrics if "Utility loss" in m).split("\n")[-1]
+    assert float(loss) > 0
+    _idle(page)
+    _drawn_map(page, need_red=True)
+    box = page.locator(MAP).first.bounding_box()
+    field = page.get_by_label("Selected secret x (index)", exact=True).and_(page.locator("input"))
+    before, changed = field.input_value(), None
+    for fx, fy in itertools.product((0.45, 0.3, 0.6, 0.75), (0.45, 0.3, 0.6, 0.75)):
+        page.mouse.click(box["x"] + fx * box["width"], box["y"] + fy * box["height"])
+        page.wait_for_timeout(400)
+        page.wait_for_function(IDLE, timeout=30_000)
+        if field.input_value() != before:
+            changed = field.input_value()
+            break
+    assert changed is not None, "no click on the map selected a secret"
+    page.wait_for_function(f"() => window.location.search.includes('secret={changed}')", timeout=10_000)
+    page.mouse.move(5, 5)
+    page.screenshot(path=str(tmp_path / "explore.png"))
+
+
+def _refusals_are_visible(page, url: str) -> None:
+    """Refusals are visible: an unknown page, a misspelt URL key, an out-of-range K."""
+    page.goto(f"{url}/nonsense?mechanism=lp&k=99999", timeout=30_000)
+    page.wait_for_selector("text=There is no page", timeout=30_000)
+    body = page.locator("body").inner_text()
+    assert "did you mean `mech`" in body.replace("\n", " ") or "did you mean mech" in body
+    assert "k=99999 is outside [2, 5,878]" in body  # the same limits as the K box; the default is used
+
+
+def _other_pages_load(page, url: str) -> None:
+    """The other pages load (their charts included): Learn, and Reproduce with its claims ledger and, in its second
+    tab, a report (the shipped full run where there is one) with its chart."""
+    page.goto(f"{url}/learn", timeout=30_000)
+    page.wait_for_selector("text=Learn: mDP in four steps", timeout=30_000)
+    _idle(page)
+    page.goto(f"{url}/reproduce", timeout=30_000)
+    page.wait_for_selector("text=Every headline claim of the five seed papers", timeout=30_000)
+    assert page.locator("text=PAnDA (CCS 2025)").first.is_visible()
+    page.get_by_role("tab", name="Tables and reruns").click()
+    page.wait_for_selector("h4:has-text('PAnDA Table 2')", timeout=30_000)
+    _idle(page)
+    assert page.locator("[data-testid='stException']").count() == 0
+    if (SHIPPED_DIR / "panda-table2" / "meta.json").exists():
+        assert "shipped full run" in page.locator("body").inner_text()
+        page.wait_for_selector(".js-plotly-plot .scatterlayer .trace", timeout=30_000)

@@ -137,6 +137,22 @@ def _merged(runs: Sequence[SweepRun]) -> SweepRun:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the exact-LP benchmark from the command line; returns the exit code."""
+    a = _parser().parse_args(argv)
+    a.command = "python -m mdpviz bench lp " + " ".join(sys.argv[1:] if argv is None else argv)
+    methods = _checked_methods(a)
+    a.stem = report.out_stem(a.out)
+    rows = _run_stages(a, methods)
+    for eps in a.eps:
+        both = [r for r in rows if r["eps"] == eps and r.get("speedup") is not None]
+        if both:
+            top = max(both, key=lambda r: r["K"])
+            print(f"ε = {eps:g}: largest K both finished: {top['K']}; structured {top['wall_s']:.2f} s, "
+                  f"{top['speedup']:.0f}× faster than monolithic HiGHS")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m mdpviz bench lp``."""
     parser = argparse.ArgumentParser(prog="python -m mdpviz bench lp", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--city", default=None, help="city (default: the default city)")
@@ -159,42 +175,39 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="largest K for the monolithic runs (default 150: K = 200 needs 4M rows, ~3 GB)")
     parser.add_argument("--out", default="lp", help=OUT_HELP)
     grid.add_options(parser)
-    a = parser.parse_args(argv)
-    a.command = "python -m mdpviz bench lp " + " ".join(sys.argv[1:] if argv is None else argv)
+    return parser
 
-    ks, epss = a.ks, a.eps
+
+def _checked_methods(a: argparse.Namespace) -> list[str]:
+    """The methods asked for, after every option is checked (before any work: a bad value is one error line, not a
+    report of refused rows)."""
     methods = list(dict.fromkeys(m.strip() for m in a.methods.split(",") if m.strip()))
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         raise MdpvizError(f"`--methods {a.methods}`: " + (f"unknown method(s) {', '.join(unknown)}" if unknown else
                                                           "no method") + f"; choose from {', '.join(METHODS)}.")
-    # every option is checked before any work: a bad value is one error line, not a report of refused rows
     info = options.check_city(a.city)
-    options.check_ks(ks, info, "--ks")
-    options.check_param("lp", "eps", epss, "--eps")
-    options.check_outputs(a.outputs, ks)
+    options.check_ks(a.ks, info, "--ks")
+    options.check_param("lp", "eps", a.eps, "--eps")
+    options.check_outputs(a.outputs, a.ks)
     options.check_whole(a.seed, "--seed", 0, "the seed")
     options.check_param("lp", "gap_tol", a.gap_tol, "--gap-tol")
     options.check_time_limit(a.time_limit)
     options.check_whole(a.monolithic_max_k, "--monolithic-max-k", 0, "the largest K of the monolithic runs")
     grid.check_options(a)
-    a.stem = report.out_stem(a.out)
+    return methods
+
+
+def _run_stages(a: argparse.Namespace, methods: list[str]) -> list[dict[str, Any]]:
+    """Run the grid one stage per K (every ε at once), writing the report after each; returns every row, by ε
+    then K. Which methods run at K follows from the rows at smaller K."""
+    ks, epss = a.ks, a.eps
     load0 = os.getloadavg()
     skipped: dict[float, set[str]] = {eps: set() for eps in epss}
     stages: dict[tuple[float, int], list[dict[str, Any]]] = {}
     runs: list[SweepRun] = []
-    for k in ks:  # one stage per K (every ε at once): which methods run at K follows from the rows at smaller K
-        here: dict[float, list[dict[str, Any] | Point]] = {}
-        for eps in epss:
-            here[eps] = []
-            for method in methods:
-                tags = {"eps": eps, "K": k, "outputs": min(a.outputs, k), "method": method}
-                if method in skipped[eps]:
-                    here[eps].append({**tags, "status": "skipped (over the limit or refused at a smaller K)"})
-                elif method.startswith("monolithic") and k > a.monolithic_max_k:
-                    here[eps].append({**tags, "status": f"not run (K > --monolithic-max-k {a.monolithic_max_k})"})
-                else:
-                    here[eps].extend(points(a, k, eps, [method]))
+    for k in ks:
+        here = {eps: _stage_plan(a, k, eps, methods, skipped[eps]) for eps in epss}
         todo = [p for items in here.values() for p in items if isinstance(p, Point)]
         found: dict[str, dict[str, Any]] = {}
         if todo:
@@ -208,14 +221,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             _speedups(stage)
             stages[eps, k] = stage
         _write([r for eps in epss for k2 in ks for r in stages.get((eps, k2), [])], a, load0, _merged(runs))
-    rows = [r for eps in epss for k in ks for r in stages[eps, k]]
-    for eps in epss:
-        both = [r for r in rows if r["eps"] == eps and r.get("speedup") is not None]
-        if both:
-            top = max(both, key=lambda r: r["K"])
-            print(f"ε = {eps:g}: largest K both finished: {top['K']}; structured {top['wall_s']:.2f} s, "
-                  f"{top['speedup']:.0f}× faster than monolithic HiGHS")
-    return 0
+    return [r for eps in epss for k in ks for r in stages[eps, k]]
+
+
+def _stage_plan(a: argparse.Namespace, k: int, eps: float, methods: list[str],
+                skipped: set[str]) -> list[dict[str, Any] | Point]:
+    """What each method does at K and ε: a point to run, or the row saying why it is not run (skipped after a
+    failure at a smaller K, or over ``--monolithic-max-k``)."""
+    items: list[dict[str, Any] | Point] = []
+    for method in methods:
+        tags = {"eps": eps, "K": k, "outputs": min(a.outputs, k), "method": method}
+        if method in skipped:
+            items.append({**tags, "status": "skipped (over the limit or refused at a smaller K)"})
+        elif method.startswith("monolithic") and k > a.monolithic_max_k:
+            items.append({**tags, "status": f"not run (K > --monolithic-max-k {a.monolithic_max_k})"})
+        else:
+            items.extend(points(a, k, eps, [method]))
+    return items
 
 
 def _speedups(here: list[dict[str, Any]]) -> None:

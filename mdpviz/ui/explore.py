@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,11 @@ from . import cache, continuous, diagnostics, maps, state
 
 VIOLATION_LINES = 150  # more lines hide the map
 MAP_WIDTH, MAP_HEIGHT = 600, 470  # the map column at 1280×800
-COLOUR_MODES = ("plain", "expected loss (m)", "attacker's posterior Pr[x | y]")
+# how the secrets are coloured (the radio's options, in its order)
+COLOUR_PLAIN = "plain"
+COLOUR_LOSS = "expected loss (m)"
+COLOUR_POSTERIOR = "attacker's posterior Pr[x | y]"
+COLOUR_MODES = (COLOUR_PLAIN, COLOUR_LOSS, COLOUR_POSTERIOR)
 
 
 def _on_click(map_key: str) -> None:
@@ -39,7 +44,7 @@ def _on_click(map_key: str) -> None:
         return
     if hit is not None:
         _layer, i, k = hit
-        if ss.get("colour_mode") == COLOUR_MODES[2] and k is not None:
+        if ss.get("colour_mode") == COLOUR_POSTERIOR and k is not None:
             ss["attack_y"] = k
         else:
             ss["secret"] = i
@@ -76,6 +81,22 @@ def clamp_secret(prob: Problem) -> int:
 Symbols = list[tuple[str, list[int], str]]  # (legend label, colour, shape) of the map's symbol legend
 
 
+@dataclass
+class Legend:
+    """Legend entries of the map: symbols ``(label, colour, shape)`` and colour bars (HTML), in drawing order."""
+
+    symbols: Symbols = field(default_factory=list)
+    bars: list[str] = field(default_factory=list)
+
+    def __add__(self, other: Legend) -> Legend:
+        """This legend's entries followed by ``other``'s."""
+        return Legend(self.symbols + other.symbols, self.bars + other.bars)
+
+    def html(self) -> str:
+        """The symbol legend, then the colour bars."""
+        return maps.symbol_legend_html(self.symbols) + "".join(self.bars)
+
+
 @st.fragment
 def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, key: str | None) -> None:
     """Controls for what to look at (secret, layers, attacker view), the map, its legends and a caption."""
@@ -87,18 +108,16 @@ def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, ke
     pt, c1, t4 = _view_controls(prob, result, has_z)
     i = int(ss["secret"])
     layers = maps.MapLayers(secret=i, show_outputs=bool(ss["show_outputs"]), point=pt)
-    legends: list[str] = []
-    symbols: Symbols = [
+    legend = Legend([
         ("picked point (true location)", maps.POINT, "square") if pt else ("selected secret (true location)",
                                                                           maps.TRUE, "dot"),
-        ("secrets X", maps.SECRET, "dot")]
-    if ss["show_outputs"]:
-        symbols.append(("outputs Y", maps.OUTPUT_RING, "ring"))
+        ("secrets X", maps.SECRET, "dot")] + ([("outputs Y", maps.OUTPUT_RING, "ring")] if ss["show_outputs"] else []))
     caption = f"Secret x{i} selected. Press **Solve** to see its distribution over the outputs."
     if has_z:
         assert result is not None and key is not None
-        caption = _solved_layers(prob, result, ev, key, i, pt, layers, symbols, legends, c1, t4)
-    _draw_map(prob, layers, symbols, legends, caption, pt, i)
+        caption, solved = _solved_layers(prob, result, ev, key, i, pt, layers, c1, t4)
+        legend += solved
+    _draw_map(prob, layers, legend, caption, pt, i)
 
 
 def _view_controls(prob: Problem, result: Result | None, has_z: bool
@@ -115,9 +134,9 @@ def _view_controls(prob: Problem, result: Result | None, has_z: bool
     c1.number_input("Selected secret x (index)", step=1, key="secret", on_change=_clear_point,
                     help=f"0 to {prob.k - 1}. Or click a point on the map."
                          + (" A click on empty map space picks that point of the plane instead." if rows_ok else ""))
-    ss.setdefault("colour_mode", COLOUR_MODES[0])
+    ss.setdefault("colour_mode", COLOUR_PLAIN)
     if not has_z:
-        ss["colour_mode"] = COLOUR_MODES[0]
+        ss["colour_mode"] = COLOUR_PLAIN
     c2.radio("Colour secrets by", COLOUR_MODES, key="colour_mode", horizontal=True, disabled=not has_z,
              help="Expected loss: Σ_y c(x,y)·Z[x,y] in metres. Posterior: what an attacker who sees report y "
                   "believes about the true location.")
@@ -136,10 +155,9 @@ def _view_controls(prob: Problem, result: Result | None, has_z: bool
 
 
 def _solved_layers(prob: Problem, result: Result, ev: dict[str, Any] | None, key: str, i: int,
-                   pt: tuple[float, float] | None, layers: maps.MapLayers, symbols: Symbols, legends: list[str],
-                   c1: Any, t4: Any) -> str:
-    """Fill ``layers`` (and the legends) with what a solved mechanism adds: the row of the selected secret or
-    picked point, the colouring, the plane and lattice, diagnostic points, violations; returns the caption."""
+                   pt: tuple[float, float] | None, layers: maps.MapLayers, c1: Any, t4: Any) -> tuple[str, Legend]:
+    """Fill ``layers`` with what a solved mechanism adds: the row of the selected secret or picked point, the
+    colouring, the plane and lattice, diagnostic points, violations; returns the caption and the legend entries."""
     ss = st.session_state
     Z = result.Z
     assert Z is not None
@@ -152,33 +170,32 @@ def _solved_layers(prob: Problem, result: Result, ev: dict[str, Any] | None, key
         layers.expected = point[0]
     else:
         layers.expected = (float(expected[i, 0]), float(expected[i, 1]))
-    symbols.append(("expected report", maps.EXPECTED, "dot"))
+    legend = Legend([("expected report", maps.EXPECTED, "dot")])
     mode = ss["colour_mode"]
-    if ss["show_dist"] and mode != COLOUR_MODES[2]:
+    if ss["show_dist"] and mode != COLOUR_POSTERIOR:
         layers.Z_row = row
         layers.row_label = who
-        legends.append(maps.legend_html(f"Pr[report y | true location {who}] (probability; size and colour)",
-                                        "prob", "0", f"{row.max():.3g}"))
-    _plane_controls(prob, result, key, row, layers, symbols, legends, t4, c1, selected=who if pt is None else pt)
-    post = _colour_layers(prob, Z, i, loss, mode, layers, symbols, legends, c1)
-    _diagnostic_layers(prob, result, layers, symbols)
-    _violation_layer(prob, result, ev, key, layers, symbols)
-    return _solved_caption(prob, Z, i, float(loss[i]), layers, row, pt, point, post)
+        legend.bars.append(maps.legend_html(f"Pr[report y | true location {who}] (probability; size and colour)",
+                                            "prob", "0", f"{row.max():.3g}"))
+    legend += _plane_controls(prob, result, key, row, layers, t4, c1, selected=who if pt is None else pt)
+    post, colouring = _colour_layers(prob, Z, i, loss, mode, layers, c1)
+    legend += colouring
+    legend += Legend(_diagnostic_layers(prob, result, layers) + _violation_layer(prob, result, ev, key, layers))
+    return _solved_caption(prob, Z, i, float(loss[i]), layers, row, pt, point, post), legend
 
 
 def _colour_layers(prob: Problem, Z: np.ndarray, i: int, loss: np.ndarray, mode: str, layers: maps.MapLayers,
-                   symbols: Symbols, legends: list[str], c1: Any) -> np.ndarray | None:
+                   c1: Any) -> tuple[np.ndarray | None, Legend]:
     """Colour the secrets by expected loss or by the attacker's posterior for a chosen report (its picker goes
-    in ``c1``); returns the posterior in the attacker's view, else None."""
+    in ``c1``); returns the posterior in the attacker's view (else None) and the legend entries."""
     ss = st.session_state
-    if mode == COLOUR_MODES[1]:
+    if mode == COLOUR_LOSS:
         layers.secret_values, layers.secret_scale = loss, "loss"
         layers.secret_value_label = "expected loss"
-        legends.append(maps.legend_html("Expected loss of each secret (m)", "loss", format_m(float(loss.min())),
-                                        format_m(float(loss.max()))))
-        return None
-    if mode != COLOUR_MODES[2]:
-        return None
+        return None, Legend(bars=[maps.legend_html("Expected loss of each secret (m)", "loss",
+                                                   format_m(float(loss.min())), format_m(float(loss.max())))])
+    if mode != COLOUR_POSTERIOR:
+        return None, Legend()
     default_y = int(np.argmax(Z[i]))
     if not 0 <= int(ss.get("attack_y", default_y)) < prob.m:
         ss["attack_y"] = default_y
@@ -190,15 +207,16 @@ def _colour_layers(prob: Problem, Z: np.ndarray, i: int, loss: np.ndarray, mode:
     layers.secret_values, layers.secret_scale = post, "post"
     layers.secret_value_label = f"Pr[x | y{ss['attack_y']}] ="
     layers.attack_y = int(ss["attack_y"])
-    symbols.append((f"observed report y{ss['attack_y']}", [124, 58, 237, 255], "ring"))
-    legends.append(maps.legend_html(f"Attacker's posterior Pr[x | y{ss['attack_y']}] (probability, square-root "
-                                    "colour scale)", "post", "0", f"{post.max():.3g}"))
-    return post
+    return post, Legend([(f"observed report y{ss['attack_y']}", maps.OBSERVED, "ring")],
+                        [maps.legend_html(f"Attacker's posterior Pr[x | y{ss['attack_y']}] (probability, square-root "
+                                          "colour scale)", "post", "0", f"{post.max():.3g}")])
 
 
-def _diagnostic_layers(prob: Problem, result: Result, layers: maps.MapLayers, symbols: Symbols) -> None:
-    """Toggles for points named in the diagnostics (anchors) and for simulated users' sampled reports."""
+def _diagnostic_layers(prob: Problem, result: Result, layers: maps.MapLayers) -> Symbols:
+    """Toggles for points named in the diagnostics (anchors) and for simulated users' sampled reports; returns
+    the legend symbols of the layers shown."""
     ss = st.session_state
+    symbols: Symbols = []
     # anchors of a lattice are drawn with their grid lines (toggle above), not a second time here
     pts = (diagnostics.diagnostic_points(result.diagnostics or {}, prob) if continuous.lattice_of(result) is None
            else None)
@@ -216,21 +234,23 @@ def _diagnostic_layers(prob: Problem, result: Result, layers: maps.MapLayers, sy
                        help="Each simulated user's true location joined to the report it sampled."):
             layers.user_reports = users
             symbols.append(("user → sampled report", maps.USER, "line"))
+    return symbols
 
 
-def _violation_layer(prob: Problem, result: Result, ev: dict[str, Any] | None, key: str, layers: maps.MapLayers,
-                     symbols: Symbols) -> None:
-    """Lines for the worst violating pairs, coloured by whether the mechanism claims them."""
+def _violation_layer(prob: Problem, result: Result, ev: dict[str, Any] | None, key: str,
+                     layers: maps.MapLayers) -> Symbols:
+    """Lines for the worst violating pairs, coloured by whether the mechanism claims them; returns their legend
+    symbol (none when no line is drawn)."""
     if not (st.session_state["show_viol"] and ev is not None and ev["violations"]["violated_pairs"] > 0):
-        return
+        return []
     vi, vj, vf, n_viol = cache.violating_pairs(prob, result, key, limit=VIOLATION_LINES)
     layers.violations = (vi, vj, vf)
     claimed = claims_all_pairs(result.claim)
     layers.violation_kind = maps.CLAIMED if claimed else maps.NOT_CLAIMED
     what = ("mDP violation: a claimed pair breaks ε-mDP" if claimed else
             "pair over ε·d that this mechanism does not claim (not a broken promise)")
-    symbols.append((f"{what} ({min(len(vi), n_viol):,} of {n_viol:,} pairs drawn)",
-                    maps.violation_colour(layers.violation_kind), "line"))
+    return [(f"{what} ({min(len(vi), n_viol):,} of {n_viol:,} pairs drawn)",
+             maps.violation_colour(layers.violation_kind), "line")]
 
 
 def _solved_caption(prob: Problem, Z: np.ndarray, i: int, loss_i: float, layers: maps.MapLayers, row: np.ndarray,
@@ -257,8 +277,8 @@ def _solved_caption(prob: Problem, Z: np.ndarray, i: int, loss_i: float, layers:
     return caption
 
 
-def _draw_map(prob: Problem, layers: maps.MapLayers, symbols: Symbols, legends: list[str], caption: str,
-              pt: tuple[float, float] | None, i: int) -> None:
+def _draw_map(prob: Problem, layers: maps.MapLayers, legend: Legend, caption: str, pt: tuple[float, float] | None,
+              i: int) -> None:
     """The map (clickable), its legend beside or below it, the caption and the region picker."""
     ss = st.session_state
     # the map column is about 600 × 470 px at 1280×800; a tall city (Helsinki centre) gets a narrower, taller
@@ -275,7 +295,7 @@ def _draw_map(prob: Problem, layers: maps.MapLayers, symbols: Symbols, legends: 
                         key=map_key, height=height_px, alt="Map of the road network, secrets, outputs and the "
                                                            "selected secret's report distribution")
     with aside if aside is not None else holder:
-        st.html(maps.symbol_legend_html(symbols) + "".join(legends))
+        st.html(legend.html())
         if prob.city:
             st.caption("Roads © OpenStreetMap contributors (ODbL).")
     st.markdown(caption)
@@ -286,7 +306,7 @@ def _draw_map(prob: Problem, layers: maps.MapLayers, symbols: Symbols, legends: 
     state.write_url("explore")
 
 
-def region_from_click(selection: dict | None, radius_km: float) -> str | None:
+def region_from_click(selection: dict[str, Any] | None, radius_km: float) -> str | None:
     """The region text of a disc of ``radius_km`` around a clicked point of the map (a cell of the pick grid or
     any drawn point), or None when the click hit nothing.
 
@@ -355,12 +375,14 @@ def _clear_point() -> None:
     st.session_state["point"] = None
 
 
-def _plane_controls(prob: Problem, result: Result, key: str, row: np.ndarray, layers: maps.MapLayers,
-                    symbols: Symbols, legends: list[str], h1: Any, h2: Any, selected: Any = None) -> None:
+def _plane_controls(prob: Problem, result: Result, key: str, row: np.ndarray, layers: maps.MapLayers, h1: Any,
+                    h2: Any, selected: Any = None) -> Legend:
     """The clickable grid over the plane, the heat map of z(y | x) for a chosen output, and the anchor lattice
-    (toggles in ``h1``, the heat map's output in ``h2`` while the heat map is on). The heat map's output follows
-    the selection: another secret or point (or another result) shows its own most likely report."""
+    (toggles in ``h1``, the heat map's output in ``h2`` while the heat map is on); returns their legend entries.
+    The heat map's output follows the selection: another secret or point (or another result) shows its own most
+    likely report."""
     ss = st.session_state
+    legend = Legend()
     rows_ok = continuous.has_rows(result)
     lattice = continuous.lattice_of(result)
     ss.setdefault("show_heat", False)
@@ -388,10 +410,9 @@ def _plane_controls(prob: Problem, result: Result, key: str, row: np.ndarray, la
         if ss["show_lattice"]:
             layers.lattice = continuous.lattice_latlon(lattice)
             name = f"anchor lattice ({lattice.nx * lattice.ny:,} anchors, cells of {lattice.step * 1000:,.0f} m)"
-            symbols.append((name, maps.LATTICE, "line"))
-            symbols.append(("anchors", maps.ANCHOR, "ring"))
+            legend.symbols += [(name, maps.LATTICE, "line"), ("anchors", maps.ANCHOR, "ring")]
     if not (rows_ok or ss["show_heat"]):
-        return  # no pick grid: a click on a secret selects it; empty space needs rows for any point
+        return legend  # no pick grid: a click on a secret selects it; empty space needs rows for any point
     lat, lon, side_m, nearest, shape, inside = continuous.plane_grid(prob, prob.fingerprint,
                                                                      continuous.region(prob, result))
     grid = maps.PlaneGrid(lat=lat, lon=lon, side_m=side_m, nearest=nearest, shape=shape, inside=inside)
@@ -402,10 +423,12 @@ def _plane_controls(prob: Problem, result: Result, key: str, row: np.ndarray, la
         grid.values, grid.vmax = values, vmax if vmax > 0 else 1.0
         grid.label = f"z(y{k} | here) ="
         layers.heat_y = k
-        symbols.append((f"heat-map output y{k}", maps.HEAT_Y, "ring"))
-        legends.append(maps.legend_html(f"Heat map: z(y{k} | x) = Pr[report y{k} | true location x] (probability), "
-                                        f"{src}; grid cells of {side_m:,.0f} m", "heat", "0", f"{vmax:.3g}"))
+        legend.symbols.append((f"heat-map output y{k}", maps.HEAT_Y, "ring"))
+        legend.bars.append(maps.legend_html(f"Heat map: z(y{k} | x) = Pr[report y{k} | true location x] "
+                                            f"(probability), {src}; grid cells of {side_m:,.0f} m", "heat", "0",
+                                            f"{vmax:.3g}"))
     layers.plane = grid
+    return legend
 
 
 def headline(prob: Problem, mech: Any, params: dict[str, Any]) -> str:

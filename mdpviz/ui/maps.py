@@ -10,6 +10,7 @@ import html
 import json
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -41,6 +42,7 @@ USER = [14, 165, 233, 220]  # users' sampled reports (PAnDA): sky-blue lines fro
 LATTICE = [202, 138, 4, 170]  # anchor-lattice grid lines (amber, like the anchors)
 POINT = [16, 185, 129, 255]   # a picked point of the plane (same green as the true location)
 HEAT_Y = [124, 58, 237, 255]  # the output whose heat map is shown (violet ring)
+OBSERVED = [124, 58, 237, 255]  # the report the attacker observes (violet ring, like the heat map's output)
 
 
 # Streamlit's map element fetches a Carto basemap style unless the deck carries this sentinel as its style: with
@@ -48,12 +50,12 @@ HEAT_Y = [124, 58, 237, 255]  # the output whose heat map is shown (violet ring)
 NO_BASEMAP = "__MAP_STYLE__"
 
 
-class CompactDeck(pdk.Deck):
+class CompactDeck(pdk.Deck):  # type: ignore[misc]  # pydeck has no type annotations
     """A Deck with no basemap (nothing fetched from a third party) and compact JSON (pydeck indents by 2, which
     triples the size sent to the browser)."""
 
     def __init__(self, **kwargs: object) -> None:
-        super().__init__(map_provider=None, **kwargs)  # type: ignore[arg-type]
+        super().__init__(map_provider=None, **kwargs)
         self.map_style = NO_BASEMAP
 
     def to_json(self) -> str:
@@ -72,7 +74,8 @@ def colours(values: NDArray[np.float64], vmin: float, vmax: float, scale: str, a
     hi = np.minimum(lo + 1, len(stops) - 1)
     frac = (pos - lo)[:, None]
     rgb = stops[lo] * (1 - frac) + stops[hi] * frac
-    return np.column_stack([rgb.round().astype(int), np.full(len(rgb), alpha)]).tolist()
+    rgba: list[list[int]] = np.column_stack([rgb.round().astype(int), np.full(len(rgb), alpha)]).tolist()
+    return rgba
 
 
 def legend_html(title: str, scale: str, vmin: str, vmax: str) -> str:
@@ -181,33 +184,64 @@ def deck(prob: Problem, roads: pdk.Layer | None, layers: MapLayers, *, height_px
          width_px: int = 800, small: bool = False) -> pdk.Deck:
     """The map: the road image (``cache.road_layer``), then secrets, outputs, the distribution Z[x,·], markers
     and violation lines."""
+    radius_px = _secret_radius(layers, small)
+    out: list[pdk.Layer] = [] if roads is None else [roads]
+    out += _plane_layers(layers)
+    if layers.show_secrets:
+        out.append(_secrets_layer(prob, layers, radius_px))
+    out += _line_layers(prob, layers)
+    if layers.Z_row is not None:
+        out.append(_distribution_layer(prob, layers.Z_row, layers.row_label or f"x{layers.secret}", small))
+    if layers.show_outputs:
+        odf = pd.DataFrame({"lon": prob.y_lon, "lat": prob.y_lat, "i": prob.y_index, "k": np.arange(prob.m)})
+        odf["tip"] = [f"output y{k} (= secret x{i})" for k, i in zip(odf.k, odf.i, strict=True)]
+        out.append(dots("outputs", odf, line=OUTPUT_RING, line_px=1.5, radius_px=radius_px + 3))
+    out += _output_markers(prob, layers)
+    out += _truth_layers(prob, layers, width_px, height_px)
+    return CompactDeck(layers=out, initial_view_state=view_state(prob, width_px, height_px),
+                       tooltip={"text": "{tip}"})
+
+
+def _secret_radius(layers: MapLayers, small: bool) -> int:
+    """Radius in pixels of the secrets' dots: larger when they are coloured, larger still for a posterior."""
+    radius_px = 2 if small else 3
+    if layers.show_secrets and layers.secret_values is not None:
+        radius_px += 2 if layers.secret_scale == "post" else 1
+    return radius_px
+
+
+def _plane_layers(layers: MapLayers) -> list[pdk.Layer]:
+    """The heat map image and the pick grid over the plane, then the anchor lattice (each when asked for)."""
     out: list[pdk.Layer] = []
-    if roads is not None:
-        out.append(roads)
     if layers.plane is not None and layers.plane.values is not None:
         out.append(heat_layer(layers.plane))
     if layers.plane is not None:
         out.append(plane_layer(layers.plane))
     if layers.lattice is not None:
         out.extend(lattice_layers(*layers.lattice))
-    radius_px = 2 if small else 3
-    if layers.show_secrets:
-        df = pd.DataFrame({"lon": prob.x_lon, "lat": prob.x_lat, "i": np.arange(prob.k)})
-        if layers.secret_values is not None:
-            v = layers.secret_values
-            vmax = float(np.max(v)) if len(v) else 1.0
-            if layers.secret_scale == "post":  # a posterior is peaked: a square-root scale shows its tail too
-                df["color"] = colours(np.sqrt(v), 0.0, math.sqrt(vmax), "post", alpha=240)
-                radius_px += 1
-            else:
-                df["color"] = colours(v, float(np.min(v)), vmax, layers.secret_scale, alpha=230)
-            fmt = format_m if layers.secret_scale == "loss" else (lambda x: f"{x:.3g}")
-            df["tip"] = [f"secret x{i} · {layers.secret_value_label} {fmt(float(x))}" for i, x in enumerate(v)]
-            radius_px += 1
+    return out
+
+
+def _secrets_layer(prob: Problem, layers: MapLayers, radius_px: int) -> pdk.Layer:
+    """Every secret as a clickable dot: plain, or coloured by ``layers.secret_values`` on its scale."""
+    df = pd.DataFrame({"lon": prob.x_lon, "lat": prob.x_lat, "i": np.arange(prob.k)})
+    if layers.secret_values is not None:
+        v = layers.secret_values
+        vmax = float(np.max(v)) if len(v) else 1.0
+        if layers.secret_scale == "post":  # a posterior is peaked: a square-root scale shows its tail too
+            df["color"] = colours(np.sqrt(v), 0.0, math.sqrt(vmax), "post", alpha=240)
         else:
-            df["tip"] = [f"secret x{i} (click to select)" for i in range(prob.k)]
-        out.append(dots("secrets", df, fill="color" if "color" in df else SECRET, radius_px=radius_px,
-                        auto_highlight=True))
+            df["color"] = colours(v, float(np.min(v)), vmax, layers.secret_scale, alpha=230)
+        fmt = format_m if layers.secret_scale == "loss" else (lambda x: f"{x:.3g}")
+        df["tip"] = [f"secret x{i} · {layers.secret_value_label} {fmt(float(x))}" for i, x in enumerate(v)]
+    else:
+        df["tip"] = [f"secret x{i} (click to select)" for i in range(prob.k)]
+    return dots("secrets", df, fill="color" if "color" in df else SECRET, radius_px=radius_px, auto_highlight=True)
+
+
+def _line_layers(prob: Problem, layers: MapLayers) -> list[pdk.Layer]:
+    """Violation lines between secrets, the diagnostics' extra points and users' lines to their sampled reports."""
+    out: list[pdk.Layer] = []
     if layers.violations is not None and len(layers.violations[0]):
         vi, vj, vf = layers.violations
         vdf = pd.DataFrame({"s": np.column_stack([prob.x_lon[vi], prob.x_lat[vi]]).tolist(),
@@ -230,30 +264,40 @@ def deck(prob: Problem, roads: pdk.Layer | None, layers: MapLayers, *, height_px
         out.append(pdk.Layer("LineLayer", id="user-reports", data=udf, get_source_position="s",
                              get_target_position="t", get_color=USER, get_width=2, width_min_pixels=2,
                              pickable=True))
-    if layers.Z_row is not None:
-        z = layers.Z_row
-        zmax = float(z.max()) if z.max() > 0 else 1.0
-        keep = z > zmax * 1e-3
-        ydf = pd.DataFrame({"lon": prob.y_lon[keep], "lat": prob.y_lat[keep],
-                            "i": prob.y_index[keep], "k": np.flatnonzero(keep), "z": z[keep]})
-        ydf["r"] = 3 + (14 if not small else 9) * np.sqrt(ydf.z / zmax)
-        ydf["color"] = colours(ydf.z.to_numpy(), 0.0, zmax, "prob", alpha=210)
-        who = layers.row_label or f"x{layers.secret}"
-        ydf["tip"] = [f"output y{k} · Pr[report | {who}] = {v:.3g}" for k, v in zip(ydf.k, ydf.z, strict=True)]
-        ydf = ydf.sort_values("z")
-        out.append(dots("dist", ydf, fill="color", line=[60, 60, 60, 160], line_px=1, radius_px="r"))
-    if layers.show_outputs:
-        odf = pd.DataFrame({"lon": prob.y_lon, "lat": prob.y_lat, "i": prob.y_index, "k": np.arange(prob.m)})
-        odf["tip"] = [f"output y{k} (= secret x{i})" for k, i in zip(odf.k, odf.i, strict=True)]
-        out.append(dots("outputs", odf, line=OUTPUT_RING, line_px=1.5, radius_px=radius_px + 3))
+    return out
+
+
+def _distribution_layer(prob: Problem, z: NDArray[np.float64], who: str, small: bool) -> pdk.Layer:
+    """The report distribution ``z`` of ``who`` over the outputs: dots sized and coloured by probability (the
+    negligible ones left out, the likeliest drawn last)."""
+    zmax = float(z.max()) if z.max() > 0 else 1.0
+    keep = z > zmax * 1e-3
+    ydf = pd.DataFrame({"lon": prob.y_lon[keep], "lat": prob.y_lat[keep],
+                        "i": prob.y_index[keep], "k": np.flatnonzero(keep), "z": z[keep]})
+    ydf["r"] = 3 + (14 if not small else 9) * np.sqrt(ydf.z / zmax)
+    ydf["color"] = colours(ydf.z.to_numpy(), 0.0, zmax, "prob", alpha=210)
+    ydf["tip"] = [f"output y{k} · Pr[report | {who}] = {v:.3g}" for k, v in zip(ydf.k, ydf.z, strict=True)]
+    ydf = ydf.sort_values("z")
+    return dots("dist", ydf, fill="color", line=[60, 60, 60, 160], line_px=1, radius_px="r")
+
+
+def _output_markers(prob: Problem, layers: MapLayers) -> list[pdk.Layer]:
+    """Rings at the attacker's observed report and at the heat map's output (each when set)."""
+    out: list[pdk.Layer] = []
     if layers.attack_y is not None:
         k = layers.attack_y
         adf = pd.DataFrame({"lon": [prob.y_lon[k]], "lat": [prob.y_lat[k]], "tip": [f"observed report y{k}"]})
-        out.append(dots("attack", adf, line=[124, 58, 237, 255], line_px=3, radius_px=12))
+        out.append(dots("attack", adf, line=OBSERVED, line_px=3, radius_px=12))
     if layers.heat_y is not None:
         k = layers.heat_y
         hdf = pd.DataFrame({"lon": [prob.y_lon[k]], "lat": [prob.y_lat[k]], "tip": [f"heat-map output y{k}"]})
         out.append(dots("heat-y", hdf, line=HEAT_Y, line_px=3, radius_px=10))
+    return out
+
+
+def _truth_layers(prob: Problem, layers: MapLayers, width_px: int, height_px: int) -> list[pdk.Layer]:
+    """The true location (a picked point, else the selected secret) with the line to its expected report."""
+    out: list[pdk.Layer] = []
     if layers.point is not None:
         plat, plon = layers.point
         if layers.expected is not None:
@@ -272,8 +316,7 @@ def deck(prob: Problem, roads: pdk.Layer | None, layers: MapLayers, *, height_px
             out += _expected_report(prob, (float(prob.x_lat[i]), float(prob.x_lon[i])), layers.expected, "Z[x,·]",
                                     width_px, height_px)
         out.append(dots("true", tdf, fill=TRUE, line=[255, 255, 255, 255], line_px=2, radius_px=8))
-    return CompactDeck(layers=out, initial_view_state=view_state(prob, width_px, height_px),
-                       tooltip={"text": "{tip}"})
+    return out
 
 
 def dots(layer_id: str, df: pd.DataFrame, *, fill: list[int] | str | None = None, line: list[int] | None = None,
@@ -327,7 +370,7 @@ def _px_to_m(prob: Problem, px: float, width_px: int = 600, height_px: int = 470
     """About ``px`` screen pixels in metres at the initial zoom (for shapes whose size is set in metres)."""
     vs = view_state(prob, width_px, height_px)
     # deck.gl draws the world 512 px wide at zoom 0: 78,272 m per pixel on the equator
-    return px * 78_271.52 * math.cos(math.radians(vs.latitude)) / 2 ** vs.zoom
+    return float(px * 78_271.52 * math.cos(math.radians(vs.latitude)) / 2 ** vs.zoom)
 
 
 def png_data_url(rgba: NDArray[np.uint8]) -> str:
@@ -388,7 +431,7 @@ def lattice_layers(lat: NDArray[np.float64], lon: NDArray[np.float64]) -> list[p
             dots("lattice-anchors", adf, line=ANCHOR, line_px=2, radius_px=4)]
 
 
-def clicked_point(selection: dict | None) -> tuple[float, float, int] | None:
+def clicked_point(selection: dict[str, Any] | None) -> tuple[float, float, int] | None:
     """(lat, lon, nearest secret) of a click on the plane grid (empty map space), or None."""
     if not selection:
         return None
@@ -399,7 +442,7 @@ def clicked_point(selection: dict | None) -> tuple[float, float, int] | None:
     return float(o["lat"]), float(o["lon"]), int(o.get("i", -1))
 
 
-def clicked_secret(selection: dict | None) -> tuple[str, int, int | None] | None:
+def clicked_secret(selection: dict[str, Any] | None) -> tuple[str, int, int | None] | None:
     """(layer id, secret index, output index or None) of a pydeck click, or None."""
     if not selection:
         return None

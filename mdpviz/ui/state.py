@@ -175,8 +175,18 @@ def parse_query(query: dict[str, str]) -> Parsed:
     Only keys present in the URL are returned, so a URL without parameters keeps the current state.
     """
     notices: list[str] = []
-    out: dict[str, Any] = {}
     q = {k: (v[-1] if isinstance(v, list) else str(v)) for k, v in query.items()}
+    out = _problem_values(q, notices)
+    out.update(_view_values(q, notices))
+    out.update(_mechanism_lists(q, notices))
+    out.update(_mechanism_values(q, notices))
+    notices += _unknown_keys(q)
+    return Parsed(out, notices)
+
+
+def _problem_values(q: dict[str, str], notices: list[str]) -> dict[str, Any]:
+    """The problem settings of a URL (city, region, K, |Y|, tasks, seed, metric, prior, cost); notices for refusals."""
+    out: dict[str, Any] = {}
     cities = city_slugs()
     if "city" in q:
         if q["city"] in cities:
@@ -206,6 +216,12 @@ def parse_query(query: dict[str, str]) -> Parsed:
                 notices.append(f"URL parameter `{key}={q[key]}` is not one of {', '.join(allowed)}; "
                                f"using {DEFAULTS[key]}.")
                 out[key] = DEFAULTS[key]
+    return out
+
+
+def _view_values(q: dict[str, str], notices: list[str]) -> dict[str, Any]:
+    """The selected secret, the picked point and the time limit of a URL; notices for refusals."""
+    out: dict[str, Any] = {}
     if "secret" in q:
         v = _int(q["secret"], "secret", 0, K_MAX - 1, notices, "the selected secret")
         out["secret"] = v  # None: the page picks the secret nearest the middle
@@ -226,6 +242,12 @@ def parse_query(query: dict[str, str]) -> Parsed:
         except ValueError:
             notices.append(f"URL parameter `time_limit={q['time_limit']}` must be seconds in "
                            f"[{TIME_LIMIT_RANGE[0]:g}, {TIME_LIMIT_RANGE[1]:g}]; using {DEFAULTS['time_limit']:g} s.")
+    return out
+
+
+def _mechanism_lists(q: dict[str, str], notices: list[str]) -> dict[str, Any]:
+    """The mechanisms compared and swept, and the swept parameter, of a URL; notices for refusals."""
+    out: dict[str, Any] = {}
     for key in ("compare", "sweep_mechs"):
         if key in q:
             names = [n for n in q[key].split(",") if n]
@@ -242,6 +264,12 @@ def parse_query(query: dict[str, str]) -> Parsed:
             out[key] = chosen
     if "sweep_param" in q:  # checked against the chosen mechanisms' parameters on the Trade-off page
         out["sweep_param"] = q["sweep_param"]
+    return out
+
+
+def _mechanism_values(q: dict[str, str], notices: list[str]) -> dict[str, Any]:
+    """The mechanism of a URL and its parameters' session values; notices for refusals."""
+    out: dict[str, Any] = {}
     mech_name = DEFAULTS["mech"]
     if "mech" in q:
         try:
@@ -259,6 +287,12 @@ def parse_query(query: dict[str, str]) -> Parsed:
             except MdpvizError as e:
                 notices.append(f"{e} Using the default {p.default!r}.")
                 out[param_key(mech.name, p.name)] = p.default
+    return out
+
+
+def _unknown_keys(q: dict[str, str]) -> list[str]:
+    """A notice for each URL parameter the dashboard does not read, with the nearest known name as a hint."""
+    notices = []
     known = set(URL_KEYS) | {param_url_name(p.name) for m in mechanisms() for p in m.params}
     for key in q:
         if key not in known:
@@ -267,7 +301,7 @@ def parse_query(query: dict[str, str]) -> Parsed:
                 close = ["mech" if key != "mechanisms" else "compare"]
             hint = f"; did you mean `{close[0]}`?" if close else ""
             notices.append(f"URL parameter `{key}={q[key]}` is not one this dashboard reads{hint} It was ignored.")
-    return Parsed(out, notices)
+    return notices
 
 
 def query_for(page: str) -> dict[str, str]:
