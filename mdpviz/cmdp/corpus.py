@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -31,7 +31,7 @@ from ..errors import ProblemError
 from ..geo import haversine_km, project_km
 from ..points import find_columns, read_table, snap_to_nodes
 
-TrajectorySource = str | Path | IO[str] | IO[bytes] | bytes | pd.DataFrame
+TrajectorySource: TypeAlias = str | Path | IO[str] | IO[bytes] | bytes | pd.DataFrame
 
 
 MEMORY_RULES = ("mixed", "1", "2", "3")
@@ -172,10 +172,10 @@ def _route(network: RoadNetwork, g: StationGraph, a: int, b: int) -> tuple[NDArr
     if not np.isfinite(dist[dst]):  # cannot happen for neighbouring cells; fall back to the straight hop
         path = np.array([src, dst])
     else:
-        path = [dst]
-        while path[-1] != src:  # walks one route (≤ a few dozen nodes), once per neighbour pair
-            path.append(pred[path[-1]])
-        path = np.array(path[::-1])
+        walk = [dst]
+        while walk[-1] != src:  # walks one route (≤ a few dozen nodes), once per neighbour pair
+            walk.append(pred[walk[-1]])
+        path = np.array(walk[::-1])
     route = nodes[path]
     step = haversine_km(network.lat[route[:-1]], network.lon[route[:-1]], network.lat[route[1:]],
                         network.lon[route[1:]])
@@ -192,7 +192,8 @@ def _hour_speed_kmh(hour: NDArray[np.float64], rng: np.random.Generator) -> NDAr
     h = np.floor(hour) % 24
     base = np.where(((h >= 7) & (h < 9)) | ((h >= 16) & (h < 18)), 18.0,
                     np.where((h >= 22) | (h < 5), 45.0, 30.0))
-    return np.clip(base * np.exp(rng.normal(0.0, 0.25, size=len(h))), 8.0, 90.0)
+    speed: NDArray[np.float64] = np.clip(base * np.exp(rng.normal(0.0, 0.25, size=len(h))), 8.0, 90.0)
+    return speed
 
 
 def planted_order(memory: str, speed_kmh: NDArray[np.float64], downtown: NDArray[np.bool_]) -> NDArray[np.int64]:
@@ -272,6 +273,106 @@ def _blocks(size: NDArray[np.int64], limit: int) -> list[tuple[int, int]]:
     return out
 
 
+class _Walks(NamedTuple):
+    """Every vehicle's station walk, each (vehicles, steps + 1): the station at each step, the order of the move that
+    arrived there (0 at the start) and the destination the vehicle was heading to."""
+
+    station: NDArray[np.int64]
+    order: NDArray[np.int64]
+    dest: NDArray[np.int64]
+
+
+def _trip_starts(v: int, rng: np.random.Generator) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Each vehicle's trip speed (km/h, by the hour) and start time (UTC seconds on day 0, the hour from a two-peak
+    daily profile); returns (speed, start_s)."""
+    peak = rng.random(v) < 0.7
+    hour = np.where(peak, np.where(rng.random(v) < 0.5, rng.normal(8.0, 1.5, v),
+                                   rng.normal(17.5, 1.5, v)), rng.uniform(0, 24, v)) % 24
+    speed = _hour_speed_kmh(hour, rng)
+    return speed, START_UTC_S + hour * 3600.0
+
+
+def _walk_stations(g: StationGraph, n_steps: int, speed: NDArray[np.float64], memory: str, dependence: float,
+                   dest_weight: float, rng_move: np.random.Generator, rng_dest: np.random.Generator) -> _Walks:
+    """The vehicles' hops between neighbouring stations (the model of ``generate_trajectories``), one vectorised
+    step for all vehicles at a time (``_Walks``)."""
+    k, v = g.k, len(speed)
+    centre_d = np.hypot(*(g.xy_km - g.xy_km.mean(axis=0)).T)
+    downtown = centre_d <= np.median(centre_d)
+    walk = np.empty((v, n_steps + 1), dtype=np.int64)
+    order = np.zeros((v, n_steps + 1), dtype=np.int64)  # order of the move that arrived at walk[:, s]
+    dest = np.empty((v, n_steps + 1), dtype=np.int64)
+    walk[:, 0] = rng_move.integers(0, k, v)
+    cur_dest = (walk[:, 0] + rng_dest.integers(1, k, v)) % k
+    nb = g.neighbours
+    valid_nb = nb >= 0
+    nb_safe = np.where(valid_nb, nb, 0)
+    for s in range(n_steps):  # one vectorised step for all vehicles
+        cur = walk[:, s]
+        reached = cur == cur_dest
+        cur_dest = np.where(reached, (cur + rng_dest.integers(1, k, v)) % k, cur_dest)
+        dest[:, s] = cur_dest
+        m = planted_order(memory, speed, downtown[cur]) if dependence > 0 else np.ones(v, dtype=np.int64)
+        back = s - (m - 1)  # X_{t−M} sits at walk[:, s − (M − 1)]
+        has_heading = (m >= 2) & (back >= 0)
+        prev = walk[np.arange(v), np.clip(back, 0, None)]
+        heading = g.xy_km[cur] - g.xy_km[prev]
+        cand = nb_safe[cur]  # (v, D)
+        hop = g.xy_km[cand] - g.xy_km[cur][:, None, :]
+        hn = np.linalg.norm(heading, axis=1)[:, None]
+        cn = np.linalg.norm(hop, axis=2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cos = np.where((hn > 0) & (cn > 0), np.einsum("vdk,vk->vd", hop, heading) / (hn * cn), 0.0)
+            gain = (g.road_km[cur, cur_dest][:, None] - g.road_km[cand, cur_dest[:, None]]) / \
+                np.maximum(g.road_km[cur[:, None], cand], 1e-9)
+        logit = dependence * cos * has_heading[:, None] + dest_weight * np.clip(gain, -1.0, 1.0)
+        logit = np.where(valid_nb[cur], logit, -np.inf)
+        choice = np.argmax(logit + rng_move.gumbel(size=logit.shape), axis=1)  # Gumbel-max sampling
+        walk[:, s + 1] = cand[np.arange(v), choice]
+        order[:, s + 1] = np.where(has_heading, m, 1)
+    dest[:, n_steps] = cur_dest
+    return _Walks(walk, order, dest)
+
+
+def _sample_fixes(network: RoadNetwork, g: StationGraph, walks: _Walks, hops: _HopRoutes,
+                  speed: NDArray[np.float64], start_s: NDArray[np.float64], interval_s: float,
+                  deadline: float | None) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64],
+                                                   NDArray[np.float64], NDArray[np.float64], NDArray[np.int64],
+                                                   NDArray[np.int64]]:
+    """GPS fixes every ``interval_s`` seconds along each vehicle's arc, in blocks of vehicles (same values as one
+    pass); returns per fix its vehicle, road node, UTC time, lat, lon, oracle order and destination node."""
+    v, n_steps = hops.hop_km.shape
+    walk, order, dest = walks
+    step_km = speed * interval_s / 3600.0
+    total = hops.hop_km.sum(axis=1)
+    n_fix = np.floor(total / step_km).astype(np.int64) + 1
+    big = float(total.max()) + 10.0
+    route_n = hops.length[hops.pair_of].reshape(v, n_steps).sum(axis=1)
+    fix_off = np.concatenate([[0], np.cumsum(n_fix)])
+    n_all = int(fix_off[-1])
+    out_traj, out_node, out_oracle, out_dest = (np.empty(n_all, dtype=np.int64) for _ in range(4))
+    out_time, out_lat, out_lon = (np.empty(n_all) for _ in range(3))
+    for v0, v1 in _blocks(n_fix + route_n, FIX_BLOCK):
+        check_deadline(deadline, f"sampling the GPS fixes ({v0:,} of {v:,} vehicles done)")
+        node_seq, arc, veh, hop_idx = hops.vehicles(v0, v1)
+        f_veh = np.repeat(np.arange(v0, v1), n_fix[v0:v1])
+        f_j = np.arange(f_veh.size) - np.repeat(np.cumsum(n_fix[v0:v1]) - n_fix[v0:v1], n_fix[v0:v1])
+        f_arc = f_j * step_km[f_veh]
+        pos = np.searchsorted(veh * big + arc, f_veh * big + f_arc, side="right") - 1
+        f_node = node_seq[pos]
+        f_hop = hop_idx[pos]
+        f_cell = g.cell[f_node]
+        arrived = f_cell == walk[f_veh, f_hop + 1]
+        f_step = np.where(arrived, f_hop + 1, f_hop)  # index into the walk of the station the fix is in
+        oracle = order[f_veh, f_step]
+        at = slice(fix_off[v0], fix_off[v1])
+        out_traj[at], out_node[at], out_time[at] = f_veh, f_node, start_s[f_veh] + f_j * interval_s
+        out_lat[at], out_lon[at] = network.lat[f_node], network.lon[f_node]
+        out_oracle[at] = np.where(f_step == 0, -1, oracle)
+        out_dest[at] = g.station_node[dest[f_veh, f_step]]
+    return out_traj, out_node, out_time, out_lat, out_lon, out_oracle, out_dest
+
+
 def generate_trajectories(network: RoadNetwork, station_node: NDArray[np.int64], *, n_vehicles: int = 400,
                           n_steps: int = 60, interval_s: float = 5.0, dependence: float = 3.0,
                           dest_weight: float = 1.0, memory: str = "mixed", seed: int = 0,
@@ -317,84 +418,15 @@ def generate_trajectories(network: RoadNetwork, station_node: NDArray[np.int64],
     if (g.neighbours[:, 0] < 0).any():
         raise ProblemError("A station has no neighbouring cell; choose other stations.")
     rng_start, rng_move, rng_dest = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
-    k, v = g.k, n_vehicles
-
-    # start time, speed, origin, destination
-    peak = rng_start.random(v) < 0.7
-    hour = np.where(peak, np.where(rng_start.random(v) < 0.5, rng_start.normal(8.0, 1.5, v),
-                                   rng_start.normal(17.5, 1.5, v)), rng_start.uniform(0, 24, v)) % 24
-    speed = _hour_speed_kmh(hour, rng_start)
-    start_s = START_UTC_S + hour * 3600.0
-    centre_d = np.hypot(*(g.xy_km - g.xy_km.mean(axis=0)).T)
-    downtown = centre_d <= np.median(centre_d)
-
-    walk = np.empty((v, n_steps + 1), dtype=np.int64)
-    order = np.zeros((v, n_steps + 1), dtype=np.int64)  # order of the move that arrived at walk[:, s]
-    dest = np.empty((v, n_steps + 1), dtype=np.int64)
-    walk[:, 0] = rng_move.integers(0, k, v)
-    cur_dest = (walk[:, 0] + rng_dest.integers(1, k, v)) % k
-    nb = g.neighbours
-    valid_nb = nb >= 0
-    nb_safe = np.where(valid_nb, nb, 0)
-    for s in range(n_steps):  # one vectorised step for all vehicles
-        cur = walk[:, s]
-        reached = cur == cur_dest
-        cur_dest = np.where(reached, (cur + rng_dest.integers(1, k, v)) % k, cur_dest)
-        dest[:, s] = cur_dest
-        m = planted_order(memory, speed, downtown[cur]) if dependence > 0 else np.ones(v, dtype=np.int64)
-        back = s - (m - 1)  # X_{t−M} sits at walk[:, s − (M − 1)]
-        has_heading = (m >= 2) & (back >= 0)
-        prev = walk[np.arange(v), np.clip(back, 0, None)]
-        heading = g.xy_km[cur] - g.xy_km[prev]
-        cand = nb_safe[cur]  # (v, D)
-        hop = g.xy_km[cand] - g.xy_km[cur][:, None, :]
-        hn = np.linalg.norm(heading, axis=1)[:, None]
-        cn = np.linalg.norm(hop, axis=2)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            cos = np.where((hn > 0) & (cn > 0), np.einsum("vdk,vk->vd", hop, heading) / (hn * cn), 0.0)
-            gain = (g.road_km[cur, cur_dest][:, None] - g.road_km[cand, cur_dest[:, None]]) / \
-                np.maximum(g.road_km[cur[:, None], cand], 1e-9)
-        logit = dependence * cos * has_heading[:, None] + dest_weight * np.clip(gain, -1.0, 1.0)
-        logit = np.where(valid_nb[cur], logit, -np.inf)
-        choice = np.argmax(logit + rng_move.gumbel(size=logit.shape), axis=1)  # Gumbel-max sampling
-        walk[:, s + 1] = cand[np.arange(v), choice]
-        order[:, s + 1] = np.where(has_heading, m, 1)
-    dest[:, n_steps] = cur_dest
-
-    hops = _hop_routes(network, g, walk, deadline)
-
-    # fixes every interval_s seconds along each vehicle's arc, in blocks of vehicles (same values as one pass)
-    step_km = speed * interval_s / 3600.0
-    total = hops.hop_km.sum(axis=1)
-    n_fix = np.floor(total / step_km).astype(np.int64) + 1
-    big = float(total.max()) + 10.0
-    route_n = hops.length[hops.pair_of].reshape(v, n_steps).sum(axis=1)
-    fix_off = np.concatenate([[0], np.cumsum(n_fix)])
-    n_all = int(fix_off[-1])
-    out_traj, out_node, out_oracle, out_dest = (np.empty(n_all, dtype=np.int64) for _ in range(4))
-    out_time, out_lat, out_lon = (np.empty(n_all) for _ in range(3))
-    for v0, v1 in _blocks(n_fix + route_n, FIX_BLOCK):
-        check_deadline(deadline, f"sampling the GPS fixes ({v0:,} of {v:,} vehicles done)")
-        node_seq, arc, veh, hop_idx = hops.vehicles(v0, v1)
-        f_veh = np.repeat(np.arange(v0, v1), n_fix[v0:v1])
-        f_j = np.arange(f_veh.size) - np.repeat(np.cumsum(n_fix[v0:v1]) - n_fix[v0:v1], n_fix[v0:v1])
-        f_arc = f_j * step_km[f_veh]
-        pos = np.searchsorted(veh * big + arc, f_veh * big + f_arc, side="right") - 1
-        f_node = node_seq[pos]
-        f_hop = hop_idx[pos]
-        f_cell = g.cell[f_node]
-        arrived = f_cell == walk[f_veh, f_hop + 1]
-        f_step = np.where(arrived, f_hop + 1, f_hop)  # index into the walk of the station the fix is in
-        oracle = order[f_veh, f_step]
-        at = slice(fix_off[v0], fix_off[v1])
-        out_traj[at], out_node[at], out_time[at] = f_veh, f_node, start_s[f_veh] + f_j * interval_s
-        out_lat[at], out_lon[at] = network.lat[f_node], network.lon[f_node]
-        out_oracle[at] = np.where(f_step == 0, -1, oracle)
-        out_dest[at] = g.station_node[dest[f_veh, f_step]]
+    speed, start_s = _trip_starts(n_vehicles, rng_start)
+    walks = _walk_stations(g, n_steps, speed, memory, dependence, dest_weight, rng_move, rng_dest)
+    hops = _hop_routes(network, g, walks.station, deadline)
+    traj, node, time_s, lat, lon, oracle, dest_node = _sample_fixes(network, g, walks, hops, speed, start_s,
+                                                                    interval_s, deadline)
     settings = {"n_vehicles": n_vehicles, "n_steps": n_steps, "interval_s": interval_s, "dependence": dependence,
                 "dest_weight": dest_weight, "memory": memory, "seed": seed}
-    return Trajectories(traj=out_traj, ids=np.array([f"v{i}" for i in range(v)]), time_s=out_time, lat=out_lat,
-                        lon=out_lon, node=out_node, oracle_order=out_oracle, dest_node=out_dest, source="synthetic",
+    return Trajectories(traj=traj, ids=np.array([f"v{i}" for i in range(n_vehicles)]), time_s=time_s, lat=lat,
+                        lon=lon, node=node, oracle_order=oracle, dest_node=dest_node, source="synthetic",
                         settings=settings)
 
 
@@ -453,7 +485,7 @@ def _parse_times(col: pd.Series, name: str) -> NDArray[np.float64]:
     """UTC seconds since the epoch from ISO 8601 strings (a zone suffix is honoured, naive = UTC) or Unix seconds."""
     text = col.astype(str).str.strip()
     numeric = pd.to_numeric(text, errors="coerce")
-    out = numeric.to_numpy(dtype=float, na_value=np.nan).copy()
+    out: NDArray[np.float64] = numeric.to_numpy(dtype=float, na_value=np.nan).copy()
     rest = numeric.isna().to_numpy()
     if rest.any():
         try:

@@ -318,23 +318,17 @@ def benders_loop(users: list[UserLP], n_w: int, *, gap_tol: float = 1e-6, max_it
         return outs
 
     for it in range(1, max_iter + 1):
-        static = sp.hstack([S, sp.csr_matrix((S.shape[0], n_u))]).tocsr()
-        if cut_rows:
-            A = sp.vstack([static, sp.csr_matrix(np.array(cut_rows))]).tocsr()
-            lo, hi = np.concatenate([s_lo, np.full(len(cut_rhs), -INF)]), np.concatenate([s_hi, cut_rhs])
-        else:
-            A, lo, hi = static, s_lo, s_hi
+        A, lo, hi = _master_rows(S, s_lo, s_hi, n_u, cut_rows, cut_rhs)
         if (remaining := left()) is not None and remaining <= 0:
             status = "time limit"
             break
-        mp = solve_lp(cost, A, lo, hi, np.zeros(n_w + n_u), col_hi, method="simplex", time_limit=remaining)
-        if mp.status == "time limit":
+        master = _solve_master(cost, A, lo, hi, col_hi, remaining)
+        if master is None:
             status = "time limit"
             break
-        if mp.status != "optimal" or mp.x is None or mp.objective is None:
-            raise SolverError(f"The DISTA-LP Benders master ended with status `{mp.status}` ({mp.message}).")
-        w, v = mp.x[:n_w], mp.x[n_w:]
-        lb = max(lb, mp.objective)
+        x, objective = master
+        w, v = x[:n_w], x[n_w:]
+        lb = max(lb, objective)
         outs = solve_all(w)
         if any(o.timed_out for o in outs):
             status = "time limit"
@@ -342,42 +336,80 @@ def benders_loop(users: list[UserLP], n_w: int, *, gap_tol: float = 1e-6, max_it
         rows, rhs = _cuts(outs, w, v, n_w, gap_tol)
         cut_rows += rows
         cut_rhs += rhs
-        new = len(rows)
         feasible = all(o.feasible for o in outs)
         ub = float(alpha @ w + sum(o.value for o in outs)) if feasible else np.inf
         if ub < best_ub:
             best_ub, best = ub, (w.copy(), [o.z for o in outs])
         elif not feasible and best is not None:
-            # primal heuristic: the feasible set in w is convex, so points between ŵ and the incumbent are
-            # feasible close enough to the incumbent; try a few and keep any better upper bound
-            for lam in (0.5, 0.25):
-                w_try = lam * w + (1 - lam) * best[0]
-                tries = solve_all(w_try)
-                if all(o.feasible for o in tries) and len(tries) == n_u:
-                    ub_try = float(alpha @ w_try + sum(o.value for o in tries))
-                    if ub_try < best_ub:
-                        best_ub, best = ub_try, (w_try, [o.z for o in tries])
-                    break
+            best_ub, best = _towards_incumbent(w, best_ub, best, alpha, solve_all, n_u)
         history.append({"iteration": it, "lower": lb, "upper": best_ub, "cuts": len(cut_rows),
                         "infeasible_users": sum(not o.feasible for o in outs), "time_s": time.perf_counter() - t0})
         progress("Benders", min(it / max_iter, 1.0))
         if best is not None and best_ub - lb <= gap_tol * max(abs(best_ub), 1e-12):
             status = "optimal"
             break
-        if new == 0:  # no cut can be added: the master is exact at ŵ
+        if not rows:  # no cut can be added: the master is exact at ŵ
             status = "optimal" if best is not None else "infeasible"
             break
         if (remaining := left()) is not None and remaining <= 0:
             status = "time limit"
             break
+    size = {"master_variables": n_w + n_u, "master_static_rows": int(S.shape[0]), "cuts": len(cut_rows)}
+    return _loop_outcome(status, best, best_ub, lb, history, n_w, size)
+
+
+def _master_rows(S: sp.csr_matrix, s_lo: NDArray[np.float64], s_hi: NDArray[np.float64], n_u: int,
+                 cut_rows: list[NDArray[np.float64]],
+                 cut_rhs: list[float]) -> tuple[sp.csr_matrix, NDArray[np.float64], NDArray[np.float64]]:
+    """The master's rows over (w, v): the static rows on w, then every cut so far; returns (A, lower, upper)."""
+    static = sp.hstack([S, sp.csr_matrix((S.shape[0], n_u))]).tocsr()
+    if not cut_rows:
+        return static, s_lo, s_hi
+    A = sp.vstack([static, sp.csr_matrix(np.array(cut_rows))]).tocsr()
+    return A, np.concatenate([s_lo, np.full(len(cut_rhs), -INF)]), np.concatenate([s_hi, cut_rhs])
+
+
+def _solve_master(cost: NDArray[np.float64], A: sp.csr_matrix, lo: NDArray[np.float64], hi: NDArray[np.float64],
+                  col_hi: NDArray[np.float64], time_limit: float | None) -> tuple[NDArray[np.float64], float] | None:
+    """The master LP over (w, v) ≥ 0; returns its point and objective, None when it stopped at ``time_limit``
+    (``SolverError`` for any other failure)."""
+    mp = solve_lp(cost, A, lo, hi, np.zeros(len(cost)), col_hi, method="simplex", time_limit=time_limit)
+    if mp.status == "time limit":
+        return None
+    if mp.status != "optimal" or mp.x is None or mp.objective is None:
+        raise SolverError(f"The DISTA-LP Benders master ended with status `{mp.status}` ({mp.message}).")
+    return mp.x, mp.objective
+
+
+def _towards_incumbent(w: NDArray[np.float64], best_ub: float,
+                       best: tuple[NDArray[np.float64], list[NDArray[np.float64] | None]], alpha: NDArray[np.float64],
+                       solve_all: Callable[[NDArray[np.float64]], list[SubOutcome]], n_u: int
+                       ) -> tuple[float, tuple[NDArray[np.float64], list[NDArray[np.float64] | None]]]:
+    """Primal heuristic after an infeasible ŵ: the feasible set in w is convex, so points between ŵ and the
+    incumbent are feasible close enough to the incumbent; returns the best upper bound and point after trying a few."""
+    for lam in (0.5, 0.25):
+        w_try = lam * w + (1 - lam) * best[0]
+        tries = solve_all(w_try)
+        if all(o.feasible for o in tries) and len(tries) == n_u:  # the first feasible try decides
+            ub_try = float(alpha @ w_try + sum(o.value for o in tries))
+            if ub_try < best_ub:
+                return ub_try, (w_try, [o.z for o in tries])
+            break
+    return best_ub, best
+
+
+def _loop_outcome(status: str, best: tuple[NDArray[np.float64], list[NDArray[np.float64] | None]] | None,
+                  best_ub: float, lb: float, history: list[dict[str, float]], n_w: int,
+                  size: dict[str, int]) -> BendersOutcome:
+    """The loop's result: its best point, bounds and history (no point after a time limit); ``SolverError`` when it
+    ended without a feasible point otherwise."""
     if best is None and status == "time limit":
-        return BendersOutcome(status, np.zeros(n_w), [], np.inf, lb, history, len(cut_rows), {})
+        return BendersOutcome(status, np.zeros(n_w), [], np.inf, lb, history, size["cuts"], {})
     if best is None:
         raise SolverError("Benders found no feasible WEM weights within its iteration budget; raise `benders_iters` "
                           "or the WEM radius (`wem_radius`).")
-    size = {"master_variables": n_w + n_u, "master_static_rows": int(S.shape[0]), "cuts": len(cut_rows)}
-    return BendersOutcome(status, best[0], [z for z in best[1] if z is not None], best_ub, lb, history,
-                          len(cut_rows), size)
+    return BendersOutcome(status, best[0], [z for z in best[1] if z is not None], best_ub, lb, history, size["cuts"],
+                          size)
 
 
 def solve_direct(users: list[UserLP], n_w: int, method: str = "ipm", time_limit: float | None = None

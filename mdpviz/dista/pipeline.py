@@ -199,12 +199,7 @@ def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
     # auditor (public data only) and budget, before anything is released
     progress("audit", None)
     t1 = time.perf_counter()
-    targets = {t: cfg.upload_share * cfg.eps / 3 for t in BLOCKS} if cfg.budget_mode == "target" else None
-    b_fixed = cfg.noise_mult / cfg.eps if cfg.budget_mode in ("fixed-b", "paper") else None
-    audit = run_audit(problem, hood=cfg.hood, n_cand=cfg.candidates, family=cfg.family, rank=cfg.rank,
-                      kind=cfg.noise, tau=cfg.tau, samples=cfg.audit_samples, rng=r_audit, b_fixed=b_fixed,
-                      targets=targets, progress=progress, cost_up=cfg.cost_noise == "up",
-                      delta_max=cfg.delta_max, eps_naive=cfg.eps, deadline=deadline)
+    audit = _audit(problem, cfg, r_audit, progress, deadline)
     timings["audit_s"] = time.perf_counter() - t1
     budget = account(cfg.eps, {t: a.eps_t for t, a in audit.blocks.items()},
                      {t: a.delta_t for t, a in audit.blocks.items()},
@@ -215,19 +210,7 @@ def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
     # step ① and ② on every user's device
     progress("users: fit and perturb", None)
     t1 = time.perf_counter()
-    models = _noise_models(cfg, audit)
-    outcomes: list[UserOutcome] = []
-    for n_done, u in enumerate(users):  # one device per user
-        what = f"fitting the users' surrogates ({n_done} of {len(users)} done)"
-        check_deadline(deadline, what)
-        fit = fit_user(u.blocks.as_dict(), cfg.family, cfg.rank, r_fit, cfg.perm_iters, deadline=deadline, what=what)
-        _flip_cost(fit, cfg)
-        theta = {t: nz.perturb(s.theta, s.direction, s.floor, models[t], r_noise) for t, s in fit.surrogates.items()}
-        up = sum(s.upload_numbers(theta[t]) for t, s in fit.surrogates.items()) * BYTES_PER_NUMBER
-        n, m = u.blocks.dy.shape
-        stats = {"bytes_raw": raw_upload_bytes(n, m), "bytes_surrogate": up, "bytes_download": n * m * 8,
-                 "bytes_report": BYTES_PER_NUMBER, "fit_loss_km": fit.loss_history[-1], "swaps": fit.swaps}
-        outcomes.append(UserOutcome(u, fit, theta, {}, stats=stats))
+    outcomes = _fit_and_perturb(users, cfg, _noise_models(cfg, audit), r_fit, r_noise, deadline)
     timings["users_s"] = time.perf_counter() - t1
 
     # server: reconstruct and tighten (post-processing)
@@ -241,30 +224,12 @@ def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
     # server: the WEM+LP
     progress("server: WEM+LP", None)
     t1 = time.perf_counter()
-    used = np.unique(np.concatenate([o.user.cand for o in outcomes]))
-    w_index = np.full(problem.m, -1, dtype=np.int64)
-    w_index[used] = np.arange(len(used))
-    lps: list[UserLP] = [build_user_lp(o.server_blocks["dx"], o.server_blocks["dy"], o.server_blocks["cy"],
-                                       o.user.cand, w_index, len(used), eps_pt, cfg.wem_radius, cfg.wem_exponent)
-                         for o in outcomes]
+    n_w, lps = _build_lps(outcomes, problem.m, eps_pt, cfg)
     timings["lp_build_s"] = time.perf_counter() - t1
     t1 = time.perf_counter()
-    bd: BendersOutcome | None = None
-    left = None if deadline is None else deadline - time.perf_counter()
-    solved = None
-    if left is not None and left <= 0:
-        pass  # the audit and the uploads used the whole time limit: no LP is started
-    elif cfg.solver == "benders":
-        bd = benders_loop(lps, len(used), gap_tol=cfg.gap_tol, max_iter=cfg.benders_iters, time_limit=left,
-                          progress=progress)
-        solved = (bd.w, bd.z_free, bd.upper) if bd.z_free else None
-    else:
-        solved = solve_direct(lps, len(used), time_limit=left)
+    bd, solved = _solve_wem_lp(lps, n_w, cfg, deadline, progress)
     timings["lp_solve_s"] = time.perf_counter() - t1
-    lp_size = {"variables": sum(u.n_free for u in lps) + len(used),
-               "constraints": sum(u.A_free.shape[0] + u.static_B.shape[0] for u in lps),
-               "nonzeros": sum(u.A_free.nnz + u.B.nnz + u.static_B.nnz for u in lps),
-               "wem_entries": int(sum(u.fixed.sum() for u in lps))}
+    lp_size = _lp_size(lps, n_w)
     if solved is None:  # stopped by the time limit before any feasible point
         timings["total_s"] = time.perf_counter() - t0
         none = {"violated": 0, "checked": 0}
@@ -273,13 +238,89 @@ def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
     w, z_free, objective = solved
 
     # download, local un-permutation, report; measured checks
-    viol_true = {"violated": 0, "checked": 0}
-    viol_enf = {"violated": 0, "checked": 0}
     # a best point of an LP that the deadline stopped is repaired with a little grace (kept aside, never released)
     post = with_grace(deadline) if bd is not None and bd.status == "time limit" else deadline
+    viol_true, viol_enf = _download(problem, outcomes, lps, z_free, w, eps_pt, cfg.repair, r_report, post)
+    timings["total_s"] = time.perf_counter() - t0
+    return DistaRun(cfg, outcomes, audit, budget, gamma, bd, float(objective), lp_size, timings, viol_true, viol_enf,
+                    end_to_end(problem, outcomes, budget.eps), bd.status if bd is not None else "optimal")
+
+
+def _audit(problem: Problem, cfg: DistaConfig, rng: np.random.Generator, progress: Progress,
+           deadline: float | None) -> AuditReport:
+    """The auditor's run on public data: each block's noise scale b and its (ε_t, δ_t), under ``cfg.budget_mode``."""
+    targets = {t: cfg.upload_share * cfg.eps / 3 for t in BLOCKS} if cfg.budget_mode == "target" else None
+    b_fixed = cfg.noise_mult / cfg.eps if cfg.budget_mode in ("fixed-b", "paper") else None
+    return run_audit(problem, hood=cfg.hood, n_cand=cfg.candidates, family=cfg.family, rank=cfg.rank,
+                     kind=cfg.noise, tau=cfg.tau, samples=cfg.audit_samples, rng=rng, b_fixed=b_fixed,
+                     targets=targets, progress=progress, cost_up=cfg.cost_noise == "up",
+                     delta_max=cfg.delta_max, eps_naive=cfg.eps, deadline=deadline)
+
+
+def _fit_and_perturb(users: list[User], cfg: DistaConfig, models: dict[str, nz.NoiseModel],
+                     r_fit: np.random.Generator, r_noise: np.random.Generator,
+                     deadline: float | None) -> list[UserOutcome]:
+    """Steps ① and ② on each user's device: permute and fit the surrogates, then perturb their parameters; returns
+    one ``UserOutcome`` per user, with its upload and download sizes in ``stats``."""
+    outcomes: list[UserOutcome] = []
+    for n_done, u in enumerate(users):  # one device per user
+        what = f"fitting the users' surrogates ({n_done} of {len(users)} done)"
+        check_deadline(deadline, what)
+        fit = fit_user(u.blocks.as_dict(), cfg.family, cfg.rank, r_fit, cfg.perm_iters, deadline=deadline, what=what)
+        _flip_cost(fit, cfg)
+        theta = {t: nz.perturb(s.theta, s.direction, s.floor, models[t], r_noise) for t, s in fit.surrogates.items()}
+        up = sum(s.upload_numbers(theta[t]) for t, s in fit.surrogates.items()) * BYTES_PER_NUMBER
+        n, m = u.blocks.dy.shape
+        stats = {"bytes_raw": raw_upload_bytes(n, m), "bytes_surrogate": up, "bytes_download": n * m * 8,
+                 "bytes_report": BYTES_PER_NUMBER, "fit_loss_km": fit.loss_history[-1], "swaps": fit.swaps}
+        outcomes.append(UserOutcome(u, fit, theta, {}, stats=stats))
+    return outcomes
+
+
+def _build_lps(outcomes: list[UserOutcome], m: int, eps_pt: float, cfg: DistaConfig) -> tuple[int, list[UserLP]]:
+    """Each user's block of the WEM+LP over the server's blocks; returns the number of WEM weights (outputs in some
+    user's candidates, out of ``m``) and the blocks."""
+    used = np.unique(np.concatenate([o.user.cand for o in outcomes]))
+    w_index = np.full(m, -1, dtype=np.int64)
+    w_index[used] = np.arange(len(used))
+    lps = [build_user_lp(o.server_blocks["dx"], o.server_blocks["dy"], o.server_blocks["cy"], o.user.cand, w_index,
+                         len(used), eps_pt, cfg.wem_radius, cfg.wem_exponent) for o in outcomes]
+    return len(used), lps
+
+
+def _solve_wem_lp(lps: list[UserLP], n_w: int, cfg: DistaConfig, deadline: float | None, progress: Progress
+                  ) -> tuple[BendersOutcome | None,
+                             tuple[NDArray[np.float64], list[NDArray[np.float64]], float] | None]:
+    """The WEM+LP by Benders or in one piece (``cfg.solver``) in the time left; returns Benders' outcome (None for
+    the direct solve) and (w, free entries per user, objective), None when no feasible point came in time."""
+    left = None if deadline is None else deadline - time.perf_counter()
+    if left is not None and left <= 0:
+        return None, None  # the audit and the uploads used the whole time limit: no LP is started
+    if cfg.solver == "benders":
+        bd = benders_loop(lps, n_w, gap_tol=cfg.gap_tol, max_iter=cfg.benders_iters, time_limit=left,
+                          progress=progress)
+        return bd, ((bd.w, bd.z_free, bd.upper) if bd.z_free else None)
+    return None, solve_direct(lps, n_w, time_limit=left)
+
+
+def _lp_size(lps: list[UserLP], n_w: int) -> dict[str, int]:
+    """Variables, constraints and nonzeros of the WEM+LP, and how many entries WEM fixes."""
+    return {"variables": sum(u.n_free for u in lps) + n_w,
+            "constraints": sum(u.A_free.shape[0] + u.static_B.shape[0] for u in lps),
+            "nonzeros": sum(u.A_free.nnz + u.B.nnz + u.static_B.nnz for u in lps),
+            "wem_entries": int(sum(u.fixed.sum() for u in lps))}
+
+
+def _download(problem: Problem, outcomes: list[UserOutcome], lps: list[UserLP], z_free: list[NDArray[np.float64]],
+              w: NDArray[np.float64], eps_pt: float, repair: bool, r_report: np.random.Generator,
+              deadline: float | None) -> tuple[dict[str, int], dict[str, int]]:
+    """Each user downloads its block, un-permutes it and samples its report (into its ``UserOutcome``); returns the
+    violated and checked triples against the true distances and against the enforced ones."""
+    viol_true = {"violated": 0, "checked": 0}
+    viol_enf = {"violated": 0, "checked": 0}
     for n_done, (o, lp, zf) in enumerate(zip(outcomes, lps, z_free)):
-        check_deadline(post, f"repairing and checking the users' downloads ({n_done} of {len(lps)} done)")
-        Zs = _server_block(o, lp, zf, w, eps_pt, cfg.repair)
+        check_deadline(deadline, f"repairing and checking the users' downloads ({n_done} of {len(lps)} done)")
+        Zs = _server_block(o, lp, zf, w, eps_pt, repair)
         bad, checked = _triples(Zs, o.server_blocks["dx"], eps_pt)
         viol_enf["violated"] += bad
         viol_enf["checked"] += checked
@@ -292,9 +333,7 @@ def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
         o.report = int(o.user.cand[r_report.choice(len(o.user.cand), p=Z[0])])
         o.stats["loss_m"] = float(problem.c[o.user.record, o.user.cand] @ Z[0])
         o.stats["report_cost_m"] = float(problem.c[o.user.record, o.report])
-    timings["total_s"] = time.perf_counter() - t0
-    return DistaRun(cfg, outcomes, audit, budget, gamma, bd, float(objective), lp_size, timings, viol_true, viol_enf,
-                    end_to_end(problem, outcomes, budget.eps), bd.status if bd is not None else "optimal")
+    return viol_true, viol_enf
 
 
 def embed(problem: Problem, run_: DistaRun) -> tuple[NDArray[np.float64], NDArray[np.int64]]:

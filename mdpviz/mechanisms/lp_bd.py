@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..deadline import OutOfTime, check_deadline, deadline_of, time_left, with_grace
-from ..lp.benders import CUT_RULES, PARTITIONERS, partition, solve_benders
+from ..lp.benders import CUT_RULES, PARTITIONERS, BendersOutcome, partition, solve_benders
 from ..lp.cone import repair_into_cone
 from ..lp.mdp_lp import implied_free_pairs
 from ..lp.neighbours import neighbour_pairs, neighbour_path_km
@@ -62,14 +62,7 @@ def _lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, deadlin
     t0 = time.perf_counter()
     progress("constraint pairs", None)
     d = problem.d
-    if params["scope"] == "all-pairs":
-        pi, pj = implied_free_pairs(d)
-        closure = eps * d  # the kept pairs imply every pair at ε·d (d is a metric)
-        claim = "all pairs"
-    else:
-        pi, pj = neighbour_pairs(d, eta)
-        closure = eps * neighbour_path_km(d, eta)
-        claim = neighbour_claim(eta)
+    pi, pj, closure, claim = _constraint_pairs(d, params["scope"], eps, eta)
     expo = eps * d[pi, pj]
     timings["pairs_s"] = time.perf_counter() - t0
     check_deadline(deadline, "listing the constrained pairs")
@@ -89,54 +82,13 @@ def _lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, deadlin
     diag.update(out.diagnostics)
     diag.update(pairs=len(pi), scope=params["scope"], eta_km=eta if params["scope"] == "neighbours" else None)
     notes = [out.message] if out.message else []
-    status = out.status
     if params["slack"] > 0:
         notes.append(f"code-only slack δ = {params['slack']:g} on every pair row (the authors' MATLAB code, not the "
                      "paper's LP): the LP's rows may be broken by up to δ before the repair")
-    point = out.Z if out.Z is not None else out.feasible_Z
-    Z = objective = None
+    Z, objective, status = _repair_point(out, closure, W, params["gap_m"], deadline, timings, diag, notes)
     degenerate = ""
-    if point is not None:
-        # solver tolerances (and a nonzero slack) leave rows slightly outside the cone: repair, then fix the rows
-        t0 = time.perf_counter()
-        keep = deadline if out.Z is not None else with_grace(deadline)  # a stopped run's best point: a little grace
-        try:
-            point, facts = repair_into_cone(point, closure, W, deadline=keep)
-            check_deadline(keep, "checking the repaired point against the LP's pairs")
-        except OutOfTime as e:
-            if out.Z is not None:  # the solved point is not checked yet: no mechanism (the caller says why)
-                raise
-            notes.append(f"its best feasible point is not kept: the time limit came while {e}")
-            point, status = None, "time limit"
-    if point is not None:
-        diag.update(facts)
-        enforced = cone_breaches(point, closure)
-        diag["enforced"] = {"violated_pairs": int(len(enforced.i)), "checked_pairs": len(W) * (len(W) - 1),
-                            "exponent": "the LP's own: ε·d on its pairs, closed along chains", "tolerance": TOLERANCE}
-        timings["repair_s"] = time.perf_counter() - t0
-        if out.Z is not None:
-            Z, objective = point, float(np.sum(W * point))
-            if status == "optimal" and out.lower is not None and objective - out.lower > params["gap_m"]:
-                # the exact repair of the solver's tolerances cost more than the gap allows: no longer certified
-                status = "gap reached"
-                notes.append(f"after the exact repair the certified gap is {objective - out.lower:.3g} > ξ")
-        else:
-            diag["feasible_Z"] = point
-            diag["feasible_objective_m"] = float(np.sum(W * point))
-            notes.append(f"no mechanism is returned: diagnostics['feasible_Z'] holds the best feasible point found "
-                         f"({diag['feasible_objective_m']:.2f} m, private for the LP's pairs after repair), not the "
-                         "optimum")
     if Z is not None and params["scope"] == "neighbours":
-        t0 = time.perf_counter()
-        try:
-            check_deadline(deadline, "measuring ε-mDP over all pairs of X")
-        except OutOfTime:  # the point is solved and repaired: kept aside, not released unmeasured
-            diag.update(feasible_Z=Z, feasible_objective_m=objective)
-            raise
-        msg, degenerate, facts = all_pairs_verdict(Z, eps, d, eta)
-        diag["all_pairs"] = facts
-        notes.append(msg)
-        timings["all_pairs_check_s"] = time.perf_counter() - t0
+        degenerate = _all_pairs_check(Z, objective, eps, d, eta, deadline, timings, diag, notes)
     everyone = out.diagnostics.get("boundary_count") == len(W)
     if everyone:
         why = ("every pair is constrained" if params["scope"] == "all-pairs"
@@ -154,6 +106,75 @@ def _lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, deadlin
     return Result("lp-bd", params, Z, status, eps, claim=claim, timings=timings, lp_size=out.size,
                   objective_m=objective, bound_m=out.lower, message="; ".join(notes), degenerate=degenerate,
                   diagnostics=diag)
+
+
+def _constraint_pairs(d: np.ndarray, scope: str, eps: float,
+                      eta: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+    """The pairs the LP constrains under ``scope``, the exponents they imply along chains, and the claim; returns
+    (pi, pj, closure, claim)."""
+    if scope == "all-pairs":
+        pi, pj = implied_free_pairs(d)
+        return pi, pj, eps * d, "all pairs"  # the kept pairs imply every pair at ε·d (d is a metric)
+    pi, pj = neighbour_pairs(d, eta)
+    return pi, pj, eps * neighbour_path_km(d, eta), neighbour_claim(eta)
+
+
+def _repair_point(out: BendersOutcome, closure: np.ndarray, W: np.ndarray, gap_m: float, deadline: float | None,
+                  timings: dict[str, float], diag: dict[str, Any],
+                  notes: list[str]) -> tuple[np.ndarray | None, float | None, str]:
+    """Repair Benders' point into the cone of the LP's pairs and check it; a stopped run's best point is kept aside
+    in ``diag`` instead. Returns (Z, objective, status), Z None when there is no mechanism; adds to ``notes``."""
+    status = out.status
+    point = out.Z if out.Z is not None else out.feasible_Z
+    if point is None:
+        return None, None, status
+    # solver tolerances (and a nonzero slack) leave rows slightly outside the cone: repair, then fix the rows
+    t0 = time.perf_counter()
+    keep = deadline if out.Z is not None else with_grace(deadline)  # a stopped run's best point: a little grace
+    try:
+        point, facts = repair_into_cone(point, closure, W, deadline=keep)
+        check_deadline(keep, "checking the repaired point against the LP's pairs")
+    except OutOfTime as e:
+        if out.Z is not None:  # the solved point is not checked yet: no mechanism (the caller says why)
+            raise
+        notes.append(f"its best feasible point is not kept: the time limit came while {e}")
+        return None, None, "time limit"
+    diag.update(facts)
+    enforced = cone_breaches(point, closure)
+    diag["enforced"] = {"violated_pairs": int(len(enforced.i)), "checked_pairs": len(W) * (len(W) - 1),
+                        "exponent": "the LP's own: ε·d on its pairs, closed along chains", "tolerance": TOLERANCE}
+    timings["repair_s"] = time.perf_counter() - t0
+    if out.Z is None:
+        diag["feasible_Z"] = point
+        diag["feasible_objective_m"] = float(np.sum(W * point))
+        notes.append(f"no mechanism is returned: diagnostics['feasible_Z'] holds the best feasible point found "
+                     f"({diag['feasible_objective_m']:.2f} m, private for the LP's pairs after repair), not the "
+                     "optimum")
+        return None, None, status
+    objective = float(np.sum(W * point))
+    if status == "optimal" and out.lower is not None and objective - out.lower > gap_m:
+        # the exact repair of the solver's tolerances cost more than the gap allows: no longer certified
+        status = "gap reached"
+        notes.append(f"after the exact repair the certified gap is {objective - out.lower:.3g} > ξ")
+    return point, objective, status
+
+
+def _all_pairs_check(Z: np.ndarray, objective: float | None, eps: float, d: np.ndarray, eta: float,
+                     deadline: float | None, timings: dict[str, float], diag: dict[str, Any],
+                     notes: list[str]) -> str:
+    """Measure the neighbour LP's point over all pairs of X (into ``diag`` and ``notes``); returns the verdict
+    (empty unless the claim leaves pairs broken). At a passed deadline the point is kept aside in ``diag``."""
+    t0 = time.perf_counter()
+    try:
+        check_deadline(deadline, "measuring ε-mDP over all pairs of X")
+    except OutOfTime:  # the point is solved and repaired: kept aside, not released unmeasured
+        diag.update(feasible_Z=Z, feasible_objective_m=objective)
+        raise
+    msg, degenerate, facts = all_pairs_verdict(Z, eps, d, eta)
+    diag["all_pairs"] = facts
+    notes.append(msg)
+    timings["all_pairs_check_s"] = time.perf_counter() - t0
+    return degenerate
 
 
 PRESETS = (

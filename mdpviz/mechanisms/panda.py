@@ -11,20 +11,21 @@ A real user uses the nearest anchor of their own A_n; those rows are in ``diagno
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..deadline import OutOfTime, check_deadline
 from ..errors import ParameterError
-from ..panda.anpo import SOLVERS, anpo_exponents, solve_anpo
+from ..panda.anpo import SOLVERS, AnpoOutcome, anpo_exponents, solve_anpo
 from ..panda.budget import EPS_BAR_RULES, ball_lists, empty_probability, phase1_cost, phase1_cost_last_factor
 from ..panda.evaluate import budget_split, counterfactual_violations, histogram, sample_reports, user_pair_violations
-from ..panda.margins import PS_RULES, S_RULES, safety_margins
+from ..panda.margins import PS_RULES, S_RULES, MarginReport, safety_margins
 from ..panda.selection import (
     EMPTY_RULES,
     FLOORS,
     VARIANT_NAMES,
+    Selection,
     make_selection,
     nearest_member,
     sample_anchor_sets,
@@ -108,13 +109,43 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
                       degenerate=f"No mechanism: the time limit came while {e}", diagnostics=kept)
 
 
+class _Users(NamedTuple):
+    """Phase I-1: the users' secrets, selection probabilities and anchor sets, their surrogates, and the union A."""
+
+    secrets: np.ndarray
+    w_users: np.ndarray  # (N, K): w_{x_n, x}
+    member: np.ndarray  # (N, K): record x is in user n's anchor set
+    redraws: int
+    anchors: np.ndarray  # the union A of the anchor sets
+    surrogate: np.ndarray  # nearest anchor of the user's own set, −1 for an empty set
+    has: np.ndarray  # the user has a surrogate
+
+
+class _Phase1Cost(NamedTuple):
+    """Phase I-2 (a): ε̄·d for every pair of secrets, and the γ-balls."""
+
+    true: np.ndarray  # Prop. 3: what Phase I really leaks; every measure uses it
+    charged: np.ndarray  # what the LP charges (``eps_bar`` rule)
+    nbr: np.ndarray
+    mask: np.ndarray
+
+
+class _AnchorPairs(NamedTuple):
+    """Distances and Phase I costs between the anchors, and the pairs left unconstrained."""
+
+    d_a: np.ndarray
+    cost_a: np.ndarray  # as the LP charges it
+    true_a: np.ndarray  # Prop. 3's
+    far: np.ndarray  # at least ``pair_radius_km`` apart: no constraint, no ξ̂
+
+
 def _panda(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None, variant: str,
            t_start: float, timings: dict[str, float], kept: dict[str, Any]) -> Result:
     """PAnDA (module docstring); ``OutOfTime`` when the deadline passes outside an LP (``kept`` then holds the
     solved AnPO's rows over X, once there are some)."""
     deadline = None if time_limit is None else t_start + time_limit
     eps, delta = params["eps"], params["delta"]
-    d, p, k = problem.d, problem.p, problem.k
+    d, p = problem.d, problem.p
     d_max = float(d.max())
     if d_max <= 0:
         raise ParameterError("All secrets are at distance 0 from each other; PAnDA needs distinct locations.")
@@ -126,12 +157,8 @@ def _panda(problem: Problem, params: dict[str, Any], progress: Progress, time_li
     # Phase I-1: users, selection probabilities, anchor sets
     progress("anchor sampling", None)
     t0 = time.perf_counter()
-    secrets = sample_users(p, params["n_users"], r_users)
-    w_users = sel.weights(d[secrets])
-    member, redraws = sample_anchor_sets(w_users, r_anchor, params["empty"])
-    anchors = np.flatnonzero(member.any(axis=0)).astype(np.int64)
-    surrogate = nearest_member(d[secrets], member)
-    has = surrogate >= 0
+    users = _draw_users(d, p, sel, params, r_users, r_anchor)
+    anchors = users.anchors
     timings["anchors_s"] = time.perf_counter() - t0
     if len(anchors) == 0:
         return Result(variant_name(variant), params, None, "infeasible", eps, claim=CLAIM, timings=timings,
@@ -141,128 +168,210 @@ def _panda(problem: Problem, params: dict[str, Any], progress: Progress, time_li
     progress("Phase I cost ε̄", None)
     check_deadline(deadline, "sampling the anchor sets")
     t0 = time.perf_counter()
-    true_cost = phase1_cost(d, sel, deadline=deadline)  # Prop. 3: what Phase I really leaks; every measure uses it
-    check_deadline(deadline, "computing the Phase I cost ε̄")
-    cost = (true_cost if params["eps_bar"] == "paper"  # what the LP charges
-            else phase1_cost_last_factor(d, sel, deadline=deadline))
-    check_deadline(deadline, "computing the Phase I cost ε̄")
-    nbr, mask = ball_lists(d, sel.gamma_km, deadline)
+    costs = _phase1_costs(d, sel, params["eps_bar"], deadline)
     timings["eps_bar_s"] = time.perf_counter() - t0
 
     # (b, c): safety margins for anchor pairs
     t0 = time.perf_counter()
-    ix = np.ix_(anchors, anchors)
-    d_a, cost_a = d[ix], cost[ix]
-    radius = params["pair_radius_km"]
-    far = (d_a >= radius) if radius > 0 else np.zeros_like(d_a, dtype=bool)
-    np.fill_diagonal(far, False)
+    pairs = _anchor_pairs(d, costs, anchors, params["pair_radius_km"])
     check_deadline(deadline, "listing the γ-balls")
-    margins = safety_margins(d, cost, p, anchors, sel, eps, delta, params["big_gamma"], params["ps_rule"],
-                             progress, nbr, mask, params["s_rule"], deadline, used=~far)
+    margins = safety_margins(d, costs.charged, p, anchors, sel, eps, delta, params["big_gamma"], params["ps_rule"],
+                             progress, costs.nbr, costs.mask, params["s_rule"], deadline, used=~pairs.far)
     timings["xi_s"] = time.perf_counter() - t0
     if margins.timed_out:
-        c = margins.counts
-        msg = (f"Time limit ({time_limit:g} s) while computing the safety margins ξ̂: "
-               f"{c['true_pairs_evaluated']:,} of {c['true_pairs_needed']:,} true pairs evaluated, so no LP was "
-               "solved; raise the time limit or lower K.")
-        return Result(variant_name(variant), params, None, "time limit", eps, claim=CLAIM, timings=timings,
-                      message=msg, degenerate="No mechanism: the time limit came before the safety margins were done",
-                      diagnostics={"variant": variant, "anchors": anchors, "margins": dict(c)})
+        return _margins_time_limit(margins, anchors, params, variant, time_limit, timings)
 
     # (d): AnPO, tightened exponents, clipped at 0
     check_deadline(deadline, "computing the safety margins ξ̂")
-    E, clipped = anpo_exponents(d_a, cost_a, margins.xi_hat, eps)
-    E[far] = np.inf  # no constraint between anchors at least `radius` apart (their ξ̂ was not computed)
-    clipped = int(((E == 0) & ~np.eye(len(E), dtype=bool)).sum())
+    E, clipped = _tightened_exponents(pairs, margins.xi_hat, eps)
     weights = p[anchors] / p[anchors].sum()
     c_a = problem.c[anchors]
     check_deadline(deadline, "setting up the AnPO LP")
     out, fallback = _solve_anpo_or_fall_back(E, weights, c_a, params, _time_left(time_limit, t_start), progress)
-    timings["lp_build_s"] = out.build_s
-    timings["lp_solve_s"] = out.solve_s
-    lp_info = {"anchors": len(anchors), "rows_after_merge": out.rows, "pairs": out.pairs, "rounds": out.rounds,
-               "size": out.size, "status": out.status,
-               "solver": params["anpo_solver"] if not fallback else f"monolithic (colgen failed: {fallback})",
-               "method": params["method"],
-               "repair_mass_added": out.repair_mass, "clipped_pairs": clipped, "pair_radius_km": radius,
-               "unconstrained_pairs": int(far.sum()),
-               "clipped_fraction": clipped / max(1, len(anchors) * (len(anchors) - 1)), "message": out.message}
-    diagnostics: dict[str, Any] = {
-        "variant": variant, "decay": VARIANT_NAMES[variant], "gamma_km": sel.gamma_km, "d_max_km": d_max,
-        "floor": sel.floor, "floor_value": sel.floor_value, "anchors": anchors,
-        "anchor_fraction": len(anchors) / k, "expected_anchor_set_size": float(w_users.sum(axis=1).mean()),
-        "mean_anchor_set_size": float(member.sum(axis=1).mean()), "empty_rule": params["empty"],
-        "empty_redraws": redraws, "margins": {**margins.counts, "p_s": margins.ps}, "lp": lp_info,
-    }
-    if params["empty"] == "resample":
-        check_deadline(deadline, "summarising the AnPO solve")
-        p_empty = empty_probability(d, sel)
-        diagnostics["resample_extra_cost_nats"] = float(np.log((1 - p_empty.min()) / (1 - p_empty.max())))
-    off = ~np.eye(len(anchors), dtype=bool)
-    diagnostics["eps_bar"] = _eps_bar_summary(d_a, cost_a, true_cost[ix], eps, params["eps_bar"])
-    diagnostics["xi_hat"] = {"hist": histogram(margins.xi_hat[off]), "unit": "nats (subtracted from ε·d)",
-                             "computed_pairs": int(np.isfinite(margins.xi_hat[off]).sum()),
-                             "fallback_pairs": int(margins.fallback_pair.sum())}
-    diagnostics["budget_split"] = budget_split(d_a, cost_a, margins.xi_hat, eps, used=~far)
+    timings.update(lp_build_s=out.build_s, lp_solve_s=out.solve_s)
+    lp_info = _lp_info(out, fallback, params, len(anchors), clipped, pairs.far)
+    diagnostics = _solve_diagnostics(problem, params, variant, sel, users, margins, pairs, lp_info, deadline)
     if out.Z is None:
-        message = out.message
-        if out.status == "time limit":
-            where = (out.message.removeprefix("time limit while ") if out.message.startswith("time limit while ")
-                     else f"solving the AnPO LP ({out.message or 'HiGHS stopped'})")
-            message = (f"Time limit ({time_limit:g} s) while {where}: no mechanism is returned. Raise the time limit, "
-                       "or lower K or the number of users.")
-        return Result(variant_name(variant), params, None, out.status, eps, claim=CLAIM, timings=timings,
-                      lp_size=out.size, diagnostics=diagnostics, message=message,
-                      degenerate=f"No mechanism: the AnPO LP ended with status '{out.status}'")
+        return _no_anpo_solution(out, params, variant, time_limit, timings, diagnostics)
     z_a = out.Z
 
     # Z over all of X: each secret takes the row of its nearest anchor in the union A
-    nearest = np.argmin(d[:, anchors], axis=1)
-    Z = z_a[nearest]
+    Z = z_a[np.argmin(d[:, anchors], axis=1)]
     kept.update(feasible_Z=Z, feasible_objective_m=out.objective_m)  # set aside if a later step meets the deadline
 
     # relaxed AnPO: plain ε·d exponents over the same anchors, the lower bound of Prop. 10
     check_deadline(deadline, "summarising the AnPO solve")
     t0 = time.perf_counter()
-    relaxed = _relaxed_bound(d_a, far, weights, c_a, out.objective_m, params, _time_left(time_limit, t_start),
-                             progress)
+    relaxed = _relaxed_bound(pairs.d_a, pairs.far, weights, c_a, out.objective_m, params,
+                             _time_left(time_limit, t_start), progress)
     check_deadline(deadline, "solving the relaxed AnPO (lower bound)")
     timings["relaxed_s"] = time.perf_counter() - t0
     diagnostics["relaxed"] = relaxed
 
     # Phase II: each user reports from their surrogate's row
     t0 = time.perf_counter()
-    user_rows = _user_rows(z_a, anchors, surrogate, has, k)
-    report = np.full(len(secrets), -1)
-    if has.any():
-        report[has] = sample_reports(user_rows[has], r_report)
+    user_rows, report = _phase2_reports(z_a, users, problem.k, r_report)
     timings["reports_s"] = time.perf_counter() - t0
 
+    # measured: V_pair, V_cf and V_pure, and the losses
     t0 = time.perf_counter()
+    diagnostics["violations"], diagnostics["utility"] = _measure(problem, users, user_rows, z_a, c_a, costs.true, out,
+                                                                 params, r_cf, deadline)
+    timings["evaluate_s"] = time.perf_counter() - t0
+    diagnostics["users"] = _users_diagnostics(problem, users, user_rows, report)
+    check_deadline(deadline, "measuring V_cf")
+    message, degenerate = _verdict(params, len(anchors), out.rows, lp_info, diagnostics, users.secrets[users.has], d,
+                                   costs.true, eps, delta)
+    return Result(variant_name(variant), params, Z, out.status, eps, claim=CLAIM, timings=timings,
+                  lp_size=out.size, objective_m=out.objective_m, bound_m=relaxed.get("bound_m"),
+                  diagnostics=diagnostics, message=message, degenerate=degenerate)
+
+
+def _draw_users(d: np.ndarray, p: np.ndarray, sel: Selection, params: dict[str, Any], r_users: np.random.Generator,
+                r_anchor: np.random.Generator) -> _Users:
+    """Phase I-1: the users' secrets drawn from the prior, their anchor sets and surrogates (``_Users``)."""
+    secrets = sample_users(p, params["n_users"], r_users)
+    w_users = sel.weights(d[secrets])
+    member, redraws = sample_anchor_sets(w_users, r_anchor, params["empty"])
+    anchors = np.flatnonzero(member.any(axis=0)).astype(np.int64)
+    surrogate = nearest_member(d[secrets], member)
+    return _Users(secrets, w_users, member, redraws, anchors, surrogate, surrogate >= 0)
+
+
+def _phase1_costs(d: np.ndarray, sel: Selection, rule: str, deadline: float | None) -> _Phase1Cost:
+    """Phase I-2 (a): ε̄·d in closed form, as Prop. 3 gives it and as the LP charges it under ``rule``, and the
+    γ-balls (``_Phase1Cost``)."""
+    true_cost = phase1_cost(d, sel, deadline=deadline)
+    check_deadline(deadline, "computing the Phase I cost ε̄")
+    cost = true_cost if rule == "paper" else phase1_cost_last_factor(d, sel, deadline=deadline)
+    check_deadline(deadline, "computing the Phase I cost ε̄")
+    nbr, mask = ball_lists(d, sel.gamma_km, deadline)
+    return _Phase1Cost(true_cost, cost, nbr, mask)
+
+
+def _anchor_pairs(d: np.ndarray, costs: _Phase1Cost, anchors: np.ndarray, radius: float) -> _AnchorPairs:
+    """Distances and both Phase I costs between anchors, and the pairs at least ``radius`` km apart (none when
+    ``radius`` is 0), which the LP leaves unconstrained (``_AnchorPairs``)."""
+    ix = np.ix_(anchors, anchors)
+    d_a = d[ix]
+    far = (d_a >= radius) if radius > 0 else np.zeros_like(d_a, dtype=bool)
+    np.fill_diagonal(far, False)
+    return _AnchorPairs(d_a, costs.charged[ix], costs.true[ix], far)
+
+
+def _margins_time_limit(margins: MarginReport, anchors: np.ndarray, params: dict[str, Any], variant: str,
+                        time_limit: float | None, timings: dict[str, float]) -> Result:
+    """The result when the deadline came while ξ̂ was computed: no mechanism, and how many true pairs were done."""
+    c = margins.counts
+    msg = (f"Time limit ({time_limit:g} s) while computing the safety margins ξ̂: "
+           f"{c['true_pairs_evaluated']:,} of {c['true_pairs_needed']:,} true pairs evaluated, so no LP was "
+           "solved; raise the time limit or lower K.")
+    return Result(variant_name(variant), params, None, "time limit", params["eps"], claim=CLAIM, timings=timings,
+                  message=msg, degenerate="No mechanism: the time limit came before the safety margins were done",
+                  diagnostics={"variant": variant, "anchors": anchors, "margins": dict(c)})
+
+
+def _tightened_exponents(pairs: _AnchorPairs, xi_hat: np.ndarray, eps: float) -> tuple[np.ndarray, int]:
+    """AnPO's exponents max(0, (ε − ε̄)·d − ξ̂), infinite (no constraint) on far pairs; returns them and how many
+    ordered pairs the LP constrains with an exponent clipped to 0."""
+    # anpo_exponents' own count includes the far pairs, which carry no constraint: count on the final E instead
+    E, _ = anpo_exponents(pairs.d_a, pairs.cost_a, xi_hat, eps)
+    E[pairs.far] = np.inf  # no constraint between anchors at least `radius` apart (their ξ̂ was not computed)
+    clipped = int(((E == 0) & ~np.eye(len(E), dtype=bool)).sum())
+    return E, clipped
+
+
+def _lp_info(out: AnpoOutcome, fallback: str, params: dict[str, Any], n_anchors: int, clipped: int,
+             far: np.ndarray) -> dict[str, Any]:
+    """``diagnostics["lp"]``: the AnPO solve (size, solver, status) and its clipped and unconstrained pairs."""
+    return {"anchors": n_anchors, "rows_after_merge": out.rows, "pairs": out.pairs, "rounds": out.rounds,
+            "size": out.size, "status": out.status,
+            "solver": params["anpo_solver"] if not fallback else f"monolithic (colgen failed: {fallback})",
+            "method": params["method"],
+            "repair_mass_added": out.repair_mass, "clipped_pairs": clipped, "pair_radius_km": params["pair_radius_km"],
+            "unconstrained_pairs": int(far.sum()),
+            "clipped_fraction": clipped / max(1, n_anchors * (n_anchors - 1)), "message": out.message}
+
+
+def _solve_diagnostics(problem: Problem, params: dict[str, Any], variant: str, sel: Selection, users: _Users,
+                       margins: MarginReport, pairs: _AnchorPairs, lp_info: dict[str, Any],
+                       deadline: float | None) -> dict[str, Any]:
+    """The diagnostics known once AnPO is solved: selection, anchor sets, margins, the LP, ε̄, ξ̂ and the budget
+    split (``OutOfTime`` when the deadline has passed before the resample cost)."""
+    n_anchors = len(users.anchors)
+    diagnostics: dict[str, Any] = {
+        "variant": variant, "decay": VARIANT_NAMES[variant], "gamma_km": sel.gamma_km,
+        "d_max_km": float(problem.d.max()), "floor": sel.floor, "floor_value": sel.floor_value,
+        "anchors": users.anchors, "anchor_fraction": n_anchors / problem.k,
+        "expected_anchor_set_size": float(users.w_users.sum(axis=1).mean()),
+        "mean_anchor_set_size": float(users.member.sum(axis=1).mean()), "empty_rule": params["empty"],
+        "empty_redraws": users.redraws, "margins": {**margins.counts, "p_s": margins.ps}, "lp": lp_info,
+    }
+    if params["empty"] == "resample":
+        check_deadline(deadline, "summarising the AnPO solve")
+        p_empty = empty_probability(problem.d, sel)
+        diagnostics["resample_extra_cost_nats"] = float(np.log((1 - p_empty.min()) / (1 - p_empty.max())))
+    off = ~np.eye(n_anchors, dtype=bool)
+    diagnostics["eps_bar"] = _eps_bar_summary(pairs.d_a, pairs.cost_a, pairs.true_a, params["eps"], params["eps_bar"])
+    diagnostics["xi_hat"] = {"hist": histogram(margins.xi_hat[off]), "unit": "nats (subtracted from ε·d)",
+                             "computed_pairs": int(np.isfinite(margins.xi_hat[off]).sum()),
+                             "fallback_pairs": int(margins.fallback_pair.sum())}
+    diagnostics["budget_split"] = budget_split(pairs.d_a, pairs.cost_a, margins.xi_hat, params["eps"],
+                                               used=~pairs.far)
+    return diagnostics
+
+
+def _no_anpo_solution(out: AnpoOutcome, params: dict[str, Any], variant: str, time_limit: float | None,
+                      timings: dict[str, float], diagnostics: dict[str, Any]) -> Result:
+    """The result when the AnPO LP gave no rows: no mechanism, with the solver's reason (a time limit in words)."""
+    message = out.message
+    if out.status == "time limit":
+        where = (out.message.removeprefix("time limit while ") if out.message.startswith("time limit while ")
+                 else f"solving the AnPO LP ({out.message or 'HiGHS stopped'})")
+        message = (f"Time limit ({time_limit:g} s) while {where}: no mechanism is returned. Raise the time limit, "
+                   "or lower K or the number of users.")
+    return Result(variant_name(variant), params, None, out.status, params["eps"], claim=CLAIM, timings=timings,
+                  lp_size=out.size, diagnostics=diagnostics, message=message,
+                  degenerate=f"No mechanism: the AnPO LP ended with status '{out.status}'")
+
+
+def _phase2_reports(z_a: np.ndarray, users: _Users, k: int,
+                    r_report: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Phase II: each user's reporting row (its surrogate's row of AnPO) and the output index it draws (−1: none)."""
+    user_rows = _user_rows(z_a, users.anchors, users.surrogate, users.has, k)
+    report = np.full(len(users.secrets), -1)
+    if users.has.any():
+        report[users.has] = sample_reports(user_rows[users.has], r_report)
+    return user_rows, report
+
+
+def _measure(problem: Problem, users: _Users, user_rows: np.ndarray, z_a: np.ndarray, c_a: np.ndarray,
+             true_cost: np.ndarray, out: AnpoOutcome, params: dict[str, Any], r_cf: np.random.Generator,
+             deadline: float | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The release measured: V_pair and V_pure between users, V_cf against alternative secrets, and the losses;
+    returns ``diagnostics["violations"]`` and ``diagnostics["utility"]``."""
+    d, eps, has = problem.d, params["eps"], users.has
     check_deadline(deadline, "sampling the users' reports (Phase II)")
-    v_pair, v_pure = user_pair_violations(user_rows, secrets, has, d, true_cost, eps)
+    v_pair, v_pure = user_pair_violations(user_rows, users.secrets, has, d, true_cost, eps)
     check_deadline(deadline, "measuring V_pair between users")
-    v_cf = counterfactual_violations(z_a, anchors, member, secrets, d, true_cost, eps, params["cf_samples"], r_cf,
-                                     deadline)
-    c_users = problem.c[secrets]
+    v_cf = counterfactual_violations(z_a, users.anchors, users.member, users.secrets, d, true_cost, eps,
+                                     params["cf_samples"], r_cf, deadline)
+    c_users = problem.c[users.secrets]
     user_loss = float(np.einsum("ij,ij->i", c_users[has], user_rows[has]).mean()) if has.any() else None
     anchor_loss = float(np.einsum("ij,ij->i", c_a, z_a).mean())
-    timings["evaluate_s"] = time.perf_counter() - t0
     enforced = {**out.enforced, "exponent": "AnPO's own, max(0, (ε − ε̄)·d − ξ̂), on ordered anchor pairs"}
-    diagnostics["violations"] = {"V_pair": v_pair, "V_cf": v_cf, "V_pure": v_pure, "enforced": enforced}
-    diagnostics["utility"] = _utility(user_loss, anchor_loss, out.objective_m)
-    diagnostics["users"] = {
-        "secret": secrets, "anchor_sets": [np.flatnonzero(row) for row in member],
-        "surrogate": surrogate, "surrogate_km": np.where(has, d[secrets, np.maximum(surrogate, 0)], -1.0),
+    violations = {"V_pair": v_pair, "V_cf": v_cf, "V_pure": v_pure, "enforced": enforced}
+    return violations, _utility(user_loss, anchor_loss, out.objective_m)
+
+
+def _users_diagnostics(problem: Problem, users: _Users, user_rows: np.ndarray, report: np.ndarray) -> dict[str, Any]:
+    """``diagnostics["users"]``: each user's secret, anchor set, surrogate, report and reporting row."""
+    d, surrogate, has = problem.d, users.surrogate, users.has
+    return {
+        "secret": users.secrets, "anchor_sets": [np.flatnonzero(row) for row in users.member],
+        "surrogate": surrogate, "surrogate_km": np.where(has, d[users.secrets, np.maximum(surrogate, 0)], -1.0),
         "report_y": report, "report_x": np.where(report >= 0, problem.y_index[np.maximum(report, 0)], -1),
         "rows": user_rows, "note": "surrogate/report −1: empty anchor set (no output); report_y indexes Y"}
-    bound = relaxed.get("bound_m")
-    check_deadline(deadline, "measuring V_cf")
-    message, degenerate = _verdict(params, len(anchors), out.rows, lp_info, diagnostics, secrets[has], d,
-                                   true_cost, eps, delta)
-    return Result(variant_name(variant), params, Z, out.status, eps, claim=CLAIM, timings=timings,
-                  lp_size=out.size, objective_m=out.objective_m, bound_m=bound, diagnostics=diagnostics,
-                  message=message, degenerate=degenerate)
 
 
 def _user_rows(z_a: np.ndarray, anchors: np.ndarray, surrogate: np.ndarray, has: np.ndarray, k: int) -> np.ndarray:

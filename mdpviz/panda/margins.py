@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 from ..deadline import check_deadline
 from ..errors import ParameterError
 from ..progress import Progress, no_progress
+from .budget import ball_lists
 from .selection import Selection
 
 PS_RULES = ("one", "eq30")
@@ -56,8 +57,6 @@ def half_gamma_neighbourhoods(d: NDArray[np.float64], rows: NDArray[np.int64],
                               gamma_km: float) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
     """S_x as the authors' code builds it: the records closer than γ/2 to each x in ``rows`` (x itself first,
     nearest first, ties by index), padded with x; returns (len, width) indices and the mask of real entries."""
-    from .budget import ball_lists
-
     nbr, mask = ball_lists(d[rows], 0.5 * gamma_km)  # rows of d: the padding repeats a column index, fixed below
     nbr = np.where(mask, nbr, np.asarray(rows)[:, None])
     return nbr.astype(np.int64), mask
@@ -139,7 +138,7 @@ def _first_within_slack(delta_ab: NDArray[np.float64], weight: NDArray[np.float6
     mass = np.bincount(seg * bins + b, weights=weight, minlength=n_seg * bins).reshape(n_seg, bins)
     above = np.cumsum(mass[:, ::-1], axis=1)[:, ::-1]  # above[s, k] = M_k
     k_star = (above > slack[:, None]).sum(axis=1) - 1
-    out = lo.copy()  # k* = −1: the whole row's mass is within the slack
+    out: NDArray[np.float64] = lo.copy()  # k* = −1: the whole row's mass is within the slack
     mass_over = np.where(k_star + 1 < bins, above[np.arange(n_seg), np.minimum(k_star + 1, bins - 1)], 0.0)
     pick = np.flatnonzero((b == k_star[seg]) & (k_star[seg] >= 0))
     if len(pick):
@@ -203,6 +202,16 @@ def _eq30_target(ps: NDArray[np.float64], need: NDArray[np.bool_], delta: float,
     return need & ~feasible30, target
 
 
+class _Balls(NamedTuple):
+    """Every secret's γ-ball (nearest first, padded), its size, the surrogate probabilities v and P0."""
+
+    nbr: NDArray[np.int64]
+    mask: NDArray[np.bool_]
+    size: NDArray[np.int64]
+    v: NDArray[np.float64]
+    p0: NDArray[np.float64]
+
+
 def safety_margins(d: NDArray[np.float64], cost: NDArray[np.float64], p: NDArray[np.float64],
                    anchors: NDArray[np.int64], sel: Selection, eps: float, delta: float, big_gamma: int,
                    ps_rule: str = "one", progress: Progress = no_progress,
@@ -230,12 +239,10 @@ def safety_margins(d: NDArray[np.float64], cost: NDArray[np.float64], p: NDArray
         raise ParameterError(f"`ps_rule` = {ps_rule!r} is not one of {', '.join(PS_RULES)}.")
     if s_rule not in S_RULES:
         raise ParameterError(f"`s_rule` = {s_rule!r} is not one of {', '.join(S_RULES)}.")
-    from .budget import ball_lists
-
     if nbr is None or mask is None:
         nbr, mask = ball_lists(d, sel.gamma_km)
-    count = mask.sum(axis=1)
     v, p0 = surrogate_probabilities(d, sel, nbr, mask)
+    balls = _Balls(nbr, mask, mask.sum(axis=1), v, p0)
     n_a = len(anchors)
     if s_rule == "nearest":
         S = neighbourhoods(d, anchors, big_gamma)  # (|A|, Γ)
@@ -269,40 +276,15 @@ def safety_margins(d: NDArray[np.float64], cost: NDArray[np.float64], p: NDArray
     g = S.shape[1]
     k = len(d)
     step_p = max(1, 2_000_000 // (g * g))  # anchor pairs per block: (P, Γ²) keys for every pair at once took 21 GB
-
-    def true_pair_keys(sl: slice) -> NDArray[np.int64]:
-        qq = np.repeat(S[ia[sl]], g, axis=1).astype(np.int64)  # (block, Γ²): q of each true pair (q, r)
-        rr = np.tile(S[ib[sl]], (1, g)).astype(np.int64)
-        lo, hi = (np.minimum(qq, rr), np.maximum(qq, rr)) if symmetric else (qq, rr)
-        return lo * k + hi
-
     blocks = [slice(s0, s0 + step_p) for s0 in range(0, len(ia), step_p)]
-    seen = np.zeros(k * k, dtype=bool)  # which true pairs (q, r) some anchor pair needs
-    for sl in blocks:
-        seen[true_pair_keys(sl)] = True
-    uniq = np.flatnonzero(seen)
-    del seen
-    uq, ur = uniq // k, uniq % k
-    real = uq != ur  # q = r: the same secret, no constraint
-    xi_u = np.full(len(uniq), -np.inf)
-    fb_u = np.zeros(len(uniq), dtype=bool)
+    uniq = _needed_true_pairs(S, ia, ib, blocks, symmetric, k)
+    real = uniq // k != uniq % k  # q = r: the same secret, no constraint
     F = eps * d - cost
-    idx = np.flatnonzero(real)
-    step = 20_000
-    for s0 in range(0, len(idx), step):  # blocks of true pairs, for progress reports and the deadline
-        if deadline is not None and time.perf_counter() > deadline:
-            counts.update(true_pairs_evaluated=s0, true_pairs_needed=int(real.sum()))
-            return MarginReport(xi_hat, fb_pair, counts, ps_info, timed_out=True)
-        sl = idx[s0:s0 + step]
-        xi_u[sl], fb_u[sl] = pair_margins(F, nbr, count, v, p0, uq[sl], ur[sl], target_delta, deadline=deadline)
-        progress("safety margins: true pairs", min(1.0, (s0 + step) / len(idx)))
-    val = np.empty(len(ia))
-    fb = np.empty(len(ia), dtype=bool)
-    for sl in blocks:
-        check_deadline(deadline, "collecting the safety margins of anchor pairs")
-        inv = np.searchsorted(uniq, true_pair_keys(sl))
-        val[sl] = np.maximum(xi_u[inv].max(axis=1), 0.0)
-        fb[sl] = fb_u[inv].any(axis=1)
+    xi_u, fb_u, stopped = _true_pair_margins(F, balls, uniq, k, real, target_delta, progress, deadline)
+    if stopped is not None:
+        counts.update(true_pairs_evaluated=stopped, true_pairs_needed=int(real.sum()))
+        return MarginReport(xi_hat, fb_pair, counts, ps_info, timed_out=True)
+    val, fb = _worst_over_neighbourhoods(uniq, xi_u, fb_u, S, ia, ib, blocks, symmetric, k, deadline)
     if ps_rule == "eq30":  # Eq. 30 infeasible: the worst case over the balls, for every true pair
         worst = _worst_case(F, nbr, mask, S[ia], S[ib], deadline)
         bad = bad30[ia, ib]
@@ -317,6 +299,62 @@ def safety_margins(d: NDArray[np.float64], cost: NDArray[np.float64], p: NDArray
                   anchor_pairs_with_fallback=int((2 if symmetric else 1) * fb.sum()))
     ps_info["target_delta"] = target_delta
     return MarginReport(xi_hat, fb_pair, counts, ps_info)
+
+
+def _true_pair_keys(S: NDArray[np.int64], ia: NDArray[np.int64], ib: NDArray[np.int64], sl: slice, symmetric: bool,
+                    k: int) -> NDArray[np.int64]:
+    """(block, Γ²) keys q·K + r of the true pairs q ∈ S_a, r ∈ S_b behind the anchor pairs (ia, ib)[sl] (with a
+    symmetric cost, min·K + max)."""
+    g = S.shape[1]
+    qq = np.repeat(S[ia[sl]], g, axis=1).astype(np.int64)  # (block, Γ²): q of each true pair (q, r)
+    rr = np.tile(S[ib[sl]], (1, g)).astype(np.int64)
+    lo, hi = (np.minimum(qq, rr), np.maximum(qq, rr)) if symmetric else (qq, rr)
+    return lo * k + hi
+
+
+def _needed_true_pairs(S: NDArray[np.int64], ia: NDArray[np.int64], ib: NDArray[np.int64], blocks: list[slice],
+                       symmetric: bool, k: int) -> NDArray[np.int64]:
+    """The sorted keys of every true pair that some anchor pair (ia, ib) needs."""
+    seen = np.zeros(k * k, dtype=bool)
+    for sl in blocks:
+        seen[_true_pair_keys(S, ia, ib, sl, symmetric, k)] = True
+    return np.flatnonzero(seen)
+
+
+def _true_pair_margins(F: NDArray[np.float64], balls: _Balls, uniq: NDArray[np.int64], k: int,
+                       real: NDArray[np.bool_], target_delta: float, progress: Progress, deadline: float | None
+                       ) -> tuple[NDArray[np.float64], NDArray[np.bool_], int | None]:
+    """ξ(q, r) and whether it fell back to the worst case, for the true pairs ``uniq`` (−inf where q = r), in blocks
+    that report progress; returns them and, when the deadline came before a block, how many were done (else None)."""
+    uq, ur = uniq // k, uniq % k
+    xi_u = np.full(len(uniq), -np.inf)
+    fb_u = np.zeros(len(uniq), dtype=bool)
+    idx = np.flatnonzero(real)
+    step = 20_000
+    for s0 in range(0, len(idx), step):  # blocks of true pairs, for progress reports and the deadline
+        if deadline is not None and time.perf_counter() > deadline:
+            return xi_u, fb_u, s0
+        sl = idx[s0:s0 + step]
+        xi_u[sl], fb_u[sl] = pair_margins(F, balls.nbr, balls.size, balls.v, balls.p0, uq[sl], ur[sl], target_delta,
+                                          deadline=deadline)
+        progress("safety margins: true pairs", min(1.0, (s0 + step) / len(idx)))
+    return xi_u, fb_u, None
+
+
+def _worst_over_neighbourhoods(uniq: NDArray[np.int64], xi_u: NDArray[np.float64], fb_u: NDArray[np.bool_],
+                               S: NDArray[np.int64], ia: NDArray[np.int64], ib: NDArray[np.int64],
+                               blocks: list[slice], symmetric: bool, k: int,
+                               deadline: float | None) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """Eq. 29 for the anchor pairs (ia, ib): max(0, the largest ξ over their true pairs), and whether any of those
+    fell back to the worst case."""
+    val = np.empty(len(ia))
+    fb = np.empty(len(ia), dtype=bool)
+    for sl in blocks:
+        check_deadline(deadline, "collecting the safety margins of anchor pairs")
+        inv = np.searchsorted(uniq, _true_pair_keys(S, ia, ib, sl, symmetric, k))
+        val[sl] = np.maximum(xi_u[inv].max(axis=1), 0.0)
+        fb[sl] = fb_u[inv].any(axis=1)
+    return val, fb
 
 
 def _worst_case(F: NDArray[np.float64], nbr: NDArray[np.int64], mask: NDArray[np.bool_], Sa: NDArray[np.int64],
