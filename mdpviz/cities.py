@@ -7,6 +7,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -86,13 +87,13 @@ class RoadNetwork:
         return m.tocsr()
 
 
-def _read_info(bundled: bool, entry: dict[str, object]) -> CityInfo:
-    bbox = tuple(float(b) for b in entry["bbox"])  # type: ignore[attr-defined]
-    s, w, n, e = bbox
-    lat, lon = entry.get("centre") or ((s + n) / 2, (w + e) / 2)  # type: ignore[misc]
+def _read_info(bundled: bool, entry: dict[str, Any]) -> CityInfo:
+    s, w, n, e = (float(b) for b in entry["bbox"])
+    bbox = (s, w, n, e)
+    lat, lon = entry.get("centre") or ((s + n) / 2, (w + e) / 2)
     return CityInfo(slug=str(entry["slug"]), label=str(entry["label"]), source=str(entry["source"]),
-                    nodes=int(entry["nodes"]), edges=int(entry["edges"]),  # type: ignore[call-overload]
-                    bbox=bbox, bundled=bundled, centre=(float(lat), float(lon)))  # type: ignore[arg-type]
+                    nodes=int(entry["nodes"]), edges=int(entry["edges"]),
+                    bbox=bbox, bundled=bundled, centre=(float(lat), float(lon)))
 
 
 def bundled_cities() -> list[CityInfo]:

@@ -127,7 +127,7 @@ def cmd_download(a: argparse.Namespace) -> int:
             raise MdpvizError(f"`--bbox {' '.join(f'{b:g}' for b in a.bbox)}` is not S W N E in degrees with "
                               "-90 ≤ S < N ≤ 90 and -180 ≤ W < E ≤ 180, e.g. --bbox 37.81 -122.25 37.83 -122.22.")
     bbox = tuple(a.bbox) if a.bbox else None
-    info = download_city(place=a.place, bbox=bbox, network_type=a.network_type, name=a.name)  # type: ignore[arg-type]
+    info = download_city(place=a.place, bbox=bbox, network_type=a.network_type, name=a.name)
     print(f"saved {info.slug}: {info.nodes} nodes, {info.edges} edges; load it with --city {info.slug}")
     return 0
 

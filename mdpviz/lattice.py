@@ -60,7 +60,9 @@ class Lattice:
         """
         i = np.tile(np.arange(self.nx), self.ny)
         j = np.repeat(np.arange(self.ny), self.nx)
-        return self.step * (e1 * np.abs(i[:, None] - i[None, :]) + e2 * np.abs(j[:, None] - j[None, :]))
+        closed: NDArray[np.float64] = self.step * (e1 * np.abs(i[:, None] - i[None, :])
+                                                   + e2 * np.abs(j[:, None] - j[None, :]))
+        return closed
 
     def anchor_xy(self) -> NDArray[np.float64]:
         """(n_anchors, 2) planar km of the anchors; anchor id = j * nx + i."""
@@ -111,7 +113,8 @@ def interpolate_rows(w: sp.csr_matrix, log_anchor: NDArray[np.float64]) -> NDArr
     logf[:, alive] = w @ log_anchor[:, alive]
     logf -= logf.max(axis=1, keepdims=True)
     f = np.exp(logf)
-    return f / f.sum(axis=1, keepdims=True)
+    rows: NDArray[np.float64] = f / f.sum(axis=1, keepdims=True)
+    return rows
 
 
 @dataclass(frozen=True, eq=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -15,7 +15,7 @@ from .cities import RoadNetwork
 from .errors import ProblemError
 from .geo import project_km
 
-PointsSource = str | Path | IO[str] | IO[bytes] | pd.DataFrame
+PointsSource: TypeAlias = str | Path | IO[str] | IO[bytes] | pd.DataFrame
 _ALIASES = {"lat": ("lat", "latitude"), "lon": ("lon", "lng", "long", "longitude"), "weight": ("weight", "w")}
 # headers that do not say whether they hold degrees or planar coordinates, nor which is which
 _AMBIGUOUS = ("x", "y", "easting", "northing")
@@ -64,7 +64,8 @@ def snap_to_nodes(lat: NDArray[np.float64], lon: NDArray[np.float64], node_lat: 
                f"(the farthest, ({lat[worst]:.5f}, {lon[worst]:.5f}), is {dist[worst]:.2f} km away). "
                "Use points inside the city, another city, or a larger snapping distance.")
         raise ProblemError(msg)
-    return idx.astype(np.int64)
+    nearest: NDArray[np.int64] = idx.astype(np.int64)
+    return nearest
 
 
 def snap_points(points: pd.DataFrame, network: RoadNetwork, max_km: float) -> NDArray[np.int64]:

@@ -85,7 +85,7 @@ def node_distances_km(network: RoadNetwork, nodes: NDArray[np.int64]) -> NDArray
     graph, pos = reduce_to_terminals(network.n_nodes, network.u.astype(np.int64), network.v.astype(np.int64),
                                      network.length_m / 1000.0, np.unique(nodes))
     lookup = pos[np.searchsorted(np.unique(nodes), nodes)]
-    d = dijkstra(graph, directed=False, indices=lookup)[:, lookup]
+    d: NDArray[np.float64] = dijkstra(graph, directed=False, indices=lookup)[:, lookup]
     d = np.minimum(d, d.T)  # exact symmetry despite float summation order
     np.fill_diagonal(d, 0.0)
     return d

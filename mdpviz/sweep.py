@@ -435,7 +435,7 @@ def _run_dask(todo: list[Point], finish: Callable[[dict[str, Any]], None], sched
     cluster = None
     if scheduler:
         try:
-            client = Client(scheduler, timeout="20s")
+            client = Client(scheduler, timeout="20s")  # type: ignore[no-untyped-call]  # distributed is unannotated
         except OSError as e:
             raise MdpvizError(f"Cannot reach the Dask scheduler `{scheduler}` ({e}); start one with "
                               "`dask scheduler` and `dask worker ADDRESS`, or use --workers N.") from e
@@ -448,17 +448,19 @@ def _run_dask(todo: list[Point], finish: Callable[[dict[str, Any]], None], sched
         # on localhost only, with the HTTP server on a free port (dashboard_address=None still binds 8787)
         # non-daemonic workers: a task may run its solve in a child process (the benchmarks isolate each solve)
         with dask.config.set({"distributed.worker.daemon": False}):
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+            # distributed is unannotated
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1,  # type: ignore[no-untyped-call]
+                                   processes=True, host="127.0.0.1",
                                    dashboard_address=":0", env=env, silence_logs=40)
-        client = Client(cluster)
+        client = Client(cluster)  # type: ignore[no-untyped-call]  # distributed is unannotated
     stopped = False
     try:
         futures = [client.submit(run_point, p.as_dict(), use_cache, key=f"point-{p.key}-{time.time_ns()}",
                                  pure=False) for p in todo]
         by_key = {f.key: p for f, p in zip(futures, todo)}
-        done = as_completed(futures)
-        while not done.is_empty():
-            batch = done.next_batch(block=False)
+        done = as_completed(futures)  # type: ignore[no-untyped-call]  # distributed is unannotated
+        while not done.is_empty():  # type: ignore[no-untyped-call]  # distributed is unannotated
+            batch = done.next_batch(block=False)  # type: ignore[no-untyped-call]  # distributed is unannotated
             for fut in batch:
                 try:
                     rec = fut.result()
@@ -472,12 +474,13 @@ def _run_dask(todo: list[Point], finish: Callable[[dict[str, Any]], None], sched
             # asked every STOP_POLL_S as well, so a stop does not wait for a long point to end
             if stop is not None and stop():
                 stopped = True
-                client.cancel([f for f in futures if not f.done()])
+                # distributed is unannotated
+                client.cancel([f for f in futures if not f.done()])  # type: ignore[no-untyped-call]
                 break
             if not batch:
                 time.sleep(STOP_POLL_S)
     finally:
-        client.close()
+        client.close()  # type: ignore[no-untyped-call]  # distributed is unannotated
         if cluster is not None:
             cluster.close()
     return stopped

@@ -1,4 +1,4 @@
-"""mypy --strict on the library's core (the files listed under ``[tool.mypy]`` in pyproject.toml)."""
+"""mypy --strict on the whole library (``[tool.mypy]`` in pyproject.toml)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from mypy import api
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_core_modules_pass_mypy_strict(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_library_passes_mypy_strict(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     out, err, status = api.run(["--config-file", str(ROOT / "pyproject.toml")])
     assert status == 0, out + err

@@ -149,8 +149,8 @@ def points(city: str, ks: Sequence[int], eps: float, eta: float, outputs: int, c
     config with each number of subproblem threads."""
     out = []
     for k in ks:
-        common = {"problem": {"city": city, "k": k, "n_outputs": outputs, "cost": cost}, "seed": seed,
-                  "task": f"{__name__}:bench_point", "time_limit": time_limit}
+        common: dict[str, Any] = {"problem": {"city": city, "k": k, "n_outputs": outputs, "cost": cost},
+                                  "seed": seed, "task": f"{__name__}:bench_point", "time_limit": time_limit}
         base = {"eps": eps, "eta": eta}
         out.append(Point(**common, params={**base, "subsets": 25}, tags={"K": k, "kind": "partition"}))
         out.append(Point(**common, params=base, tags={"K": k, "kind": "monolithic", "solver": MONOLITHIC}))
@@ -297,6 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"machine: {machine()}; {load0}")
     solves, parts, done = run(a)
     if not a.no_write:
+        assert stem is not None  # set whenever the report is written
         command = "python -m mdpviz bench benders " + " ".join(argv if argv is not None else [])
         notes = (f"Command: `{command.strip()}`. City {a.city} (whole city), |Y| = {a.outputs}, ε = {a.eps} km⁻¹, "
                  f"η = {a.eta} km, 25 subsets, cost {a.cost}, seed {a.seed}, time limit {a.time_limit:g} s per solve. "

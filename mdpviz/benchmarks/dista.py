@@ -105,7 +105,8 @@ def _spawn(case: dict[str, Any]) -> dict[str, Any]:
     if out.returncode != 0 or not lines:
         return {"setting": case["setting"], "users": case["users"], "solver": case["solver"],
                 "status": f"error: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}"}
-    return json.loads(lines[-1])
+    row: dict[str, Any] = json.loads(lines[-1])
+    return row
 
 
 def bench_point(point: Point, *, use_cache: bool = False) -> dict[str, Any]:

@@ -60,7 +60,8 @@ def measure(pb: Problem, name: str, eps: float, time_limit: float) -> dict[str, 
     child.close()
     try:
         if parent.poll(hard):
-            return parent.recv()
+            row: dict[str, Any] = parent.recv()
+            return row
         status, message = "killed", f"no result after {hard:.0f} s: the time limit of {time_limit:g} s was not honoured"
     except EOFError:
         status, message = "crashed", f"the solve process died (exit code {proc.exitcode})"

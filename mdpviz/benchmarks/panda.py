@@ -170,6 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     measured, done = grid.run(grid_points, a, _line)
     rows = _rows(measured, a.k, a.baselines, a.lp_max_k)
     if not a.no_write:
+        assert stem is not None  # set whenever the report is written
         command = "python -m mdpviz bench panda " + " ".join(argv if argv is not None else [])
         notes = (f"Command: `{command.strip()}`. City {a.city} (whole city), |Y| = {a.outputs}, N = {a.users} users, "
                  f"ε = {a.eps} km⁻¹, cost {a.cost}, seed {a.seed}, time limit {a.time_limit:g} s per solve. "

@@ -64,7 +64,8 @@ class AugmentedSecrets:
 
     def station_prior(self, k: int) -> NDArray[np.float64]:
         """p_x = Σ_b p_(x,b), shape (K,)."""
-        return np.bincount(self.station, weights=self.prior, minlength=k)
+        # numpy's stubs type bincount as intp even with float weights, where it returns float64
+        return np.bincount(self.station, weights=self.prior, minlength=k)  # type: ignore[return-value]
 
     def context_given_station(self, k: int) -> NDArray[np.float64]:
         """p(b | x) for each secret (placeholders: 1), shape (S,)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -133,6 +134,7 @@ def discover(slots: Slots, features: NDArray[np.int64], k: int, *, alpha: float 
     rows, tx, ty = [], [], []
     for gi, key in enumerate(keys):  # one Algorithm 1 run per group (a handful of vectorised tests each)
         tested = counts[gi] >= min_group
+        pv: list[float]
         blanket, pv = (1, [])
         if tested:
             idx = order[bounds[gi]:bounds[gi + 1]]
@@ -140,8 +142,9 @@ def discover(slots: Slots, features: NDArray[np.int64], k: int, *, alpha: float 
             for m in range(1, gamma):
                 tx.append([*key, m])
                 ty.append(0 if m < blanket else 1)
-        row = {"hour_group": int(key[0]), "speed_bin": int(key[1]), "region": int(key[2]), "n": int(counts[gi]),
-               "tested": bool(tested), "blanket": int(blanket) if tested else None}
+        row: dict[str, Any] = {"hour_group": int(key[0]), "speed_bin": int(key[1]), "region": int(key[2]),
+                               "n": int(counts[gi]), "tested": bool(tested),
+                               "blanket": int(blanket) if tested else None}
         for m in range(1, gamma):
             row[f"p{m}"] = pv[m - 1] if m - 1 < len(pv) else np.nan
         rows.append(row)

@@ -80,7 +80,8 @@ def _em_rows(problem: Problem, cand: NDArray[np.int64], eps: float) -> NDArray[n
     logw = -0.5 * eps * problem.d_xy[:, cand]
     logw -= logw.max(axis=1, keepdims=True)
     z = np.exp(logw)
-    return z / z.sum(axis=1, keepdims=True)
+    rows: NDArray[np.float64] = z / z.sum(axis=1, keepdims=True)
+    return rows
 
 
 def run(problem: Problem, eps: float, n_cells: int, cell_share: float, candidates: int, seed: int,

@@ -97,4 +97,5 @@ def infinite_loss_probability(mu_i: NDArray[np.float64], mu_j: NDArray[np.float6
         return np.zeros(np.broadcast(mu_i, mu_j).shape[:-1])
     lower = np.where(direction < 0, np.maximum(mu_i - np.maximum(mu_j, floor), 0.0), 0.0)
     upper = np.where(direction > 0, np.maximum(mu_j - mu_i, 0.0), 0.0)
-    return 1.0 - np.exp(-(lower + upper).sum(axis=-1) / b)
+    p: NDArray[np.float64] = 1.0 - np.exp(-(lower + upper).sum(axis=-1) / b)
+    return p

@@ -106,11 +106,14 @@ def _evaluate(family: str, shape: tuple[int, int], th: NDArray[np.float64],
         a, b, cu, cv, su, sv = th
         u, v = _axes(n, m)
         su, sv = max(abs(su), 1e-3), max(abs(sv), 1e-3)
-        return a * np.outer(np.exp(-(u - cu) ** 2 / (2 * su * su)), np.exp(-(v - cv) ** 2 / (2 * sv * sv))) + b
+        bump: NDArray[np.float64] = a * np.outer(np.exp(-(u - cu) ** 2 / (2 * su * su)),
+                                                 np.exp(-(v - cv) ** 2 / (2 * sv * sv))) + b
+        return bump
     if family == "polynomial":
         return (_poly_basis(n, m) @ th).reshape(n, m)
     if family == "rbf":
-        return (_rbf_basis(n, m) @ th[:-1] + th[-1]).reshape(n, m)
+        fit: NDArray[np.float64] = (_rbf_basis(n, m) @ th[:-1] + th[-1]).reshape(n, m)
+        return fit
     raise ParameterError(f"Unknown surrogate family `{family}`; choose one of {', '.join(FAMILIES)}.")
 
 

@@ -34,7 +34,8 @@ def tighten_dx(A: NDArray[np.float64], gamma: float = 0.0) -> NDArray[np.float64
 def tighten_rect(B: NDArray[np.float64], dx: NDArray[np.float64], gamma: float = 0.0) -> NDArray[np.float64]:
     """Clip, γ-repair and triangle-tighten a rectangular distance block against the (tightened) dx."""
     B = np.maximum(np.maximum(B, 0.0) - gamma, 0.0)
-    return np.minimum(B, (dx[:, :, None] + B[None, :, :]).min(axis=1))
+    tight: NDArray[np.float64] = np.minimum(B, (dx[:, :, None] + B[None, :, :]).min(axis=1))
+    return tight
 
 
 def tighten(recon: dict[str, NDArray[np.float64]], gamma: float) -> dict[str, NDArray[np.float64]]:

@@ -169,7 +169,8 @@ def universal_lower_bound(problem: Problem, eps: float, p: int, grid: int, time_
     cell_id = ci[:, 1] * lat.nx + ci[:, 0]
     cells, owner = np.unique(cell_id, return_inverse=True)
     n = len(cells)
-    weight = np.bincount(owner, weights=problem.p, minlength=n)
+    # numpy's stubs type bincount as intp even with float weights, where it returns float64
+    weight: NDArray[np.float64] = np.bincount(owner, weights=problem.p, minlength=n)  # type: ignore[assignment]
     c_min = np.full((n, problem.m), np.inf)
     np.minimum.at(c_min, owner, problem.c)
     lo = np.column_stack([cells % lat.nx, cells // lat.nx]) * lat.step  # cell corners, relative
@@ -177,7 +178,10 @@ def universal_lower_bound(problem: Problem, eps: float, p: int, grid: int, time_
     d_max = np.linalg.norm(gap, ord=p, axis=2)
     pi, pj = all_pairs(n)
     Z, out, tries = solve_retrying(weight, c_min, pi, pj, eps * d_max[pi, pj], "simplex", time_limit, progress)
-    return (None if Z is None else float(out.objective)), ", ".join(tries)
+    if Z is None:
+        return None, ", ".join(tries)
+    assert out.objective is not None  # an LP that returned Z has its objective
+    return float(out.objective), ", ".join(tries)
 
 
 def anchor_claim_check(log_anchor: NDArray[np.float64], lattice: Lattice, e1: float,
@@ -195,13 +199,16 @@ def _time_left(deadline: float | None) -> float | None:
     return None if deadline is None else deadline - time.perf_counter()
 
 
+Best = tuple[float, NDArray[np.float64], NDArray[np.float64], float, float]  # (loss, Z, log_anchor, e1, e2)
+
+
 def _search(variant: str, problem: Problem, lattice: Lattice, w_x: Any, params: dict[str, Any],
             deadline: float | None, progress: Progress,
-            timings: dict[str, float]) -> tuple[list[dict[str, Any]], tuple | None, dict[str, Any]]:
+            timings: dict[str, float]) -> tuple[list[dict[str, Any]], Best | None, dict[str, Any]]:
     """Solve every budget candidate until the deadline: (curve, best (loss, Z, log_anchor, e1, e2), facts)."""
     candidates = axis_budgets(params["eps"], params["p"], variant, params.get("budget_steps", 10))
     curve: list[dict[str, Any]] = []
-    best = None
+    best: Best | None = None
     facts: dict[str, Any] = {"candidates": len(candidates), "solved": 0, "stopped": False, "failed": [], "size": {}}
     for n_done, (e1, e2) in enumerate(candidates):
         left = _time_left(deadline)
@@ -238,7 +245,7 @@ def _search(variant: str, problem: Problem, lattice: Lattice, w_x: Any, params: 
     return curve, best, facts
 
 
-def _status(facts: dict[str, Any], best: tuple | None) -> tuple[str, str]:
+def _status(facts: dict[str, Any], best: Best | None) -> tuple[str, str]:
     """The status a search earned and plain words on it."""
     n, solved = facts["candidates"], facts["solved"]
     split = "" if best is None else f"best split ε₁ = {best[3]:.3g}, ε₂ = {best[4]:.3g} km⁻¹"
@@ -270,7 +277,7 @@ def _solve(variant: str, problem: Problem, params: dict[str, Any], progress: Pro
     status, message = _status(facts, best)
     lattice_info = {"nx": lattice.nx, "ny": lattice.ny, "step_km": lattice.step}
     if best is None or status == "time limit":  # solve()'s contract: a time limit returns no Z
-        diagnostics = {"budget_curve": curve, "lattice": lattice_info, "anchors": lattice.n_anchors}
+        diagnostics: dict[str, Any] = {"budget_curve": curve, "lattice": lattice_info, "anchors": lattice.n_anchors}
         if best is not None:
             diagnostics.update(feasible_Z=best[1], feasible_objective_m=best[0], eps1=best[3], eps2=best[4])
         return Result(variant, params, None, status, eps, timings=timings, lp_size=facts["size"], message=message,
@@ -305,7 +312,7 @@ def _solve(variant: str, problem: Problem, params: dict[str, Any], progress: Pro
             bound = floor
     claim = (f"all pairs of points of the plane, ℓ{p} distance in the planar projection" if variant != "aipo-r"
              else "anchor neighbours only, at full ε before normalisation (relaxed: not ε-mDP between points)")
-    diagnostics: dict[str, Any] = {
+    diagnostics = {
         "budget_curve": curve, "eps1": e1, "eps2": e2, "anchors": lattice.n_anchors, "lattice": lattice_info,
         "anchor_latlon": lattice.anchor_latlon(), "lower_bound_m": bound,
         "universal_lower_bound_m": universal,

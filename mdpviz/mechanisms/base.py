@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 from ..errors import ParameterError
 from ..problem import Problem
-from ..progress import Progress
+from ..progress import Progress as Progress  # re-exported: the mechanisms import it from here
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..deadline import OutOfTime
 from ..dista import cells as private_cells
@@ -183,6 +184,7 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
                                   "quick).")
         if out.status == "time limit" and out.users[0].Z is None:
             return _stopped(params, out)
+        Z: NDArray[np.float64] | None  # None once a time limit sets the point aside
         Z, source = embed(problem, out)
     wall = time.perf_counter() - t0
     b = out.budget

@@ -27,7 +27,8 @@ def em_matrix(problem: Problem, eps: float, scale: str = "half") -> NDArray[np.f
     logw = -eps * factor * problem.d_xy
     logw -= logw.max(axis=1, keepdims=True)  # stable: the nearest output gets weight 1
     w = np.exp(logw)
-    return w / w.sum(axis=1, keepdims=True)
+    Z: NDArray[np.float64] = w / w.sum(axis=1, keepdims=True)
+    return Z
 
 
 def bayes_remap(problem: Problem, Z: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:

@@ -153,7 +153,8 @@ def laplace_log_matrix(problem: Problem, eps: float, n_sub: int = 8, n_nodes: in
         if progress is not None:
             progress("integrating", min(1.0, (start + chunk) / problem.k))
     row_top = logZ.max(axis=1, keepdims=True)
-    return logZ - (row_top + np.log(np.exp(logZ - row_top).sum(axis=1, keepdims=True)))
+    log_rows: NDArray[np.float64] = logZ - (row_top + np.log(np.exp(logZ - row_top).sum(axis=1, keepdims=True)))
+    return log_rows
 
 
 def _solve_laplace(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:

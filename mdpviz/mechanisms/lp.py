@@ -80,21 +80,22 @@ def _optimal_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArr
     eps = params["eps"]
     W = weights[:, None] * c
     if params.get("solver", "structured") == "structured":
-        out = solve_structured(W, eps * d, closed=True, tol=params.get("gap_tol", GAP_TOL), time_limit=time_limit,
-                               progress=progress, out_rows=out_rows, engine=params.get("engine", "auto"))
-        timings.update({k: v for k, v in out.timings.items() if k != "total_s"})
-        diag = dict(out.diagnostics)
-        msg = out.message
-        Z = out.Z
-        if out.status != "optimal" and Z is not None:
+        outcome = solve_structured(W, eps * d, closed=True, tol=params.get("gap_tol", GAP_TOL),
+                                   time_limit=time_limit, progress=progress, out_rows=out_rows,
+                                   engine=params.get("engine", "auto"))
+        timings.update({k: v for k, v in outcome.timings.items() if k != "total_s"})
+        diag: dict[str, Any] = dict(outcome.diagnostics)
+        msg = outcome.message
+        Z = outcome.Z
+        if outcome.status != "optimal" and Z is not None:
             # never hand back a non-optimal point as the mechanism: keep it, labelled, in the diagnostics
             diag["feasible_Z"] = Z
-            diag["feasible_objective_m"] = out.objective
+            diag["feasible_objective_m"] = outcome.objective
             msg = (msg + "; " if msg else "") + ("diagnostics['feasible_Z'] holds a feasible, exactly private "
                                                  "point (not the optimum)")
             Z = None
-        return Z, {"status": out.status, "objective": out.objective if Z is not None else None,
-                   "bound": out.bound, "size": out.size, "message": msg, "diagnostics": diag}
+        return Z, {"status": outcome.status, "objective": outcome.objective if Z is not None else None,
+                   "bound": outcome.bound, "size": outcome.size, "message": msg, "diagnostics": diag}
     progress("constraint pairs", None)
     t0 = time.perf_counter()
     deadline = deadline_of(time_limit)
@@ -109,7 +110,7 @@ def _optimal_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArr
                           progress=progress)
     timings["build_s"] = time.perf_counter() - t0 - out.solve_s
     timings["solve_s"] = out.solve_s
-    diag: dict[str, Any] = {"pairs": len(pi)}
+    diag = {"pairs": len(pi)}
     objective = out.objective
     if Z is not None and params["repair"]:
         progress("repair", None)

@@ -39,7 +39,8 @@ def phase1_cost_direct(w_u: NDArray[np.float64], w_v: NDArray[np.float64]) -> ND
     """
     a = np.log(w_u) - np.log(w_v)
     b = np.log1p(-w_u) - np.log1p(-w_v)
-    return np.maximum(np.maximum(a, b).sum(axis=-1), -np.minimum(a, b).sum(axis=-1))
+    cost: NDArray[np.float64] = np.maximum(np.maximum(a, b).sum(axis=-1), -np.minimum(a, b).sum(axis=-1))
+    return cost
 
 
 def ball_lists(d: NDArray[np.float64], radius_km: float, deadline: float | None = None,
@@ -85,8 +86,9 @@ def phase1_cost(d: NDArray[np.float64], sel: Selection, chunk: int = 200_000,
     w = sel.weights(d[rows, cols])
     g = _logit(w) - _logit(f)
     lw = (np.log(w) - np.log(f)) + (np.log1p(-w) - np.log1p(-f))
-    G = np.bincount(rows, weights=g, minlength=k)
-    s = np.bincount(rows, weights=lw, minlength=k)
+    # numpy's stubs type bincount as intp even with float weights, where it returns float64
+    G: NDArray[np.float64] = np.bincount(rows, weights=g, minlength=k)  # type: ignore[assignment]
+    s: NDArray[np.float64] = np.bincount(rows, weights=lw, minlength=k)  # type: ignore[assignment]
     cost = G[:, None] + G[None, :]
     spread = s[:, None] - s[None, :]
     np.abs(spread, out=spread)
@@ -194,7 +196,8 @@ def phase1_cost_last_factor(d: NDArray[np.float64], sel: Selection, chunk: int =
         b = np.log1p(-sel.weights(d[u, svc])) - np.log1p(-sel.weights(d[v, svc]))
         cost[u, v] = a + np.where(sv >= 0, b, 0.0)
     np.fill_diagonal(cost, 0.0)
-    return np.maximum(cost, 0.0)
+    clipped: NDArray[np.float64] = np.maximum(cost, 0.0)
+    return clipped
 
 
 def empty_probability(d: NDArray[np.float64], sel: Selection) -> NDArray[np.float64]:
@@ -202,7 +205,8 @@ def empty_probability(d: NDArray[np.float64], sel: Selection) -> NDArray[np.floa
     inside = d < sel.gamma_km
     log_keep = np.where(inside, np.log1p(-sel.weights(d)), 0.0).sum(axis=1)
     log_keep += (~inside).sum(axis=1) * np.log1p(-sel.floor_value)
-    return np.exp(log_keep)
+    p_empty: NDArray[np.float64] = np.exp(log_keep)
+    return p_empty
 
 
 def eps_bar(cost: NDArray[np.float64], d: NDArray[np.float64]) -> NDArray[np.float64]:

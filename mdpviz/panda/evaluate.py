@@ -28,7 +28,8 @@ def sample_reports(rows: NDArray[np.float64], rng: np.random.Generator) -> NDArr
     """One output index per row, y ~ row (inverse CDF, vectorised)."""
     cdf = np.cumsum(rows, axis=1)
     u = rng.random(len(rows)) * cdf[:, -1]
-    return np.minimum((cdf < u[:, None]).sum(axis=1), rows.shape[1] - 1).astype(np.int64)
+    y: NDArray[np.int64] = np.minimum((cdf < u[:, None]).sum(axis=1), rows.shape[1] - 1).astype(np.int64)
+    return y
 
 
 def _rate(violated: int, checked: int, **extra: Any) -> dict[str, Any]:

@@ -130,6 +130,6 @@ def nearest_member(d_rows: NDArray[np.float64], member: NDArray[np.bool_]) -> ND
     ``d_rows`` and ``member`` have the same shape (rows × K).
     """
     masked = np.where(member, d_rows, np.inf)
-    idx = np.argmin(masked, axis=1).astype(np.int64)
+    idx: NDArray[np.int64] = np.argmin(masked, axis=1).astype(np.int64)
     idx[~member.any(axis=1)] = -1
     return idx

@@ -198,8 +198,8 @@ def compare(records: list[dict[str, Any]], size: str, mode: str) -> Comparison:
     eps_run = sorted({e for e, _ in means})
     for base, paper_name in (("EM", "EM"), ("Laplace", "Laplace"), ("Laplace (planar)", "Laplace"), ("TEM", "TEM"),
                              ("COPT", "COPT"), ("RMP", "RMP")):
-        pairs = [(means.get((e, "AIPO")), means.get((e, base))) for e in eps_run]
-        pairs = [(a, b) for a, b in pairs if a is not None and b is not None and a == a and b == b and b > 0]
+        found = [(means.get((e, "AIPO")), means.get((e, base))) for e in eps_run]
+        pairs = [(a, b) for a, b in found if a is not None and b is not None and a == a and b == b and b > 0]
         if not pairs and base == "Laplace":
             continue
         red = sum(cm.pct(a, b) for a, b in pairs) / len(pairs) if pairs else None

@@ -109,8 +109,8 @@ def _notes(size: str) -> list[str]:
 def _change(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> tuple[float, float, int]:
     """Mean ± 1.96·std over seeds of the % change of a's loss against b's (rows paired by seed)."""
     bs = {r["seed"]: r.get("loss_m") for r in b}
-    return mean_pm([cm.pct(r["loss_m"], bs[r["seed"]]) for r in a
-                    if r.get("loss_m") is not None and bs.get(r["seed"])])
+    return mean_pm([cm.pct(r["loss_m"], loss_b) for r in a
+                    if r.get("loss_m") is not None and (loss_b := bs.get(r["seed"]))])
 
 
 def compare(records: list[dict[str, Any]], size: str, mode: str) -> Comparison:

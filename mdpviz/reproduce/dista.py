@@ -47,8 +47,9 @@ BOXES = {
 BOXES[("rome", 6000)] = BOXES[("rome", 4000)]
 # planar Laplace with 2 angular panels per Voronoi edge (default 8): its integral dominated the full grid's time
 # (161 of 190 s per point at N = 2,000); the mechanism reports its integration error either way
-BASELINES = (("em", "EM", {}), ("laplace", "Laplace", {"n_sub": 2}), ("em-br", "RMP", {}),
-             ("lp-ca", "LP-A", {"grid": 8}), ("panda-e", "PAnDA", {"n_users": 10}))
+BASELINES: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("em", "EM", {}), ("laplace", "Laplace", {"n_sub": 2}), ("em-br", "RMP", {}), ("lp-ca", "LP-A", {"grid": 8}),
+    ("panda-e", "PAnDA", {"n_users": 10}))
 UNIT = 1e4  # the paper's loss unit: 10,000 m
 PAPER_NS = (2000, 4000, 6000)
 

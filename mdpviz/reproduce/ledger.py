@@ -151,12 +151,12 @@ def estimates(records: Records, test: Mapping[str, Any]) -> list[Estimate]:
         if test["stat"] in ("change_pct", "ratio"):
             pair = list(test.get("pair_by", [*PAIR_BY, *keys]))
             base: dict[tuple[Any, ...], float | None] = {}
-            for r in vs_rows:
-                key = tuple(r.get(k) for k in pair)
+            for vs_row in vs_rows:
+                key = tuple(vs_row.get(k) for k in pair)
                 if key in base:
                     raise MdpvizError(f"Two baseline runs share the pairing key {dict(zip(pair, key))} in "
                                       f"{test['vs']}; add the setting that tells them apart to `pair_by`.")
-                base[key] = metric_value(r, test["vs"]["metric"])
+                base[key] = metric_value(vs_row, test["vs"]["metric"])
             vals = []
             for r in rows:
                 a, b = metric_value(r, metric), base.get(tuple(r.get(k) for k in pair))

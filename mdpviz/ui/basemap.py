@@ -42,7 +42,8 @@ def mercator_y(lat: NDArray[np.float64] | float) -> NDArray[np.float64]:
     (True, 1.317)
     """
     phi = np.radians(np.asarray(lat, dtype=float))
-    return np.log(np.tan(np.pi / 4 + phi / 2))
+    y: NDArray[np.float64] = np.log(np.tan(np.pi / 4 + phi / 2))
+    return y
 
 
 def png_bytes(image: NDArray[np.uint8]) -> bytes:

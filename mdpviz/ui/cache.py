@@ -153,7 +153,7 @@ def lookup(prob: Problem, mech: str, params: dict[str, Any]) -> Result | None:
     key = input_key(prob, mech, params)
     if key is None:  # invalid parameters: nothing cached, the solve will report the error
         return None
-    kept = st.session_state.get("_results", {})
+    kept: dict[str, Result] = st.session_state.get("_results", {})
     if key in kept:
         return kept[key]
     return cached_result(prob, mech, params)
@@ -176,7 +176,8 @@ def evaluation(_prob: Problem, _result: Result, key: str) -> dict[str, Any]:
     """Every metric of a result (``key`` = :func:`result_key`, which fixes the problem and the result itself)."""
     assert _result.Z is not None
     ev = evaluate(_prob, _result.Z, _result.eps, metric=_result.check_metric)
-    return json.loads(json.dumps(ev, default=float))
+    plain: dict[str, Any] = json.loads(json.dumps(ev, default=float))
+    return plain
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -129,7 +130,7 @@ def columns_chart(arr: NDArray[np.float64], title: str, names: list[str] | None 
     return fig
 
 
-def binned_histogram(h: dict, title: str, height: int = 240) -> go.Figure:
+def binned_histogram(h: dict[str, Any], title: str, height: int = 240) -> go.Figure:
     """A histogram given as counts and bin edges (log-spaced edges drawn on a log axis)."""
     edges = np.asarray(h["edges"], float)
     counts = np.asarray(h["counts"], float)
@@ -227,8 +228,8 @@ def log_axis(fig: go.Figure, axis: str = "y", **where: int) -> None:
     update(dtick=1, exponentformat="power", showexponent="all", **where)
 
 
-def budget_curve(curve: Sequence[dict], chosen: tuple[float | None, float | None], lower_bound_m: float | None,
-                 eps: float, height: int = 300) -> go.Figure:
+def budget_curve(curve: Sequence[dict[str, Any]], chosen: tuple[float | None, float | None],
+                 lower_bound_m: float | None, eps: float, height: int = 300) -> go.Figure:
     """AIPO's budget search: true loss (m) against ε₁ (km⁻¹); the chosen split, the equal split (AIPO-E) and the
     universal lower bound (dashed) marked."""
     pts = sorted((float(c["eps1"]), float(c["eps2"]), float(c["loss_m"])) for c in curve

@@ -77,7 +77,8 @@ def plane_values(_prob: Problem, _result: Result, key: str, cells: int = HEAT_CE
     if _result.rows is not None:
         return np.asarray(_result.rows(lat, lon), dtype=float)
     assert _result.Z is not None
-    return _result.Z[nearest]
+    rows: NDArray[np.float64] = _result.Z[nearest]
+    return rows
 
 
 def heat_source(result: Result) -> str:
@@ -89,7 +90,8 @@ def heat_source(result: Result) -> str:
 def point_row(result: Result, lat: float, lon: float) -> NDArray[np.float64]:
     """Pr[y | point] for one point of the plane (degrees)."""
     assert result.rows is not None
-    return np.asarray(result.rows(np.array([lat]), np.array([lon])), dtype=float)[0]
+    row: NDArray[np.float64] = np.asarray(result.rows(np.array([lat]), np.array([lon])), dtype=float)[0]
+    return row
 
 
 def point_summary(prob: Problem, row: NDArray[np.float64], lat: float, lon: float

@@ -6,7 +6,8 @@ or a number box; a string with choices a select box; a bool a checkbox. Labels c
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 import streamlit as st
 
@@ -21,6 +22,12 @@ from . import state
 METRIC_LABELS = {"haversine": "great-circle (haversine) km", "road": "road shortest-path km"}
 COST_LABELS = {"travel": "travel cost to task nodes (m)", "distance": "distance d(x, y) (m)"}
 PRIOR_LABELS = {"uniform": "uniform", "street_count": "street count (busier junctions likelier)"}
+
+
+def label_of(labels: Mapping[str, str]) -> Callable[[Any], str]:
+    """``labels.get`` as a select box's ``format_func`` (typed as returning str: the box's options are keys of
+    ``labels``, which mypy cannot see through ``dict.get``'s overloads)."""
+    return cast("Callable[[Any], str]", labels.get)
 
 
 def city_label(slug: str | None) -> str:
@@ -134,7 +141,7 @@ def problem_controls() -> None:
     options = region_options(ss["city"], str(ss.get("region") or "whole"))
     if ss.get("region") not in options:
         ss["region"] = "whole"
-    st.selectbox("Where the secrets come from", list(options), key="region", format_func=options.get,
+    st.selectbox("Where the secrets come from", list(options), key="region", format_func=label_of(options),
                  help="The whole city (the papers' way: K random road nodes of the city) or a disc around its "
                       "centre. A region of your own: type it below, or pick it on the map.")
     st.text_input("…or a region of your own", key="region_text", placeholder="41.9,12.48,3  or  S,W,N,E",
@@ -148,11 +155,11 @@ def problem_controls() -> None:
                     help="Number of reportable locations, a seeded subset of X: 1 to K.")
     if ss.get("metric") not in METRICS:
         ss["metric"] = "haversine"
-    st.selectbox("mDP metric d (km)", METRICS, key="metric", format_func=METRIC_LABELS.get,
+    st.selectbox("mDP metric d (km)", METRICS, key="metric", format_func=label_of(METRIC_LABELS),
                  help="The distance that ε multiplies; ε is in km⁻¹.")
-    st.selectbox("Prior p over X", state.PRIORS_UI, key="prior", format_func=PRIOR_LABELS.get,
+    st.selectbox("Prior p over X", state.PRIORS_UI, key="prior", format_func=label_of(PRIOR_LABELS),
                  help="Where users are likely to be; weights the expected loss.")
-    st.selectbox("Cost model c (m)", COST_MODELS, key="cost", format_func=COST_LABELS.get,
+    st.selectbox("Cost model c (m)", COST_MODELS, key="cost", format_func=label_of(COST_LABELS),
                  help="Utility loss of reporting y when the truth is x, in metres.")
     c3, c4 = st.columns(2)
     c3.number_input("Task nodes (count)", key="tasks", step=1,

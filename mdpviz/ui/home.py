@@ -91,10 +91,10 @@ def seed_examples() -> None:
     st.markdown(intro, help=glossary.help_for(intro))
     presets.buttons("home-regime", columns=1, regime=True)
     if (traj := presets.by_id("cmdp-ours")) is not None:  # trajectories run outside the grid: measured by bench cmdp
+        # streamlit types on_click as returning None; it discards the page presets.apply returns
         st.button("C-mDP, our setting, where its contexts pay: Rome, 8 stations in a 3 km disc, ε = 1.5 km⁻¹",
-                  key="home-regime-cmdp-ours",
-                  help=traj["help"], width="stretch", icon=":material/play_circle:", on_click=presets.apply,
-                  args=("cmdp-ours",))
+                  key="home-regime-cmdp-ours", help=traj["help"], width="stretch", icon=":material/play_circle:",
+                  on_click=presets.apply, args=("cmdp-ours",))  # type: ignore[arg-type]
     for seed, outcome, count, cells, why in nowhere(table):
         glossary.caption(f"**{seed}** beats the exponential mechanism in no cell of the grid: in {count} of {cells} "
                          f"cells it {outcome}" + (f" ({why})" if why else "") + ". Its paper's own setting is below.")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
@@ -78,7 +80,7 @@ def delta_text(delta: float, n_users: int) -> str:
             f"rate below 1/{pairs:,} ≈ {1 / pairs:.1e} cannot be told apart from zero with this many pairs.")
 
 
-DELTA_EXAMPLE = {"city": "helsinki", "k": 100, "n_outputs": 30, "cost": "distance", "eps": 15.0}
+DELTA_EXAMPLE: dict[str, Any] = {"city": "helsinki", "k": 100, "n_outputs": 30, "cost": "distance", "eps": 15.0}
 STRICT_DELTA = 1e-7  # the strictest δ of the paper's sweep, the one the live example compares with
 
 

@@ -232,4 +232,5 @@ def buttons(key_prefix: str, columns: int = 1, main: bool | None = None, regime:
     for n, p in enumerate(chosen):
         with cols[n % len(cols)]:
             st.button(p["label"], key=f"{key_prefix}-{p['id']}", help=p.get("help"), width="stretch",
-                      icon=":material/play_circle:", on_click=apply, args=(p["id"],))
+                      # streamlit types on_click as returning None; it discards the page apply returns
+                      icon=":material/play_circle:", on_click=apply, args=(p["id"],))  # type: ignore[arg-type]

@@ -106,7 +106,7 @@ def run_solve(prob: Problem, mech: Mechanism, params: dict[str, Any], time_limit
         holder.empty()
     if "error" in out:
         raise out["error"]
-    result = out["result"]
+    result: Result = out["result"]
     cache.remember(prob, result)
     return result
 

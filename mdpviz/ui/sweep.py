@@ -211,7 +211,10 @@ def summary(df: pd.DataFrame, param_label: str, labels: dict[str, str], at: floa
     values = np.sort(ok["value"].unique())
     v = values[len(values) // 2] if at is None else values[int(np.argmin(np.abs(values - at)))]
     here = ok[ok["value"] == v].sort_values("privacy_cost_m")
-    name = lambda m: labels.get(str(m), str(m))  # noqa: E731
+
+    def name(m: Any) -> str:
+        return labels.get(str(m), str(m))
+
     if ok["mechanism"].nunique() == 1:
         one = ok.sort_values("value")
         first, last = one.iloc[0], one.iloc[-1]

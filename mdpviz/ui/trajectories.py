@@ -111,7 +111,8 @@ def station_controls(mech: Mechanism) -> None:
     options = controls.region_options(ss["traj_city"], str(ss.get("traj_region") or "whole"))
     if ss.get("traj_region") not in options:
         ss["traj_region"] = "whole"
-    st.selectbox("Where the stations come from", list(options), key="traj_region", format_func=options.get,
+    st.selectbox("Where the stations come from", list(options), key="traj_region",
+                 format_func=controls.label_of(options),
                  help="The whole city, or a disc around its centre: C-mDP's neighbour threshold η is a few km, so "
                       "stations close together give it pairs to constrain.")
     hi = int(mech.max_k or 2)

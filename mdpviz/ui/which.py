@@ -112,8 +112,9 @@ def cell_view(table: pd.DataFrame) -> None:
     if best is not None:
         mech = next(m for m in methods() if m.name == best)
         values = cell_values(ranked[ranked["method"] == best].iloc[0], mech)
+        # streamlit types on_click as returning None; it discards the page presets.apply_values returns
         st.button(f"Open {rows.loc[best, 'method']} on this cell in Explore (seed 0)", icon=":material/map:",
-                  on_click=presets.apply_values, args=(values, "explore", f"Regime grid: {where}"),
+                  on_click=presets.apply_values, args=(values, "explore", f"Regime grid: {where}"),  # type: ignore[arg-type]
                   key="which_open")
 
 
