@@ -5,8 +5,8 @@ import json
 import pandas as pd
 import streamlit as st
 
-from mdpviz.cmdp.compare import BEST_LP_LABEL, vs_lp_pct
 from mdpviz.cmdp.pipeline import CAVEAT
+from mdpviz.cmdp_comparison import BEST_LP_LABEL, vs_lp_pct
 from mdpviz.explain import format_s
 from mdpviz.ui import cache, glossary, solving
 from mdpviz.ui import trajectories as tv

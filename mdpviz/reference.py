@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .mechanisms.base import Result
+from .contract import Result
 from .metrics import floor_m, utility_loss_m
 from .problem import Problem
 

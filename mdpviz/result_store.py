@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from .lattice import AnchorInterpolant, Lattice
-from .mechanisms.base import Result
+from .aipo.lattice import AnchorInterpolant, Lattice
+from .contract import Result
 
 FORMAT = 1
 # statuses worth keeping: a time limit or an interruption may end differently next time

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from . import code_version
+from .contract import Mechanism, Result
 from .errors import CacheError, CacheWarning, MdpvizError, ParameterError, SolverError
 from .mechanisms import get_mechanism
-from .mechanisms.base import Mechanism, Result
 from .paths import atomic_write, cache_dir, file_lock, remove_stale_tmp
 from .problem import Problem
 from .progress import Progress, Stopped, no_progress

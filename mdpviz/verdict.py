@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from .contract import Result
 from .explain import format_m, format_s
-from .mechanisms.base import Result
 from .reference import own_model
 
 # a claim over every ordered pair of X: "all pairs", "all pairs in the planar projection", "all pairs of points of
@@ -118,7 +118,7 @@ def pmdp_allows(result: Result, check_name: str, violated: int, checked: int) ->
     delta = result.params.get("delta")
     if "v_pair" not in check_name.lower() or not isinstance(delta, (int, float)):
         return False
-    from .mechanisms.panda import claim_refuted
+    from .panda.mechanism import claim_refuted
 
     return not claim_refuted(violated, checked, float(delta))
 
@@ -239,7 +239,7 @@ def _plain(name: str, level: str, kind: str, degenerate: str, unfinished: str, e
 def verdict(result: Result, evaluation: dict[str, Any] | None = None, *, label: str | None = None) -> Verdict:
     """The plain-words verdict on ``result``; ``evaluation`` is ``mdpviz.metrics.evaluate``'s dict for its Z.
 
-    >>> from mdpviz.mechanisms.base import Result
+    >>> from mdpviz.contract import Result
     >>> verdict(Result("lp", {}, None, "time limit", 5.0, timings={"total_s": 60.0}), label="LP").headline
     'LP: time limit after 1 min 0 s, no mechanism to show.'
     >>> waited = Result("lp", {}, None, "time limit", 5.0, timings={"total_s": 2.0, "wait_s": 58.0})

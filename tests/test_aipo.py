@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from mdpviz import metrics
+from mdpviz.aipo.lattice import AnchorInterpolant, Lattice
+from mdpviz.aipo.mechanism import anchor_lp, planar_xy
+from mdpviz.aipo.plane_check import continuous_check
 from mdpviz.errors import ParameterError
 from mdpviz.geo import project_km
-from mdpviz.lattice import AnchorInterpolant, Lattice
-from mdpviz.mechanisms.aipo import anchor_lp, planar_xy
-from mdpviz.plane_check import continuous_check
 from mdpviz.problem import Problem, build_problem
 from mdpviz.progress import no_progress
 from mdpviz.solve import solve
@@ -140,7 +140,7 @@ def test_a_tiny_time_limit_gives_time_limit_never_optimal(pb: Problem) -> None:
 
 
 def test_a_search_cut_short_keeps_its_best_candidate_and_says_so(pb: Problem, monkeypatch) -> None:
-    from mdpviz.mechanisms import aipo as mod
+    from mdpviz.aipo import mechanism as mod
 
     real, calls = mod.anchor_lp, []
 

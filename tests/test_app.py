@@ -155,10 +155,9 @@ def test_compare_solves_two_mechanisms_side_by_side() -> None:
 
 
 def test_compare_shows_one_mechanisms_error_and_keeps_the_others() -> None:
+    from mdpviz.contract import _REGISTRY, epsilon_param
     from mdpviz.errors import SolverError
     from mdpviz.mechanisms import Mechanism, register
-    from mdpviz.mechanisms.base import epsilon_param
-    from mdpviz.mechanisms.registry import _REGISTRY
 
     def solve(problem, params, progress, time_limit):
         raise SolverError("A pricing LP failed (Time limit reached).")
@@ -270,9 +269,9 @@ def test_learn_bad_query_notice() -> None:
 def test_diagnostics_render_generically_for_a_new_mechanism() -> None:
     """A mechanism registered with anchors, a budget split, a float array and a history shows up with no page
     change: controls from its schema, a histogram, a split bar and anchor points on the map."""
+    from mdpviz.contract import _REGISTRY
     from mdpviz.mechanisms import Mechanism, Param, Result, register
     from mdpviz.mechanisms.em import em_matrix
-    from mdpviz.mechanisms.registry import _REGISTRY
 
     def solve(problem, params, progress, time_limit):
         progress("anchor sampling", 0.5)
@@ -320,9 +319,8 @@ def test_diagnostics_render_generically_for_a_new_mechanism() -> None:
 
 def test_time_limit_without_mechanism_is_explained() -> None:
     """A solve that ends without a mechanism (status 'time limit', Z None) is a warning, not a crash."""
+    from mdpviz.contract import _REGISTRY, epsilon_param
     from mdpviz.mechanisms import Mechanism, Result, register
-    from mdpviz.mechanisms.base import epsilon_param
-    from mdpviz.mechanisms.registry import _REGISTRY
 
     def solve(problem, params, progress, time_limit):
         return Result("test-slow", params, None, "time limit", params["eps"], message="stopped after 1 s.",

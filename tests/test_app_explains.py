@@ -129,10 +129,9 @@ def test_doctests_of_the_dashboard_helpers() -> None:
 
 def test_verdict_and_message_shown_for_every_status() -> None:
     """The verdict box sits above the metrics; the mechanism's message shows even when the status is optimal."""
+    from mdpviz.contract import _REGISTRY, epsilon_param
     from mdpviz.mechanisms import Mechanism, Result, register
-    from mdpviz.mechanisms.base import epsilon_param
     from mdpviz.mechanisms.em import em_matrix
-    from mdpviz.mechanisms.registry import _REGISTRY
 
     def solve(problem, params, progress, time_limit):
         return Result("test-said", params, em_matrix(problem, params["eps"]), "optimal", params["eps"],
@@ -155,10 +154,9 @@ def test_verdict_and_message_shown_for_every_status() -> None:
 
 def test_derived_metrics_follow_the_result_not_the_inputs() -> None:
     """Issue 18 item 3: a time-limited result and a full one of the same parameters never share metrics."""
+    from mdpviz.contract import _REGISTRY, epsilon_param
     from mdpviz.mechanisms import Mechanism, Result, register
-    from mdpviz.mechanisms.base import epsilon_param
     from mdpviz.mechanisms.em import em_matrix
-    from mdpviz.mechanisms.registry import _REGISTRY
 
     def solve(problem, params, progress, time_limit):
         if time_limit is not None and time_limit < 5:  # as if the solver stopped early with a worse mechanism

@@ -532,7 +532,7 @@ def test_a_failed_solve_writes_no_out_file(tmp_path: Path, monkeypatch: pytest.M
                                           capsys: pytest.CaptureFixture[str]) -> None:
     """A solve that returns no Z (time limit, infeasible) exits 1, writes no (0, 0) Z, and says why."""
     import mdpviz.solve
-    from mdpviz.mechanisms.base import Result
+    from mdpviz.contract import Result
 
     def no_z(problem: Any, mechanism: str, params: Any, **_: Any) -> Result:
         return Result(mechanism=mechanism, params=dict(params), Z=None, status="time limit", eps=5.0,

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from mdpviz.benchmarks import aipo, cmdp, dista, report
-from mdpviz.cmdp.compare import BEST_LP_LABEL
+from mdpviz.cmdp_comparison import BEST_LP_LABEL
 
 
 @pytest.fixture()

@@ -13,6 +13,7 @@ from mdpviz.cities import load_city
 from mdpviz.cmdp.augmented import augmented_distance, build_secrets, full_context_distance, neighbour_pairs
 from mdpviz.cmdp.blanket import algorithm1
 from mdpviz.cmdp.corpus import generate_trajectories, read_trajectories, station_graph, to_slots
+from mdpviz.cmdp.mechanism import solve_cmdp
 from mdpviz.cmdp.pipeline import (
     DataSettings,
     context_free_problem,
@@ -25,7 +26,6 @@ from mdpviz.cmdp.pipeline import (
 from mdpviz.cmdp.solver import check
 from mdpviz.errors import MdpvizError, ProblemError
 from mdpviz.mechanisms import get_mechanism
-from mdpviz.mechanisms.cmdp import solve_cmdp
 from mdpviz.problem import build_problem
 from mdpviz.solve import solve
 
@@ -259,7 +259,7 @@ def test_trajectories_page_renders_maps_and_both_violation_views() -> None:
     assert next(m for m in at.metric if m.label == "Violations, location only").delta == "not claimed"
     assert len(at.get("deck_gl_json_chart")) == 3  # trajectory, C-mDP row, context-free LP row
     # built from the schema: the registry's variants and labels, the variant's station limit, its preset's ε grid
-    from mdpviz.cmdp.compare import BEST_LP_LABEL
+    from mdpviz.cmdp_comparison import BEST_LP_LABEL
     from mdpviz.mechanisms import mechanisms
 
     variants = [m for m in mechanisms() if m.family == "cmdp"]
@@ -278,7 +278,7 @@ def test_trajectories_page_renders_maps_and_both_violation_views() -> None:
 def test_compare_measures_against_the_best_context_invariant_lp(pb) -> None:
     """``vs_lp_pct`` is against the LP on the context-averaged cost (``best_context_free``, what the Trajectories
     page shows), which no context-free mechanism beats under the true model, the no-motion LP included."""
-    from mdpviz.cmdp.compare import BEST_LP_LABEL, NO_MOTION_LP_LABEL, best_context_free, compare_problem, vs_lp_pct
+    from mdpviz.cmdp_comparison import BEST_LP_LABEL, NO_MOTION_LP_LABEL, best_context_free, compare_problem, vs_lp_pct
 
     params = {**get_mechanism("cmdp").defaults(), **SMALL, "eps": 5.0}
     rows = {r["label"]: r for r in compare_problem(pb, params, (5.0,), use_cache=True)}
@@ -403,7 +403,7 @@ def test_our_variant_keeps_contexts_and_its_claim_on_the_whole_city() -> None:
 def test_every_method_reports_its_floor_and_privacy_cost(pb) -> None:
     """Issue 26 on trajectories: each row of the comparison states the no-privacy floor of its secret domain (each
     secret reporting its cheapest output under the same model) and loss − floor; context lowers the floor."""
-    from mdpviz.cmdp.compare import compare, corpus
+    from mdpviz.cmdp_comparison import compare, corpus
 
     params = {**get_mechanism("cmdp").defaults(), "vehicles": 200, "steps": 30, "max_secrets": 60}
     rows = {r["label"]: r for r in compare(corpus(pb, params), params, [2.0])}

@@ -143,7 +143,7 @@ def test_aipo_keeps_a_complete_search_aside_when_the_bound_meets_the_deadline(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The budget search finished but the universal lower bound's LP stopped at the deadline: not a result to cache
     for good, so a time limit with the search's best split in the diagnostics."""
-    import mdpviz.mechanisms.aipo as aipo
+    import mdpviz.aipo.mechanism as aipo
 
     pb = build_problem("rome", 60, cost="distance", seed=0)
     monkeypatch.setattr(aipo, "universal_lower_bound", lambda *a, **k: (None, "simplex: time limit"))
@@ -158,7 +158,7 @@ def test_panda_relaxed_bound_cut_by_the_deadline_is_a_time_limit(monkeypatch: py
                                                                   rome: Problem) -> None:
     """The relaxed AnPO (a lower bound) stopped by the solve's deadline, not by its own relaxed_time_limit: the
     result says time limit rather than keeping, for good, a result whose bound did not finish."""
-    import mdpviz.mechanisms.panda as panda
+    import mdpviz.panda.mechanism as panda
 
     real = panda.solve_anpo
 

@@ -11,6 +11,7 @@ from mdpviz import metrics
 from mdpviz.dista import noise as nz
 from mdpviz.dista.audit import run_audit
 from mdpviz.dista.budget import account
+from mdpviz.dista.mechanism import config_from_params
 from mdpviz.dista.per_user_benders import TIMED_OUT, benders_loop, build_user_lp, solve_sub
 from mdpviz.dista.pipeline import DistaConfig, embed, run
 from mdpviz.dista.surrogates import fit_parametric, fit_svd, fit_user, relative_error
@@ -18,7 +19,6 @@ from mdpviz.dista.tighten import overestimate, tighten
 from mdpviz.dista.users import User, candidates, draw_users, local_blocks, make_user, neighbourhood, raw_upload_bytes
 from mdpviz.errors import ParameterError
 from mdpviz.mechanisms import get_mechanism
-from mdpviz.mechanisms.dista import config_from_params
 from mdpviz.problem import build_problem
 from mdpviz.solve import solve
 

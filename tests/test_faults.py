@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 import mdpviz.solve as solve_mod
+from mdpviz import contract as reg
 from mdpviz.cli import main
 from mdpviz.errors import CacheWarning, MdpvizError, SolverError
 from mdpviz.mechanisms import Result, get_mechanism
-from mdpviz.mechanisms import registry as reg
 from mdpviz.problem import Problem, build_problem
 from mdpviz.result_store import encode
 from mdpviz.solve import CACHEABLE, cache_key, cached_result, solve

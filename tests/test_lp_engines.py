@@ -240,7 +240,7 @@ def test_the_lp_mechanism_stopped_gives_its_bound_and_kept_point_in_the_verdict(
 def test_a_stopped_lp_says_in_plain_words_what_it_found() -> None:
     """Issue 28: the page's sentence for a stop names the best point found and the certified bound, instead of
     claiming that nothing was found."""
-    from mdpviz.mechanisms.base import Result
+    from mdpviz.contract import Result
     from mdpviz.verdict import verdict
 
     r = Result("lp", {}, None, "time limit", 1.0, timings={"total_s": 3.0}, bound_m=880.6,

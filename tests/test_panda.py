@@ -13,7 +13,6 @@ from mdpviz.cli import main as cli_main
 from mdpviz.errors import ParameterError
 from mdpviz.lp.mdp_lp import all_pairs, solve_mdp_lp
 from mdpviz.mechanisms import get_mechanism
-from mdpviz.mechanisms.panda import selection_map
 from mdpviz.metrics import rows_breach
 from mdpviz.panda.anpo import anpo_exponents, solve_anpo
 from mdpviz.panda.budget import (
@@ -30,6 +29,7 @@ from mdpviz.panda.margins import (
     success_bound,
     surrogate_probabilities,
 )
+from mdpviz.panda.mechanism import selection_map
 from mdpviz.panda.selection import FLOORS, VARIANTS, decay, make_selection, sample_anchor_sets
 from mdpviz.problem import build_problem, problem_from_points
 from mdpviz.solve import solve
@@ -205,7 +205,7 @@ def test_safety_margins_are_non_negative_and_symmetric() -> None:
 def test_safety_margins_stop_at_their_deadline_and_panda_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
-    import mdpviz.mechanisms.panda as panda_mech
+    import mdpviz.panda.mechanism as panda_mech
 
     d, sel, cost, *_ = _margin_setup(seed=5)
     anchors = np.arange(0, 25, 2)

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from mdpviz import metrics
+from mdpviz.contract import Result
 from mdpviz.errors import MdpvizError
 from mdpviz.mechanisms import get_mechanism, mechanisms
-from mdpviz.mechanisms.base import Result
 from mdpviz.problem import Problem, build_problem
 from mdpviz.solve import solve
 

@@ -166,7 +166,7 @@ def test_a_degenerate_release_never_agrees() -> None:
 
 
 def test_cmdp_rows_find_every_method_the_comparison_emits() -> None:
-    from mdpviz.cmdp.compare import BEST_LP_LABEL, NO_MOTION_LP_LABEL
+    from mdpviz.cmdp_comparison import BEST_LP_LABEL, NO_MOTION_LP_LABEL
     from mdpviz.reproduce.cmdp import LABELS
 
     assert {BEST_LP_LABEL, NO_MOTION_LP_LABEL} <= set(LABELS)  # the LP rows had "no number": labels differed

@@ -21,9 +21,9 @@ import pytest
 
 import mdpviz
 import mdpviz.solve as solve_mod
-from mdpviz.lattice import AnchorInterpolant, Lattice
+from mdpviz import contract as reg
+from mdpviz.aipo.lattice import AnchorInterpolant, Lattice
 from mdpviz.mechanisms import Result, get_mechanism
-from mdpviz.mechanisms import registry as reg
 from mdpviz.paths import file_lock, remove_stale_tmp
 from mdpviz.problem import Problem, build_problem
 from mdpviz.result_store import StoreError, decode, encode, read

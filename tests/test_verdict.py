@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mdpviz.mechanisms.base import Result
+from mdpviz.contract import Result
 from mdpviz.metrics import evaluate
 from mdpviz.problem import build_problem
 from mdpviz.verdict import claim_check, claims_all_pairs, verdict

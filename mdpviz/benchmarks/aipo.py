@@ -164,11 +164,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = report.write(rows, stem, "AIPO benchmark: standing against EM and the paper's baselines", notes=notes)
     print(f"wrote {path}")
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover - through the CLI: one error line for bad input, never a traceback
-    import sys
-
-    from ..cli import main as cli_main
-
-    raise SystemExit(cli_main(["bench", "aipo", *sys.argv[1:]]))

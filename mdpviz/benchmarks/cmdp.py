@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from ..cmdp.compare import compare
+from ..cmdp.mechanism import data_settings
 from ..cmdp.pipeline import CmdpData, prepare
+from ..cmdp_comparison import compare
 from ..mechanisms import get_mechanism
-from ..mechanisms.cmdp import data_settings
 from ..sweep import Point, problem_of
 from . import grid, options, report
 
@@ -190,11 +190,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = report.write(rows, stem, "C-mDP benchmark (seed 002): loss and runtime against ε", notes=notes)
     print(f"wrote {path}")
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover - through the CLI: one error line for bad input, never a traceback
-    import sys
-
-    from ..cli import main as cli_main
-
-    raise SystemExit(cli_main(["bench", "cmdp", *sys.argv[1:]]))

@@ -189,7 +189,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--one":
         print(json.dumps(_one(json.loads(sys.argv[2])), default=float))
-    else:  # through the CLI: one error line for bad input, never a traceback
-        from ..cli import main as cli_main
-
-        sys.exit(cli_main(["bench", "dista", *sys.argv[1:]]))
+    else:  # this module is the suite's worker; the suite itself runs from the command line
+        sys.exit("run the suite with `python -m mdpviz bench dista` (this module only runs one case with --one)")

@@ -38,7 +38,7 @@ def _user_measures(problem: Any, Z: np.ndarray, users: np.ndarray, eps: float) -
 
 
 def users_of(problem: Any, n_users: int, seed: int) -> np.ndarray:
-    """The secrets of PAnDA's N seeded users (as ``mechanisms.panda`` draws them): every method is measured on them."""
+    """The secrets of PAnDA's N seeded users (as ``panda.mechanism`` draws them): every method is measured on them."""
     from ..panda.selection import sample_users
 
     return sample_users(problem.p, n_users, np.random.default_rng(np.random.SeedSequence(seed).spawn(4)[0]))

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from .. import metrics
+from ..contract import Result
 from ..errors import MdpvizError
-from ..mechanisms.base import Result
 from ..paths import atomic_write, read_only
 from ..problem import Problem
 from ..solve import solve

@@ -32,7 +32,7 @@ SOLVERS = ("benders", "direct")
 
 @dataclass(frozen=True)
 class DistaConfig:
-    """Every DISTA-LP setting (units: ε km⁻¹; radii, γ, b in km). See ``mechanisms.dista`` for the schema."""
+    """Every DISTA-LP setting (units: ε km⁻¹; radii, γ, b in km). See ``dista.mechanism`` for the schema."""
 
     eps: float = 5.0
     users: int = 6

@@ -9,10 +9,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import metrics
+from ..contract import Mechanism, Param, Progress, Result, epsilon_param, register
 from ..errors import ParameterError
 from ..problem import Problem
-from .base import Mechanism, Param, Progress, Result, epsilon_param
-from .registry import register
 
 SCALES = ("half", "literal")
 _SCALE = Param("scale", str, "half",

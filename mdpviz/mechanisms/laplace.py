@@ -33,12 +33,11 @@ import numpy as np
 import shapely
 from numpy.typing import NDArray
 
+from ..contract import Mechanism, Param, Progress, Result, epsilon_param, register
 from ..deadline import OutOfTime, check_deadline, deadline_of
 from ..lp.cone import floor_columns, repair_into_cone
 from ..metrics import check_distance
 from ..problem import Problem
-from .base import Mechanism, Param, Progress, Result, epsilon_param
-from .registry import register
 
 TAIL_RADII = 50.0  # the clipping box reaches 50/ε beyond the points: (1 + 50)e^{-50} ≈ 1e-20 of mass outside
 

@@ -8,15 +8,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..contract import Mechanism, Param, Progress, Result, epsilon_param, register
 from ..deadline import OutOfTime, deadline_of, time_left
 from ..lp.cone import repair_into_cone
 from ..lp.mdp_lp import PAIR_SETS, all_pairs, greedy_spanner, implied_free_pairs, solve_mdp_lp
 from ..lp.neighbours import neighbour_path_km, solve_by_components
 from ..lp.structured import ENGINES, no_privacy_floor, solve_structured
 from ..problem import Problem
-from .base import Mechanism, Param, Progress, Result, epsilon_param
 from .neighbour_scope import all_pairs_verdict, neighbour_claim
-from .registry import register
 
 _METHOD = Param("method", str, "ipm", "monolithic engine: HiGHS algorithm, interior point (with crossover) or "
                 "dual simplex",

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..contract import Mechanism, Param, Preset, Progress, Result, epsilon_param, register
 from ..deadline import OutOfTime, check_deadline, deadline_of, time_left, with_grace
 from ..lp.benders import CUT_RULES, PARTITIONERS, BendersOutcome, partition, solve_benders
 from ..lp.cone import repair_into_cone
@@ -21,10 +22,8 @@ from ..lp.mdp_lp import implied_free_pairs
 from ..lp.neighbours import neighbour_pairs, neighbour_path_km
 from ..metrics import TOLERANCE, cone_breaches
 from ..problem import Problem
-from .base import Mechanism, Param, Preset, Progress, Result, epsilon_param
 from .em import em_matrix
 from .neighbour_scope import all_pairs_verdict, neighbour_claim
-from .registry import register
 
 SCOPES = ("neighbours", "all-pairs")
 # Benders stops at UB − LB ≤ ξ/2: the exact repair of HiGHS's tolerances afterwards costs part of the gap (on

@@ -30,13 +30,12 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from ..contract import Mechanism, Param, Progress, Result, epsilon_param, register
 from ..deadline import OutOfTime, check_deadline, deadline_of, time_left
 from ..lp.cone import repair_into_cone
 from ..lp.highs import COEF_CAP, INF, LPOutcome, solve_lp
 from ..problem import Problem
-from .base import Mechanism, Param, Progress, Result, epsilon_param
 from .em import em_matrix
-from .registry import register
 
 LOG_CAP = float(np.log(COEF_CAP))
 TINY_EM = 1e-12  # EM entries below this stay fixed (u = 1): they carry no loss worth optimising

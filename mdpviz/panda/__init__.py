@@ -6,5 +6,5 @@
 - ``anpo``: the AnPO linear program over the anchors (tightened or relaxed), reduced exactly before solving.
 - ``evaluate``: Phase II sampling, the violation rates V_pair, V_cf, V_pure and the two utility losses.
 
-The registered mechanisms ``panda-e``, ``panda-p`` and ``panda-l`` live in ``mdpviz.mechanisms.panda``.
+The registered mechanisms ``panda-e``, ``panda-p`` and ``panda-l`` live in ``mdpviz.panda.mechanism``.
 """

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cmdp.compare import BEST_LP_LABEL, NO_MOTION_LP_LABEL
+from ..cmdp_comparison import BEST_LP_LABEL, NO_MOTION_LP_LABEL
 from ..sweep import Point, problem_of
 from . import common as cm
 from .base import ChartSpec, Comparison, Experiment, comparison_row, find_preset, mean_pm, paper_value, rows_of, sizes
@@ -26,7 +26,7 @@ from .registry import register
 
 PAPER = "cmdp"
 EPS_ALL = (0.5, 1.0, 1.5, 2.0, 2.5)
-# (our row label in mdpviz.cmdp.compare, the paper's method name)
+# (our row label in mdpviz.cmdp_comparison, the paper's method name)
 LABELS = {"LP+C-mDP": "LP+C-mDP", "LP+Markov": "LP+Markov", "LP+TrueMB": "LP+TrueMB",
           NO_MOTION_LP_LABEL: "LP", "ConstOPT/LP+EM (no-motion cost)": "ConstOPT", "ExpMech": "ExpMech",
           BEST_LP_LABEL: "LP"}
@@ -35,8 +35,8 @@ LABELS = {"LP+C-mDP": "LP+C-mDP", "LP+Markov": "LP+Markov", "LP+TrueMB": "LP+Tru
 @functools.lru_cache(maxsize=2)
 def _prepared(point_json: str) -> Any:
     """The corpus, blankets and classifier of a point (memoised: every ε of one seed shares them)."""
+    from ..cmdp.mechanism import data_settings
     from ..cmdp.pipeline import prepare
-    from ..mechanisms.cmdp import data_settings
 
     point = Point.from_dict(json.loads(point_json))
     return prepare(problem_of(point), data_settings(_base(point)))
@@ -51,7 +51,7 @@ def _base(point: Point) -> dict[str, Any]:
 
 def measure(point: Point, *, use_cache: bool = True) -> list[dict[str, Any]]:
     """Every method of Fig. 10 at the point's ε on one corpus: one row per method."""
-    from ..cmdp.compare import compare as cmdp_compare
+    from ..cmdp_comparison import compare as cmdp_compare
 
     key = Point(point.problem, "", {k: v for k, v in point.params.items() if k != "eps"}, point.seed).as_dict()
     data = _prepared(json.dumps(key, sort_keys=True))

@@ -15,8 +15,8 @@ import streamlit as st
 from numpy.typing import NDArray
 from scipy.spatial import cKDTree
 
+from mdpviz.aipo.lattice import Lattice
 from mdpviz.geo import haversine_km, project_km
-from mdpviz.lattice import Lattice
 from mdpviz.mechanisms import Result
 from mdpviz.problem import Problem
 
@@ -171,7 +171,7 @@ def budget_curve_panel(result: Result) -> None:
 
 def check_panel(result: Result, key: str) -> None:
     """Button: run the continuous privacy check on random pairs of arbitrary points, then show its outcome."""
-    from mdpviz.plane_check import continuous_check
+    from mdpviz.aipo.plane_check import continuous_check
 
     lattice = lattice_of(result)
     rows_xy = getattr(result.rows, "rows_xy", None)

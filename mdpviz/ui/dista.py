@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pydeck as pdk
 
-from mdpviz.mechanisms.base import Result
+from mdpviz.contract import Result
 from mdpviz.problem import Problem
 
 from . import charts, maps

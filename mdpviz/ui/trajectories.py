@@ -1,5 +1,5 @@
 """Streamlit glue for the Trajectories page (C-mDP, seed 002): controls from the schemas of the registry's ``cmdp``
-family, cached solves (the comparison itself is ``mdpviz.cmdp.compare``), the trajectory map, charts."""
+family, cached solves (the comparison itself is ``mdpviz.cmdp_comparison``), the trajectory map, charts."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import plotly.graph_objects as go
 import pydeck as pdk
 import streamlit as st
 
+from mdpviz import cmdp_comparison as compare
 from mdpviz.cities import list_cities
-from mdpviz.cmdp import compare
+from mdpviz.contract import Preset, Result
 from mdpviz.mechanisms import Mechanism, Param, get_mechanism, mechanisms
-from mdpviz.mechanisms.base import Preset, Result
 from mdpviz.problem import Problem, build_problem
 from mdpviz.solve import solve
 
@@ -77,7 +77,7 @@ def solve_variant(city: str, k: int, seed: int, region: str, mech: str, values_j
 
 @st.cache_resource(max_entries=16, show_spinner="Solving the best context-invariant LP on the same corpus…")
 def lp_baseline(city: str, k: int, seed: int, region: str, values_json: str) -> tuple[Result, float | None]:
-    """The reference of the library's comparison (``mdpviz.cmdp.compare.best_context_free``): the context-free
+    """The reference of the library's comparison (``mdpviz.cmdp_comparison.best_context_free``): the context-free
     LP on the context-averaged cost of this corpus, and its loss under the true model (m)."""
     return compare.best_context_free(problem(city, k, seed, region), params_for("cmdp", json.loads(values_json)))
 
@@ -150,7 +150,7 @@ def preset_button(mech: Mechanism) -> None:
 
 
 METHODS = 6  # the paper's Fig. 10 ...
-REFERENCES = 1  # ... and the LP on the context-averaged cost (``mdpviz.cmdp.compare``)
+REFERENCES = 1  # ... and the LP on the context-averaged cost (``mdpviz.cmdp_comparison``)
 
 
 @st.cache_resource(show_spinner=False)
@@ -175,7 +175,7 @@ def cached_curves(city: str, k: int, seed: int, region: str, values_json: str, e
 
 def curves(city: str, k: int, seed: int, region: str, values_json: str, eps_values: tuple[float, ...]
            ) -> pd.DataFrame:
-    """Loss and runtime against ε for the six methods and the reference (``mdpviz.cmdp.compare``), with a
+    """Loss and runtime against ε for the six methods and the reference (``mdpviz.cmdp_comparison``), with a
     progress bar per ε while it runs."""
     key = (city, k, seed, region, values_json, eps_values)
     store = _curve_store()
@@ -193,7 +193,7 @@ def curves(city: str, k: int, seed: int, region: str, values_json: str, eps_valu
     return store[key]
 
 
-# the curves' columns as the page shows them (``mdpviz.cmdp.compare`` rows); other columns keep their words
+# the curves' columns as the page shows them (``mdpviz.cmdp_comparison`` rows); other columns keep their words
 CURVE_COLUMNS = {"eps": "ε (km⁻¹)", "label": "method", "status": "status", "loss_m": "expected loss (m)",
                  "floor_m": "no-privacy floor (m)", "privacy_cost_m": "privacy cost (m)",
                  "heldout_loss_m": "held-out loss (m)", "objective_m": "LP objective (m)", "wall_s": "wall time (s)",

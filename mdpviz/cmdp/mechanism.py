@@ -12,11 +12,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..cmdp.pipeline import CAVEAT, MAX_STATIONS, CmdpData, DataSettings, diagnostics, prepare, solve_context
+from ..contract import Mechanism, Param, Preset, Progress, Result, epsilon_param, register
 from ..deadline import OutOfTime
 from ..problem import Problem
-from .base import Mechanism, Param, Preset, Progress, Result, epsilon_param
-from .registry import register
+from .pipeline import CAVEAT, MAX_STATIONS, CmdpData, DataSettings, diagnostics, prepare, solve_context
 
 PAPER = ("Chen, Huang, Qiu: Context-aware metric differential privacy for vehicle trajectory data "
          "(arXiv:2605.26351, 2026)")

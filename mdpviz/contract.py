@@ -1,4 +1,5 @@
-"""The mechanism contract: a parameter schema, a registered Mechanism, and the Result every solve returns."""
+"""The mechanism contract: a parameter schema, a Mechanism, the Result every solve returns, and the registry
+every mechanism joins at import (filled by importing ``mdpviz.mechanisms``, which imports them all)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import ParameterError
-from ..problem import Problem
-from ..progress import Progress as Progress  # re-exported: the mechanisms import it from here
+from .errors import ParameterError
+from .problem import Problem
+from .progress import Progress as Progress  # re-exported: the mechanisms import it from here
 
 
 @dataclass(frozen=True)
@@ -231,3 +232,32 @@ class Mechanism:
             msg = f"Mechanism `{self.name}` has no parameter(s) {unknown}; it takes: {self.param_names()}."
             raise ParameterError(msg)
         return {p.name: p.validate(values.get(p.name, p.default)) for p in self.params}
+
+
+# ---------------------------------------------------------------- the registry
+
+_REGISTRY: dict[str, Mechanism] = {}
+# listing order: the classic baselines first, then each seed paper's family
+FAMILY_ORDER = ("baseline", "lp", "panda", "aipo", "cmdp", "distributed")
+
+
+def register(mechanism: Mechanism) -> Mechanism:
+    """Add a mechanism (its name must be new); returns it so modules can write ``X = register(Mechanism(...))``."""
+    if mechanism.name in _REGISTRY:
+        raise ValueError(f"mechanism {mechanism.name!r} is registered twice")
+    _REGISTRY[mechanism.name] = mechanism
+    return mechanism
+
+
+def get_mechanism(name: str) -> Mechanism:
+    """The mechanism called ``name``; ParameterError listing the known names otherwise."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ParameterError(f"Unknown mechanism `{name}`; known: {', '.join(_REGISTRY)}.") from None
+
+
+def mechanisms() -> list[Mechanism]:
+    """Every registered mechanism: by family (``FAMILY_ORDER``, unknown families last), then registration order."""
+    rank = {family: i for i, family in enumerate(FAMILY_ORDER)}
+    return sorted(_REGISTRY.values(), key=lambda m: rank.get(m.family, len(rank)))

@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from .geo import project_km
+from ..geo import project_km
 
 
 @dataclass(frozen=True, eq=False)

@@ -20,15 +20,14 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from .. import metrics
-from ..mechanisms import get_mechanism
-from ..mechanisms.base import Result
-from ..mechanisms.cmdp import data_settings
-from ..mechanisms.registry import mechanisms
-from ..problem import Problem
-from ..progress import Progress
-from ..solve import solve
-from .pipeline import CmdpData, context_free_problem, holdout_loss, prepare, true_loss_context_free
+from . import metrics
+from .cmdp.mechanism import data_settings
+from .cmdp.pipeline import CmdpData, context_free_problem, holdout_loss, prepare, true_loss_context_free
+from .contract import Result
+from .mechanisms import get_mechanism, mechanisms
+from .problem import Problem
+from .progress import Progress
+from .solve import solve
 
 CONTEXT_AWARE = (("cmdp", "LP+C-mDP"), ("cmdp-markov", "LP+Markov"), ("cmdp-truemb", "LP+TrueMB"))
 BEST_LP_LABEL = "LP (context-averaged cost; best context-invariant)"  # the reference of ``vs_lp_pct``

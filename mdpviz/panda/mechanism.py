@@ -15,13 +15,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..contract import Mechanism, Param, Preset, Progress, Result, epsilon_param, register
 from ..deadline import OutOfTime, check_deadline
 from ..errors import ParameterError
-from ..panda.anpo import SOLVERS, AnpoOutcome, anpo_exponents, solve_anpo
-from ..panda.budget import EPS_BAR_RULES, ball_lists, empty_probability, phase1_cost, phase1_cost_last_factor
-from ..panda.evaluate import budget_split, counterfactual_violations, histogram, sample_reports, user_pair_violations
-from ..panda.margins import PS_RULES, S_RULES, MarginReport, safety_margins
-from ..panda.selection import (
+from ..problem import Problem
+from .anpo import SOLVERS, AnpoOutcome, anpo_exponents, solve_anpo
+from .budget import EPS_BAR_RULES, ball_lists, empty_probability, phase1_cost, phase1_cost_last_factor
+from .evaluate import budget_split, counterfactual_violations, histogram, sample_reports, user_pair_violations
+from .margins import PS_RULES, S_RULES, MarginReport, safety_margins
+from .selection import (
     EMPTY_RULES,
     FLOORS,
     VARIANT_NAMES,
@@ -31,9 +33,6 @@ from ..panda.selection import (
     sample_anchor_sets,
     sample_users,
 )
-from ..problem import Problem
-from .base import Mechanism, Param, Preset, Progress, Result, epsilon_param
-from .registry import register
 
 PAPER = ("Liu, Qiu: PAnDA: Rethinking Metric Differential Privacy Optimization at Scale with Anchor-Based "
          "Approximation (ACM CCS 2025)")

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from ..metrics import rows_breach
 from .lattice import Lattice
-from .metrics import rows_breach
 
 RowsXY = Callable[[NDArray[np.float64]], NDArray[np.float64]]
 

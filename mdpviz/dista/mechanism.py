@@ -22,11 +22,14 @@ from typing import Any, Self
 import numpy as np
 from numpy.typing import NDArray
 
+from ..contract import Mechanism, Param, Preset, Result, epsilon_param, get_mechanism, register
 from ..deadline import OutOfTime
-from ..dista import cells as private_cells
-from ..dista.budget import PAPER_DELTA, prop2_confidence, prop2_samples_needed
-from ..dista.noise import NOISE_KINDS
-from ..dista.pipeline import (
+from ..problem import Problem
+from ..progress import Progress
+from . import cells as private_cells
+from .budget import PAPER_DELTA, prop2_confidence, prop2_samples_needed
+from .noise import NOISE_KINDS
+from .pipeline import (
     BUDGET_MODES,
     GAMMA_MODES,
     SOLVERS,
@@ -37,12 +40,7 @@ from ..dista.pipeline import (
     run,
     summary,
 )
-from ..dista.surrogates import FAMILIES
-from ..problem import Problem
-from ..progress import Progress
-from .base import Mechanism, Param, Preset, Result, epsilon_param
-from .lp import LP
-from .registry import register
+from .surrogates import FAMILIES
 
 PAPER = ("Oluwole, Liu, Stevens, Qiu: DISTA-LP: privacy-preserving distributed linear programming for metric "
          "differential privacy (NDSS 2027)")
@@ -263,7 +261,8 @@ def _solve_cells(problem: Problem, params: dict[str, Any], progress: Progress, t
     eps = params["eps"]
 
     def solve_lp(cell_problem: Problem, eps_pt: float, left: float | None) -> Result:
-        return LP.solve(cell_problem, LP.validate({"eps": eps_pt}), progress, left)
+        lp = get_mechanism("lp")  # registered by mdpviz.mechanisms, which imports this module too
+        return lp.solve(cell_problem, lp.validate({"eps": eps_pt}), progress, left)
 
     t0 = time.perf_counter()
     try:

@@ -19,18 +19,17 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..contract import Mechanism, Param, Preset, Result, epsilon_param, register
 from ..deadline import OutOfTime, check_deadline
 from ..errors import ParameterError
 from ..geo import project_km
-from ..lattice import AnchorInterpolant, Lattice, interpolate_rows
 from ..lp.cone import lipschitz_repair
 from ..lp.highs import MAX_PAIR_ROWS, LPOutcome
 from ..lp.mdp_lp import all_pairs, solve_mdp_lp
 from ..metrics import cone_breaches, floor_m, utility_loss_m
 from ..problem import Problem
 from ..progress import Progress, no_progress
-from .base import Mechanism, Param, Preset, Result, epsilon_param
-from .registry import register
+from .lattice import AnchorInterpolant, Lattice, interpolate_rows
 
 MAX_ANCHORS = 2500  # the lattice closure is anchors² floats (50 MB here) and the LP 4·anchors·|Y| rows
 _P = Param("p", int, 2, "ℓp norm of the privacy metric in the planar projection (1 = Manhattan, 2 = Euclidean)",
