@@ -186,6 +186,7 @@ def test_a_stopped_component_reports_the_whole_problems_bound() -> None:
     certified bounds so far, the stopped component's, and the floor of the components not reached), never the
     stopped component's alone."""
     from mdpviz.lp.neighbours import solve_by_components
+    from mdpviz.lp.outcome import RowsFacts
 
     d = np.full((5, 5), np.inf)
     np.fill_diagonal(d, 0.0)
@@ -194,12 +195,12 @@ def test_a_stopped_component_reports_the_whole_problems_bound() -> None:
     c = np.array([[0.0, 4.0], [4.0, 0.0], [1.0, 3.0], [3.0, 1.0], [2.0, 5.0]])
 
     def first_fails(dp, wp, cp, left):  # the first (largest, {0, 1}) stops with a bound of its own
-        return None, {"status": "time limit", "bound": 0.3, "objective": None, "size": {}, "message": "stopped"}
+        return None, RowsFacts("time limit", bound=0.3, message="stopped")
 
     Z, facts = solve_by_components(d, w, c, first_fails, None)
     floor_rest = 0.2 * (1.0 + 1.0 + 2.0)  # rows 2, 3 and 4 at their cheapest output
-    assert Z is None and facts["bound"] == pytest.approx(0.3 + floor_rest)
-    assert "the whole problem's" in facts["message"]
+    assert Z is None and facts.bound == pytest.approx(0.3 + floor_rest)
+    assert "the whole problem's" in facts.message
 
 
 @pytest.mark.parametrize("engine", ["rows", "conic"])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -17,9 +17,10 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from .cone import exponent_closure
+from .outcome import RowsFacts
 
 RowsSolver = Callable[[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], float | None],
-                      tuple[NDArray[np.float64] | None, dict[str, Any]]]
+                      tuple[NDArray[np.float64] | None, RowsFacts]]
 
 
 def neighbour_pairs(d: NDArray[np.float64], eta: float) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -35,12 +36,12 @@ def neighbour_path_km(d: NDArray[np.float64], eta: float) -> NDArray[np.float64]
 
 
 def solve_by_components(d_path: NDArray[np.float64], weights: NDArray[np.float64], c: NDArray[np.float64],
-                        solve_rows: RowsSolver, time_limit: float | None) -> tuple[NDArray[np.float64] | None,
-                                                                                     dict[str, Any]]:
+                        solve_rows: RowsSolver, time_limit: float | None
+                        ) -> tuple[NDArray[np.float64] | None, RowsFacts]:
     """Solve the LP with metric ``d_path`` (inf = unconstrained) one connected component at a time.
 
-    ``solve_rows(d, weights, c, time_limit)`` solves one component and returns (Z or None, facts) with the keys
-    status, objective, bound, size, message, diagnostics (as ``mechanisms.lp._optimal_rows``). A component of one
+    ``solve_rows(d, weights, c, time_limit)`` solves one component and returns (Z or None, its
+    :class:`RowsFacts`), as ``mechanisms.lp._optimal_rows`` does. A component of one
     row has no constraint: it takes its cheapest output. Facts are summed (objective, bound, sizes); the status is
     ``optimal`` only when every component is.
     """
@@ -66,21 +67,21 @@ def solve_by_components(d_path: NDArray[np.float64], weights: NDArray[np.float64
         if Zp is None:
             # the whole problem's bound, never one component's: what is certified so far, this component's own
             # bound (or its floor), and the floor of the components not reached
-            part_bound = f["bound"] if f.get("bound") is not None else float(floor[rows].sum())
+            part_bound = f.bound if f.bound is not None else float(floor[rows].sum())
             whole = None if bound is None else bound + part_bound + float(floor[~solved & (comp != part)].sum())
-            return None, {**f, "bound": whole,
-                          "message": f"component of {len(rows)} of {n} secrets: {f['status']}; {f['message']}; "
-                                     "the lower bound is the whole problem's (this component's bound, the other "
-                                     "components' certified bounds, and the no-privacy floor of those not reached)",
-                          "diagnostics": {**f.get("diagnostics", {}), "components": n_comp}}
+            return None, replace(
+                f, bound=whole,
+                message=f"component of {len(rows)} of {n} secrets: {f.status}; {f.message}; the lower bound is "
+                        "the whole problem's (this component's bound, the other components' certified bounds, and "
+                        "the no-privacy floor of those not reached)",
+                diagnostics={**f.diagnostics, "components": n_comp})
         solved[rows] = True
         Z[rows] = Zp
-        status = status if f["status"] == "optimal" else f["status"]
-        objective += f["objective"] or 0.0
-        bound = None if (bound is None or f["bound"] is None) else bound + f["bound"]
-        size = {k: size.get(k, 0) + v for k, v in f["size"].items()}
-        if f["message"]:
-            messages.append(f["message"])
+        status = status if f.status == "optimal" else f.status
+        objective += f.objective or 0.0
+        bound = None if (bound is None or f.bound is None) else bound + f.bound
+        size = {k: size.get(k, 0) + v for k, v in f.size.items()}
+        if f.message:
+            messages.append(f.message)
     messages.insert(0, f"{n_comp} connected components of the neighbour graph solved one by one (Property 3.1)")
-    return Z, {"status": status, "objective": objective, "bound": bound, "size": size,
-               "message": "; ".join(messages), "diagnostics": {"components": n_comp}}
+    return Z, RowsFacts(status, objective, bound, size, "; ".join(messages), {"components": n_comp})

@@ -1,5 +1,6 @@
-"""What the exact structured LP engines return (:func:`mdpviz.lp.structured.solve_structured` and
-:func:`mdpviz.lp.conic.solve_conic`)."""
+"""What the exact LP engines report: :class:`StructuredOutcome` (:func:`mdpviz.lp.structured.solve_structured` and
+:func:`mdpviz.lp.conic.solve_conic`) and :class:`RowsFacts` (an LP over some rows, as the LP mechanisms and
+:func:`mdpviz.lp.neighbours.solve_by_components` pass it on)."""
 
 from __future__ import annotations
 
@@ -34,3 +35,24 @@ class StructuredOutcome:
     diagnostics: dict[str, Any] = field(default_factory=dict)
     message: str = ""
     gap: float | None = None
+
+
+@dataclass(frozen=True)
+class RowsFacts:
+    """What a solve of the optimal rows of an mDP LP found, beside its Z (or None when it has no mechanism).
+
+    Attributes:
+        status: ``optimal``, or the stop (``time limit``, ``iteration limit``, ``stalled``, a solver error).
+        objective: Σ W·Z of the returned Z (W's unit, e.g. metres); None without a Z.
+        bound: a certified lower bound on the optimum (same unit), or None where the engine certifies none.
+        size: LP sizes (variables, rows, ...), summed over components.
+        message: what happened, in words (empty when nothing needs saying).
+        diagnostics: the engine's own facts (history, sizes, labelled feasible points).
+    """
+
+    status: str
+    objective: float | None = None
+    bound: float | None = None
+    size: dict[str, int] = field(default_factory=dict)
+    message: str = ""
+    diagnostics: dict[str, Any] = field(default_factory=dict)

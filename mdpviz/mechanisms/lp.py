@@ -13,6 +13,7 @@ from ..deadline import OutOfTime, deadline_of, time_left
 from ..lp.cone import repair_into_cone
 from ..lp.mdp_lp import PAIR_SETS, all_pairs, greedy_spanner, implied_free_pairs, solve_mdp_lp
 from ..lp.neighbours import neighbour_path_km, solve_by_components
+from ..lp.outcome import RowsFacts
 from ..lp.structured import ENGINES, no_privacy_floor, solve_structured
 from ..problem import Problem
 from .neighbour_scope import all_pairs_verdict, neighbour_claim
@@ -67,14 +68,12 @@ def _pair_set(d: NDArray[np.float64], eps: float, how: str, t: float, deadline: 
 def _optimal_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArray[np.float64],
                   params: dict[str, Any], progress: Progress, time_limit: float | None,
                   timings: dict[str, float], out_rows: NDArray[np.int64] | None = None,
-                  ) -> tuple[NDArray[np.float64] | None, dict[str, Any]]:
+                  ) -> tuple[NDArray[np.float64] | None, RowsFacts]:
     """The optimal rows of the mDP LP with metric d (km) and costs c (metres), by the engine ``params`` names:
     ``lp.structured.solve_structured`` or ``lp.mdp_lp.solve_mdp_lp`` (then repaired into the cone). Returns Z (or None)
-    and solver facts.
+    and its :class:`~mdpviz.lp.outcome.RowsFacts` (objective in m, of the returned Z; bound in m, certified).
 
     ``params`` carries eps and the engine choice (``solver``: structured / monolithic, with their options).
-    The facts hold status, objective (m, of the returned Z), bound (m, certified, structured only), LP sizes,
-    a message and diagnostics.
     """
     eps = params["eps"]
     W = weights[:, None] * c
@@ -93,17 +92,16 @@ def _optimal_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArr
             msg = (msg + "; " if msg else "") + ("diagnostics['feasible_Z'] holds a feasible, exactly private "
                                                  "point (not the optimum)")
             Z = None
-        return Z, {"status": outcome.status, "objective": outcome.objective if Z is not None else None,
-                   "bound": outcome.bound, "size": outcome.size, "message": msg, "diagnostics": diag}
+        return Z, RowsFacts(outcome.status, outcome.objective if Z is not None else None, outcome.bound,
+                            outcome.size, msg, diag)
     progress("constraint pairs", None)
     t0 = time.perf_counter()
     deadline = deadline_of(time_limit)
     try:
         pi, pj, expo = _pair_set(d, eps, params["pairs"], params["spanner_t"], deadline)
     except OutOfTime as e:
-        return None, {"status": "time limit", "objective": None, "bound": no_privacy_floor(W), "size": {},
-                      "message": f"time limit while {e}, before the LP; bound from the no-privacy floor",
-                      "diagnostics": {}}
+        return None, RowsFacts("time limit", bound=no_privacy_floor(W),
+                               message=f"time limit while {e}, before the LP; bound from the no-privacy floor")
     timings["pairs_s"] = time.perf_counter() - t0
     Z, out = solve_mdp_lp(weights, c, pi, pj, expo, method=params["method"], time_limit=time_left(deadline),
                           progress=progress)
@@ -117,18 +115,17 @@ def _optimal_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArr
         try:
             Z, facts = repair_into_cone(Z, eps * d, W, deadline=deadline)
         except OutOfTime as e:  # an unrepaired LP point is no mechanism
-            return None, {"status": "time limit", "objective": None, "bound": no_privacy_floor(W), "size": out.size,
-                          "message": f"time limit while {e} (the LP had solved); bound from the no-privacy floor",
-                          "diagnostics": diag}
+            return None, RowsFacts("time limit", bound=no_privacy_floor(W), size=out.size,
+                                   message=f"time limit while {e} (the LP had solved); bound from the no-privacy floor",
+                                   diagnostics=diag)
         diag.update(facts)
         timings["repair_s"] = time.perf_counter() - t0
         objective = float(np.sum(W * Z))
     if Z is None:  # a stop or a failure of the monolithic LP: the floor is the certified bound it has
-        return None, {"status": out.status, "objective": None, "bound": no_privacy_floor(W), "size": out.size,
-                      "message": "; ".join(filter(None, [out.message, "bound from the no-privacy floor"])),
-                      "diagnostics": diag}
-    return Z, {"status": out.status, "objective": objective, "bound": None, "size": out.size,
-               "message": out.message, "diagnostics": diag}
+        return None, RowsFacts(out.status, bound=no_privacy_floor(W), size=out.size,
+                               message="; ".join(filter(None, [out.message, "bound from the no-privacy floor"])),
+                               diagnostics=diag)
+    return Z, RowsFacts(out.status, objective, None, out.size, out.message, diag)
 
 
 def collapsed(Z: NDArray[np.float64] | None) -> str:
@@ -149,19 +146,19 @@ def _solve_lp(problem: Problem, params: dict[str, Any], progress: Progress, time
     else:
         Z, f = _optimal_rows(problem.d, problem.p, problem.c, params, progress, time_limit, timings,
                              out_rows=problem.y_index)
-    claim, message, degenerate = "all pairs", f["message"], ""
+    claim, message, degenerate = "all pairs", f.message, ""
     if near:
         claim = neighbour_claim(params["eta"])
         if Z is not None:
-            note, degenerate, f["diagnostics"]["all_pairs"] = all_pairs_verdict(Z, params["eps"], problem.d,
+            note, degenerate, f.diagnostics["all_pairs"] = all_pairs_verdict(Z, params["eps"], problem.d,
                                                                                 params["eta"])
             message = "; ".join(m for m in (message, note) if m)
     if not degenerate and collapsed(Z):
         degenerate = collapsed(Z)
         message = "; ".join(m for m in (message, degenerate) if m)
-    return Result("lp", params, Z, f["status"], params["eps"], claim=claim, timings=timings, lp_size=f["size"],
-                  objective_m=f["objective"], bound_m=f["bound"], message=message, degenerate=degenerate,
-                  diagnostics=f["diagnostics"])
+    return Result("lp", params, Z, f.status, params["eps"], claim=claim, timings=timings, lp_size=f.size,
+                  objective_m=f.objective, bound_m=f.bound, message=message, degenerate=degenerate,
+                  diagnostics=f.diagnostics)
 
 
 def grid_cells(problem: Problem, g: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -206,12 +203,12 @@ def _solve_lp_ca(problem: Problem, params: dict[str, Any], progress: Progress, t
     Zr, f = _optimal_rows(problem.d[np.ix_(reps, reps)], weights, c_cell, lp_params, progress, time_limit, timings)
     Z = None if Zr is None else Zr[cell_of]
     degenerate = "" if Z is None else coarse_verdict(n_cells, problem.k, params["grid"])
-    message = "; ".join(m for m in (f["message"], degenerate) if m)
-    return Result("lp-ca", params, Z, f["status"], params["eps"],
+    message = "; ".join(m for m in (f.message, degenerate) if m)
+    return Result("lp-ca", params, Z, f.status, params["eps"],
                   claim="representatives only: secrets share their cell's row, so pairs of real secrets may violate",
-                  timings=timings, lp_size=f["size"], objective_m=f["objective"], bound_m=f["bound"],
+                  timings=timings, lp_size=f.size, objective_m=f.objective, bound_m=f.bound,
                   message=message, degenerate=degenerate,
-                  diagnostics={"cells": n_cells, "representatives": reps, "cell_of": cell_of, **f["diagnostics"]})
+                  diagnostics={"cells": n_cells, "representatives": reps, "cell_of": cell_of, **f.diagnostics})
 
 
 LP = register(Mechanism(
