@@ -274,14 +274,14 @@ def cmd_solve(a: argparse.Namespace) -> int:
         t1 = time.perf_counter()
         evaluation = metrics.evaluate(problem, result.Z, result.eps, result.check_metric)
         v = evaluation["violations"]
-        loss = float(evaluation["utility_loss_m"])  # type: ignore[arg-type]
+        loss = float(evaluation["utility_loss_m"])
         print(f"privacy cost   {ref.privacy_cost_m(loss):.2f} m = utility loss {loss:.2f} m − no-privacy floor "
               f"{ref.floor_m:.2f} m" + (f" ({ref.words(loss).split('; ', 1)[1]})" if "; " in ref.words(loss) else ""))
         if own := own_model_words(result):
             print(f"own model      {own}")
         print(f"adversary err  {evaluation['adversary_error_m']:.2f} m")
-        print(f"violations     {v['violated_pairs']:,} / {v['checked_pairs']:,} ordered pairs "  # type: ignore[index]
-              f"(ratio {v['ratio']:.3g}, tolerance {v['tolerance']:g}, worst loss factor {v['worst_factor']:.4f}; "  # type: ignore[index]
+        print(f"violations     {v['violated_pairs']:,} / {v['checked_pairs']:,} ordered pairs "
+              f"(ratio {v['ratio']:.3g}, tolerance {v['tolerance']:g}, worst loss factor {v['worst_factor']:.4f}; "
               f"claim: {result.claim})")
         print(f"evaluated in   {time.perf_counter() - t1:.2f} s")
     mech = get_mechanism(result.mechanism)

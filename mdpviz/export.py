@@ -17,6 +17,7 @@ import pandas as pd
 from . import metrics
 from .contract import Result
 from .errors import MdpvizError
+from .metrics import Evaluation
 from .paths import atomic_write, read_only
 from .problem import Problem
 from .reference import Reference, own_model
@@ -39,7 +40,7 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def privacy(result: Result, evaluation: dict[str, Any] | None) -> dict[str, Any]:
+def privacy(result: Result, evaluation: Evaluation | None) -> dict[str, Any]:
     """What the file must say about privacy: the verdict, the degenerate flag, the claim and its measured check."""
     v = verdict(result, evaluation)
     out: dict[str, Any] = {"verdict": {"level": v.level, "headline": v.headline, "claim_line": v.claim_line,
@@ -56,7 +57,7 @@ def privacy(result: Result, evaluation: dict[str, Any] | None) -> dict[str, Any]
     return out
 
 
-def yardsticks(evaluation: dict[str, Any] | None, ref: Reference | None) -> dict[str, Any]:
+def yardsticks(evaluation: Evaluation | None, ref: Reference | None) -> dict[str, Any]:
     """The loss read against the no-privacy floor, and against the exact LP where it was solved (``ref``)."""
     if evaluation is None:
         return {}
@@ -68,7 +69,7 @@ def yardsticks(evaluation: dict[str, Any] | None, ref: Reference | None) -> dict
     return out
 
 
-def metadata(problem: Problem, result: Result, evaluation: dict[str, Any] | None,
+def metadata(problem: Problem, result: Result, evaluation: Evaluation | None,
              ref: Reference | None = None) -> dict[str, Any]:
     """Everything but Z, JSON-ready: first the verdict and privacy (see :func:`privacy`) and what the loss is read
     against (the floor; the exact LP with ``ref``), then problem settings, parameters, status, timings, sizes,
@@ -139,7 +140,7 @@ def _geo_bytes(fmt: str, problem: Problem, result: Result, meta: dict[str, Any])
         return path.read_bytes()
 
 
-def result_bytes(fmt: str, problem: Problem, result: Result, evaluation: dict[str, Any] | None,
+def result_bytes(fmt: str, problem: Problem, result: Result, evaluation: Evaluation | None,
                  ref: Reference | None = None) -> bytes:
     """The file content for ``fmt`` (one of :data:`FORMATS`); used by the CLI and download buttons.
 
@@ -195,7 +196,7 @@ def check_output(path: str | Path, what: str = "output") -> Path:
     return path
 
 
-def write_result(path: str | Path, problem: Problem, result: Result, evaluation: dict[str, Any] | None,
+def write_result(path: str | Path, problem: Problem, result: Result, evaluation: Evaluation | None,
                  ref: Reference | None = None) -> None:
     """Write to ``path`` atomically; the extension picks the format. The folder must exist (see ``check_output``)."""
     path = check_output(path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
@@ -220,16 +221,49 @@ def row_errors(Z: NDArray[np.float64]) -> tuple[float, float]:
     return float(np.max(np.abs(Z.sum(axis=1) - 1.0))), float(min(Z.min(), 0.0))
 
 
-def evaluate(problem: Problem, Z: NDArray[np.float64], eps: float, metric: str = "") -> dict[str, object]:
-    """Every metric of a mechanism in one dict (loss, the no-privacy floor, the privacy cost = loss − floor and the
-    adversary error, all in metres).
+class ViolationReport(TypedDict):
+    """The all-pairs ε-mDP check of a mechanism as plain values (``Violations`` without the worst pairs), with the
+    distance it was measured in."""
+
+    violated_pairs: int
+    checked_pairs: int
+    violated_triples: int
+    checked_triples: int
+    worst_factor: float
+    eps: float
+    tolerance: float
+    ratio: float
+    metric: str
+
+
+class Evaluation(TypedDict):
+    """Every metric of a mechanism (what :func:`evaluate` returns; losses in metres)."""
+
+    utility_loss_m: float
+    floor_m: float
+    privacy_cost_m: float
+    adversary_error_m: float
+    violations: ViolationReport
+    row_sum_error: float
+    min_entry: float
+
+
+def violation_report(v: Violations, metric: str) -> ViolationReport:
+    """``v`` as plain values, with the distance it was measured in."""
+    return ViolationReport(violated_pairs=v.violated_pairs, checked_pairs=v.checked_pairs,
+                           violated_triples=v.violated_triples, checked_triples=v.checked_triples,
+                           worst_factor=v.worst_factor, eps=v.eps, tolerance=v.tolerance, ratio=v.ratio, metric=metric)
+
+
+def evaluate(problem: Problem, Z: NDArray[np.float64], eps: float, metric: str = "") -> Evaluation:
+    """Every metric of a mechanism (loss, the no-privacy floor, the privacy cost = loss − floor and the adversary
+    error, all in metres; the all-pairs privacy check; the row-sum error and the most negative entry).
 
     ``metric`` is the distance the privacy claim refers to (``Result.check_metric``).
     """
     v = violations(problem, Z, eps, metric=metric)
     row_err, neg = row_errors(Z)
     loss, floor = utility_loss_m(problem, Z), floor_m(problem)
-    return {"utility_loss_m": loss, "floor_m": floor, "privacy_cost_m": loss - floor,
-            "adversary_error_m": adversary_error_m(problem, Z),
-            "violations": {**v.as_dict(), "metric": metric or problem.metric}, "row_sum_error": row_err,
-            "min_entry": neg}
+    return Evaluation(utility_loss_m=loss, floor_m=floor, privacy_cost_m=loss - floor,
+                      adversary_error_m=adversary_error_m(problem, Z),
+                      violations=violation_report(v, metric or problem.metric), row_sum_error=row_err, min_entry=neg)

@@ -17,6 +17,7 @@ import numpy as np
 
 from .contract import Result
 from .explain import format_m, format_s
+from .metrics import Evaluation
 from .reference import own_model
 
 # a claim over every ordered pair of X: "all pairs", "all pairs in the planar projection", "all pairs of points of
@@ -136,7 +137,7 @@ class ClaimMeasure:
     kept: bool
 
 
-def against_claim(result: Result, evaluation: dict[str, Any] | None) -> ClaimMeasure | None:
+def against_claim(result: Result, evaluation: Evaluation | None) -> ClaimMeasure | None:
     """The one measurement of a result against its claim, which the verdict, exports, sweep rows and pages share:
     the all-pairs check for an all-pairs claim, else the mechanism's own check (:func:`claim_check`); None when
     nothing measures the claim (no evaluation, or a narrower claim with no check)."""
@@ -204,7 +205,7 @@ def plain_degenerate(text: str) -> str:
     return "; ".join(dict.fromkeys(words))
 
 
-def _plain(name: str, level: str, kind: str, degenerate: str, unfinished: str, evaluation: dict[str, Any],
+def _plain(name: str, level: str, kind: str, degenerate: str, unfinished: str, evaluation: Evaluation,
            counts: tuple[int, int, str], own: dict[str, float] | None = None) -> str:
     """The two plain sentences of a verdict with a mechanism (see :class:`Verdict`)."""
     bad, total, unit = counts
@@ -236,7 +237,7 @@ def _plain(name: str, level: str, kind: str, degenerate: str, unfinished: str, e
     return f"{first} {second}."
 
 
-def verdict(result: Result, evaluation: dict[str, Any] | None = None, *, label: str | None = None) -> Verdict:
+def verdict(result: Result, evaluation: Evaluation | None = None, *, label: str | None = None) -> Verdict:
     """The plain-words verdict on ``result``; ``evaluation`` is ``mdpviz.metrics.evaluate``'s dict for its Z.
 
     >>> from mdpviz.contract import Result
@@ -327,7 +328,7 @@ class _Promise:
     short: str
 
 
-def _promise(result: Result, evaluation: dict[str, Any]) -> _Promise:
+def _promise(result: Result, evaluation: Evaluation) -> _Promise:
     """How ``result`` stands against its claim: over all pairs when it claims them all, else against the check of
     its narrower claim (:func:`against_claim`), or unmeasured."""
     v = evaluation["violations"]

@@ -24,7 +24,7 @@ import streamlit as st
 from mdpviz.cities import RoadNetwork, city_info, load_city
 from mdpviz.errors import MdpvizError
 from mdpviz.mechanisms import Result, get_mechanism
-from mdpviz.metrics import evaluate, expected_report, per_secret_loss_m
+from mdpviz.metrics import Evaluation, evaluate, expected_report, per_secret_loss_m
 from mdpviz.problem import Problem, build_problem, problem_from_points
 from mdpviz.reference import Reference, cached_reference
 from mdpviz.regimes.report import CELLS_FILE, load_cells
@@ -172,11 +172,12 @@ def remember(prob: Problem, result: Result) -> None:
 
 
 @st.cache_resource(max_entries=64, show_spinner="Checking mDP on every pair and computing metrics…")
-def evaluation(_prob: Problem, _result: Result, key: str) -> dict[str, Any]:
-    """Every metric of a result (``key`` = :func:`result_key`, which fixes the problem and the result itself)."""
+def evaluation(_prob: Problem, _result: Result, key: str) -> Evaluation:
+    """Every metric of a result (``key`` = :func:`result_key`, which fixes the problem and the result itself), as
+    plain Python numbers (numpy scalars converted)."""
     assert _result.Z is not None
     ev = evaluate(_prob, _result.Z, _result.eps, metric=_result.check_metric)
-    plain: dict[str, Any] = json.loads(json.dumps(ev, default=float))
+    plain: Evaluation = json.loads(json.dumps(ev, default=float))
     return plain
 
 

@@ -11,6 +11,7 @@ import streamlit as st
 
 from mdpviz.explain import format_m
 from mdpviz.mechanisms import Mechanism, Result
+from mdpviz.metrics import Evaluation
 from mdpviz.problem import Problem
 from mdpviz.verdict import verdict
 
@@ -20,7 +21,7 @@ from .explore import clamp_secret
 MAX_MECHS = 4
 
 
-def metrics_row(mech: Mechanism, result: Result | None, ev: dict[str, Any] | None,
+def metrics_row(mech: Mechanism, result: Result | None, ev: Evaluation | None,
                 error: str | None = None) -> dict[str, Any]:
     """One table row per mechanism (NaN where there is no result), with its privacy verdict in a few words."""
     label = mech.label if result is None else mech.label_for(result.params)
@@ -70,7 +71,7 @@ def _on_click(map_key: str) -> None:
 
 @st.fragment
 def maps_view(prob: Problem, items: list[tuple[Mechanism, Result | None]],
-              evs: dict[str, dict[str, Any] | None] | None = None) -> None:
+              evs: dict[str, Evaluation | None] | None = None) -> None:
     """The same selected secret under every mechanism, one map each, two a row (≤ 4 maps: well under 8 WebGL
     charts)."""
     clamp_secret(prob)

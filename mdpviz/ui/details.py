@@ -9,6 +9,7 @@ import streamlit as st
 
 from mdpviz.export import result_bytes
 from mdpviz.mechanisms import Result
+from mdpviz.metrics import Evaluation
 from mdpviz.problem import Problem
 
 from . import cache, charts, continuous
@@ -17,7 +18,7 @@ from .metrics_panel import lp_size_label
 
 
 @st.fragment
-def details_tabs(prob: Problem, result: Result, ev: dict[str, Any] | None, key: str) -> None:
+def details_tabs(prob: Problem, result: Result, ev: Evaluation | None, key: str) -> None:
     """Tabs below the map: diagnostics, time and LP size, downloads, the problem.
 
     Only the open tab runs and is sent (``on_change="rerun"``, inside a fragment so that switching tabs reruns
@@ -61,7 +62,7 @@ def _time_tab(t_time: Any, result: Result, key: str) -> None:
                 st.caption(f"Certified lower bound: {result.bound_m:.2f} m")
 
 
-def downloads(prob: Problem, result: Result, ev: dict[str, Any] | None, key: str) -> None:
+def downloads(prob: Problem, result: Result, ev: Evaluation | None, key: str) -> None:
     """Z as CSV and NPZ, metrics and metadata as JSON, secrets and outputs as GeoJSON (built only when clicked)."""
     stem = f"mdpviz-{prob.city or 'points'}-K{prob.k}-{result.mechanism}"
     ref = cache.reference(prob, result.eps) if result.ok else None  # the exact LP's optimum, when in the cache

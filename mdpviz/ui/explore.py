@@ -11,7 +11,7 @@ import streamlit as st
 from mdpviz.explain import format_m
 from mdpviz.geo import haversine_km
 from mdpviz.mechanisms import Result
-from mdpviz.metrics import posterior
+from mdpviz.metrics import Evaluation, posterior
 from mdpviz.problem import Problem
 from mdpviz.verdict import claims_all_pairs
 
@@ -98,7 +98,7 @@ class Legend:
 
 
 @st.fragment
-def map_view(prob: Problem, result: Result | None, ev: dict[str, Any] | None, key: str | None) -> None:
+def map_view(prob: Problem, result: Result | None, ev: Evaluation | None, key: str | None) -> None:
     """Controls for what to look at (secret, layers, attacker view), the map, its legends and a caption."""
     ss = st.session_state
     if ss.pop("_full_rerun", False):  # a region picked on the map changes the problem: rerun the whole page
@@ -154,7 +154,7 @@ def _view_controls(prob: Problem, result: Result | None, has_z: bool
     return pt, c1, t4
 
 
-def _solved_layers(prob: Problem, result: Result, ev: dict[str, Any] | None, key: str, i: int,
+def _solved_layers(prob: Problem, result: Result, ev: Evaluation | None, key: str, i: int,
                    pt: tuple[float, float] | None, layers: maps.MapLayers, c1: Any, t4: Any) -> tuple[str, Legend]:
     """Fill ``layers`` with what a solved mechanism adds: the row of the selected secret or picked point, the
     colouring, the plane and lattice, diagnostic points, violations; returns the caption and the legend entries."""
@@ -237,7 +237,7 @@ def _diagnostic_layers(prob: Problem, result: Result, layers: maps.MapLayers) ->
     return symbols
 
 
-def _violation_layer(prob: Problem, result: Result, ev: dict[str, Any] | None, key: str,
+def _violation_layer(prob: Problem, result: Result, ev: Evaluation | None, key: str,
                      layers: maps.MapLayers) -> Symbols:
     """Lines for the worst violating pairs, coloured by whether the mechanism claims them; returns their legend
     symbol (none when no line is drawn)."""

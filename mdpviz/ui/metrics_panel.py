@@ -4,12 +4,11 @@ and the LP's size in words."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
 from mdpviz.explain import format_s
 from mdpviz.mechanisms import Result
+from mdpviz.metrics import Evaluation
 from mdpviz.problem import Problem
 from mdpviz.reference import own_model_words
 from mdpviz.verdict import Verdict, against_claim, verdict
@@ -58,7 +57,7 @@ VERDICT_BOX = {"ok": (st.success, ":material/verified_user:"), "info": (st.info,
                "warning": (st.warning, ":material/warning:"), "error": (st.error, ":material/gpp_bad:")}
 
 
-def verdict_box(result: Result, ev: dict[str, Any] | None, label: str) -> Verdict:
+def verdict_box(result: Result, ev: Evaluation | None, label: str) -> Verdict:
     """The plain-words verdict (``mdpviz.verdict``) in a box coloured by its level, then the mechanism's message."""
     v = verdict(result, ev, label=label)
     box, icon = VERDICT_BOX[v.level]
@@ -75,7 +74,7 @@ def verdict_box(result: Result, ev: dict[str, Any] | None, label: str) -> Verdic
     return v
 
 
-def metrics_panel(prob: Problem, result: Result, ev: dict[str, Any]) -> None:
+def metrics_panel(prob: Problem, result: Result, ev: Evaluation) -> None:
     """The headline numbers of one result, with units, and the violations stated against the claim."""
     viol = ev["violations"]
     ref = cache.reference(prob, result.eps)
