@@ -21,9 +21,12 @@ _NUMERIC_LIBRARIES = ("numpy", "scipy", "highspy")
 def code_version() -> str:
     """A version that changes whenever code that can change a result changes (computed once per process).
 
-    It is ``__version__`` plus a SHA-256 over every ``.py`` file of the library except the dashboard glue
-    (``mdpviz/ui/``), and the versions of numpy, scipy and highspy. The solve cache keys entries with it, so a
-    result computed by older code is never served as current.
+    Returns
+    -------
+    str
+        ``__version__`` plus a SHA-256 over every ``.py`` file of the library except the dashboard glue
+        (``mdpviz/ui/``) and the versions of numpy, scipy and highspy. The solve cache keys entries with it, so a
+        result computed by older code is never served as current.
     """
     h = hashlib.sha256(source_hash(Path(__file__).resolve().parent).encode())
     for lib in _NUMERIC_LIBRARIES:

@@ -129,7 +129,13 @@ def cached_cities() -> list[CityInfo]:
 
 
 def list_cities() -> list[CityInfo]:
-    """Every city that loads without network: bundled ones, then cached downloads."""
+    """Every city that loads without network.
+
+    Returns
+    -------
+    list of CityInfo
+        The bundled cities, then the downloads kept in the cache.
+    """
     bundled = bundled_cities()
     names = {c.slug for c in bundled}
     return bundled + [c for c in cached_cities() if c.slug not in names]
@@ -148,7 +154,23 @@ def _find(name: str) -> tuple[CityInfo, Path]:
 
 
 def load_city(name: str | None = None) -> RoadNetwork:
-    """Load a bundled or cached city by slug or label (``None``: the default city). Needs no network."""
+    """Load a bundled or cached city. Needs no network.
+
+    Parameters
+    ----------
+    name
+        A city's slug or label (case-insensitive); None for the default city.
+
+    Returns
+    -------
+    RoadNetwork
+        Its nodes (lat, lon in degrees) and edges (lengths in metres), read-only.
+
+    Raises
+    ------
+    CityError
+        An unknown name (the message lists the cities available offline) or unreadable files.
+    """
     info, folder = _find(name or default_city())
     return _load_folder(str(folder), info.slug, info.label, info.centre)
 
@@ -180,14 +202,26 @@ def download_city(place: str | None = None, bbox: tuple[float, float, float, flo
                   network_type: str = "drive", name: str | None = None) -> CityInfo:
     """Download a road network with osmnx and keep it in the cache, so later loads need no network.
 
-    Args:
-        place: a place name that OSM's geocoder knows (``"Piedmont, California, USA"``).
-        bbox: or a box (south lat, west lon, north lat, east lon) in degrees.
-        network_type: osmnx network type (``drive``, ``walk``, ``all``...).
-        name: the slug to store it under (default: from the place name or the box).
+    Parameters
+    ----------
+    place
+        A place name that OSM's geocoder knows (``"Piedmont, California, USA"``).
+    bbox
+        Or a box (south lat, west lon, north lat, east lon) in degrees.
+    network_type
+        The osmnx network type (``drive``, ``walk``, ``all``...).
+    name
+        The slug to store it under (default: from the place name or the box).
 
-    Raises:
-        CityError: no place or box, a bad box, or no network (the message names the bundled cities).
+    Returns
+    -------
+    CityInfo
+        The stored city's slug, label, centre and size.
+
+    Raises
+    ------
+    CityError
+        No place or box, a bad box, or no network (the message names the bundled cities).
     """
     if (place is None) == (bbox is None):
         raise CityError("Give exactly one of `place` (a name) or `bbox` (south, west, north, east).")

@@ -18,10 +18,29 @@ from .progress import Progress as Progress  # re-exported: the mechanisms import
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter of a mechanism: the single source of its type, range, default, unit and help.
+    """One parameter of a mechanism: the single source of its type, range, default, unit and help. Sliders,
+    validation and tests all read these fields.
 
-    ``kind`` is ``float``, ``int``, ``bool`` or ``str`` (then ``choices`` lists the allowed values).
-    Sliders, validation and tests all read these fields.
+    Attributes
+    ----------
+    name
+        The key in a mechanism's ``params`` dict (``eps``, ``delta``, ...).
+    kind
+        ``float``, ``int``, ``bool`` or ``str`` (then ``choices`` lists the allowed values).
+    default
+        The value used when none is given.
+    help
+        What it does, in words (the dashboard's tooltip, the CLI's help).
+    low, high
+        The allowed range (None: unbounded); ``open_high`` leaves ``high`` itself out (α < 1).
+    log
+        A slider on a log scale.
+    unit
+        The unit of its values (``km⁻¹``, ``km``, ``s``...), shown beside every number.
+    choices, choice_labels
+        A string parameter's allowed values, and words for those whose name reads as code.
+    label
+        Its name on screen (default: ``name``).
     """
 
     name: str
@@ -101,28 +120,43 @@ def epsilon_param(default: float = 5.0) -> Param:
 class Result:
     """What a mechanism returns.
 
-    Attributes:
-        mechanism, params: what was solved (validated parameters, defaults filled in).
-        Z: row-stochastic matrix (K, M), ``Z[i, k] = Pr[report y_k | true x_i]``; None when no mechanism
-            exists (infeasible, time limit before any feasible point).
-        status: ``optimal``, ``closed form``, ``time limit``, ``iteration limit``, ``infeasible``, ``error`` ...
-        eps: the budget (km⁻¹) that the mDP check of this result uses.
-        claim: which pairs the mechanism claims ε-mDP on: ``all pairs`` (checked over all ordered pairs of X),
-            or a description of a narrower claim (PAnDA's anchors); shown beside the measured violations.
-        timings: seconds per phase.
-        lp_size: variables, constraints, nonzeros of the LPs solved (empty for closed forms).
-        objective_m: the solver's objective in metres where there is one.
-        bound_m: a certified lower bound on the optimal loss in metres, where the solver gives one.
-        diagnostics: mechanism-specific extras (JSON-friendly values or numpy arrays).
-        message: plain words on what happened (why a time limit or failure happened, what a choice cost); the
-            dashboard shows it beside the metrics for every status, the CLI prints it.
-        degenerate: empty for a genuine mechanism; otherwise a short verdict in plain words saying why this
-            release is degenerate ("Collapsed: every user reports the same distribution …", "Uploads erased: …",
-            "Claim covers only …"). Shown as a warning above the metrics; no test may rest on such a release.
-        check_metric: the distance the ε-mDP claim refers to: ``""`` for the problem's metric, or
-            ``l1-planar`` / ``l2-planar`` (ℓp distance in the local planar projection, km).
-        rows: for mechanisms over the continuous plane, a picklable callable ``rows(lat, lon) -> (n, M)``
-            giving the distribution for any points (degrees), not only for X.
+    Attributes
+    ----------
+    mechanism, params
+        What was solved (validated parameters, defaults filled in).
+    Z
+        Row-stochastic matrix (K, M), ``Z[i, k] = Pr[report y_k | true x_i]``; None when no mechanism
+        exists (infeasible, time limit before any feasible point).
+    status
+        ``optimal``, ``closed form``, ``time limit``, ``iteration limit``, ``infeasible``, ``error`` ...
+    eps
+        The budget (km⁻¹) that the mDP check of this result uses.
+    claim
+        Which pairs the mechanism claims ε-mDP on: ``all pairs`` (checked over all ordered pairs of X),
+        or a description of a narrower claim (PAnDA's anchors); shown beside the measured violations.
+    timings
+        Seconds per phase.
+    lp_size
+        Variables, constraints, nonzeros of the LPs solved (empty for closed forms).
+    objective_m
+        The solver's objective in metres where there is one.
+    bound_m
+        A certified lower bound on the optimal loss in metres, where the solver gives one.
+    diagnostics
+        Mechanism-specific extras (JSON-friendly values or numpy arrays).
+    message
+        Plain words on what happened (why a time limit or failure happened, what a choice cost); the
+        dashboard shows it beside the metrics for every status, the CLI prints it.
+    degenerate
+        Empty for a genuine mechanism; otherwise a short verdict in plain words saying why this
+        release is degenerate ("Collapsed: every user reports the same distribution …", "Uploads erased: …",
+        "Claim covers only …"). Shown as a warning above the metrics; no test may rest on such a release.
+    check_metric
+        The distance the ε-mDP claim refers to: ``""`` for the problem's metric, or
+        ``l1-planar`` / ``l2-planar`` (ℓp distance in the local planar projection, km).
+    rows
+        For mechanisms over the continuous plane, a picklable callable ``rows(lat, lon) -> (n, M)``
+        giving the distribution for any points (degrees), not only for X.
     """
 
     mechanism: str
@@ -179,7 +213,25 @@ class Preset:
 class Mechanism:
     """A registered mechanism: identity, reference, parameter schema and solve function.
 
-    ``solve(problem, params, progress, time_limit)`` receives validated parameters with defaults filled in.
+    Attributes
+    ----------
+    name
+        Its registry key (``em``, ``lp``, ``panda-e``, ...).
+    label, paper, info
+        Its name on screen, the paper it comes from, and what it does in a sentence or two.
+    params
+        Its parameter schema (:class:`Param`).
+    solve
+        ``solve(problem, params, progress, time_limit) -> Result``; it receives validated parameters with defaults
+        filled in.
+    family
+        Its group in listings (``baseline``, ``lp``, ``panda``, ``aipo``, ``cmdp``, ``distributed``).
+    exact
+        False where its privacy is probabilistic or approximate (PAnDA, LP+CA).
+    max_k
+        Above this K the dashboard warns that a solve may be slow (None: no warning).
+    presets
+        Named settings, e.g. the paper's own experiment (:class:`Preset`).
     """
 
     name: str
@@ -242,7 +294,18 @@ FAMILY_ORDER = ("baseline", "lp", "panda", "aipo", "cmdp", "distributed")
 
 
 def register(mechanism: Mechanism) -> Mechanism:
-    """Add a mechanism (its name must be new); returns it so modules can write ``X = register(Mechanism(...))``."""
+    """Add a mechanism to the registry.
+
+    Parameters
+    ----------
+    mechanism
+        Its name must be new.
+
+    Returns
+    -------
+    Mechanism
+        The same mechanism, so that a module can write ``X = register(Mechanism(...))``.
+    """
     if mechanism.name in _REGISTRY:
         raise ValueError(f"mechanism {mechanism.name!r} is registered twice")
     _REGISTRY[mechanism.name] = mechanism
@@ -250,7 +313,23 @@ def register(mechanism: Mechanism) -> Mechanism:
 
 
 def get_mechanism(name: str) -> Mechanism:
-    """The mechanism called ``name``; ParameterError listing the known names otherwise."""
+    """The registered mechanism called ``name``.
+
+    Parameters
+    ----------
+    name
+        A mechanism's name (``em``, ``lp``, ``panda-e``, ...).
+
+    Returns
+    -------
+    Mechanism
+        Its schema (``params``, ``presets``), labels and ``solve``.
+
+    Raises
+    ------
+    ParameterError
+        An unknown name; the message lists the known ones.
+    """
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -258,6 +337,12 @@ def get_mechanism(name: str) -> Mechanism:
 
 
 def mechanisms() -> list[Mechanism]:
-    """Every registered mechanism: by family (``FAMILY_ORDER``, unknown families last), then registration order."""
+    """Every registered mechanism.
+
+    Returns
+    -------
+    list of Mechanism
+        By family (``FAMILY_ORDER``, unknown families last), then in registration order.
+    """
     rank = {family: i for i, family in enumerate(FAMILY_ORDER)}
     return sorted(_REGISTRY.values(), key=lambda m: rank.get(m.family, len(rank)))

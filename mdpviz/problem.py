@@ -36,17 +36,28 @@ MAX_K = 10_000  # K × K float64 arrays: K = 10,000 builds in ~3.3 GB peak (Lond
 class Problem:
     """An mDP instance. Arrays are read-only; build one with ``build_problem`` or ``problem_from_points``.
 
-    Attributes:
-        x_lat, x_lon: secrets X in degrees, shape (K,).
-        x_node: network node index of each secret, or -1 when there is no network.
-        y_index: outputs Y as indices into X, shape (M,).
-        d: mDP metric between secrets, km, shape (K, K); symmetric with a zero diagonal.
-        p: prior over X, shape (K,), sums to 1.
-        c: cost of reporting y when the truth is x, metres, shape (K, M).
-        task_index: task nodes of the travel cost as indices into X (empty for the distance cost).
-        city: slug of the city, or None for free-standing points.
-        settings: the choices that built it (metric, cost, prior, seed...), shown and hashed.
-        timings: seconds per build phase.
+    Attributes
+    ----------
+    x_lat, x_lon
+        Secrets X in degrees, shape (K,).
+    x_node
+        Network node index of each secret, or -1 when there is no network.
+    y_index
+        Outputs Y as indices into X, shape (M,).
+    d
+        The mDP metric between secrets, km, shape (K, K); symmetric with a zero diagonal.
+    p
+        Prior over X, shape (K,), sums to 1.
+    c
+        Cost of reporting y when the truth is x, metres, shape (K, M).
+    task_index
+        Task nodes of the travel cost as indices into X (empty for the distance cost).
+    city
+        Slug of the city, or None for free-standing points.
+    settings
+        The choices that built it (metric, cost, prior, seed...), shown and hashed.
+    timings
+        Seconds per build phase.
     """
 
     x_lat: NDArray[np.float64]
@@ -204,26 +215,47 @@ def build_problem(city: str | RoadNetwork | None = None, k: int = 500, *, n_outp
                   region: str | Region | None = None) -> Problem:
     """Build an mDP problem on a road network.
 
-    Args:
-        city: a city slug or label, a loaded ``RoadNetwork``, or None for the default city.
-        k: |X|, the number of secret road nodes, sampled without replacement (2 ≤ k ≤ nodes in the region).
-        n_outputs: |Y|, a seeded subset of X (default min(100, k)). Ignored when ``all_outputs``.
-        all_outputs: use Y = X.
-        metric: the mDP metric d: ``haversine`` (great-circle km) or ``road`` (shortest-path km).
-        prior: p over X: ``uniform``, ``street_count`` (node degree in OSM) or ``points`` (counts of
-            ``prior_points`` snapped to their nearest secret).
-        sample_by_prior: draw X with probability proportional to the prior's node weights, not uniformly.
-        prior_points: CSV path, file or DataFrame of (lat, lon[, weight]) for ``prior="points"``.
-        cost: ``travel`` (mean |SP(x, task) − SP(y, task)| over ``n_tasks`` seeded task nodes, metres)
-            or ``distance`` (d(x, y) in metres).
-        n_tasks: number of task nodes T of the travel cost (≥ 1).
-        seed: seeds every random step (X, Y, tasks); the same inputs give the same problem.
-        max_snap_km: points farther than this from the network are an error.
-        region: where X is drawn from (``mdpviz.region``): ``whole`` (default, the papers' way: the whole city),
-            ``centre:R``, ``LAT,LON,R`` (km) or ``S,W,N,E``. Part of the fingerprint.
+    Parameters
+    ----------
+    city
+        A city slug or label, a loaded ``RoadNetwork``, or None for the default city.
+    k
+        |X|, the number of secret road nodes, sampled without replacement (2 ≤ k ≤ nodes in the region).
+    n_outputs
+        |Y|, a seeded subset of X (default min(100, k)). Ignored when ``all_outputs``.
+    all_outputs
+        Use Y = X.
+    metric
+        The mDP metric d: ``haversine`` (great-circle km) or ``road`` (shortest-path km).
+    prior
+        p over X: ``uniform``, ``street_count`` (node degree in OSM) or ``points`` (counts of ``prior_points``
+        snapped to their nearest secret).
+    sample_by_prior
+        Draw X with probability proportional to the prior's node weights, not uniformly.
+    prior_points
+        CSV path, file or DataFrame of (lat, lon[, weight]) for ``prior="points"``.
+    cost
+        ``travel`` (mean |SP(x, task) − SP(y, task)| over ``n_tasks`` seeded task nodes, metres) or ``distance``
+        (d(x, y) in metres).
+    n_tasks
+        Number of task nodes T of the travel cost (≥ 1).
+    seed
+        Seeds every random step (X, Y, tasks); the same inputs give the same problem.
+    max_snap_km
+        Points farther than this from the network are an error.
+    region
+        Where X is drawn from (``mdpviz.region``): ``whole`` (default, the papers' way: the whole city),
+        ``centre:R``, ``LAT,LON,R`` (km) or ``S,W,N,E``. Part of the fingerprint.
 
-    Raises:
-        ProblemError: for any setting out of range, with what to change.
+    Returns
+    -------
+    Problem
+        The instance: secrets, outputs, distances (km), prior and costs (m), with its fingerprint.
+
+    Raises
+    ------
+    ProblemError
+        For any setting out of range, with what to change.
     """
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -289,13 +321,30 @@ def problem_from_points(points: PointsSource, city: str | RoadNetwork | None = N
                         seed: int = 0, max_snap_km: float = DEFAULT_SNAP_KM) -> Problem:
     """Build a problem whose secret domain X is a user's own points (POIs, check-ins...).
 
-    With ``city`` (and ``snap``), each point is snapped to its nearest road node; points on the same node merge
-    and their weights add up to the prior. Without a city the points stand alone: haversine metric and distance
-    cost only. ``cost`` defaults to ``travel`` with a city and ``distance`` without.
+    Parameters
+    ----------
+    points
+        A CSV path, file or DataFrame of (lat, lon[, weight]) rows; the weights (default 1) become the prior.
+    city
+        With ``snap``, each point is snapped to this city's nearest road node (points on one node merge, their
+        weights add up). None: the points stand alone (haversine metric and distance cost only).
+    snap
+        Snap the points to the city's road nodes.
+    n_outputs, all_outputs, metric, n_tasks, seed, max_snap_km
+        As in :func:`build_problem`.
+    cost
+        ``travel`` or ``distance``; default ``travel`` with a city and ``distance`` without.
 
-    Raises:
-        ProblemError: malformed or empty CSV, fewer than 2 distinct locations, points far from the network,
-            or a road metric / travel cost requested without a network.
+    Returns
+    -------
+    Problem
+        The instance over the user's points.
+
+    Raises
+    ------
+    ProblemError
+        Malformed or empty CSV, fewer than 2 distinct locations, points far from the network, or a road metric or
+        travel cost requested without a network.
     """
     pts = read_points(points)
     seed = _check_int("seed", seed, 0, None, "use a non-negative seed.")

@@ -143,17 +143,36 @@ def solve(problem: Problem, mechanism: str, params: dict[str, Any] | None = None
           progress: Progress | None = None, time_limit: float | None = None, use_cache: bool = True) -> Result:
     """Solve ``mechanism`` on ``problem`` with ``params`` (validated; defaults filled in).
 
-    Args:
-        progress: ``progress(phase, fraction)`` callback for long work.
-        time_limit: seconds for the whole call, waiting included; a solver that runs out ends with status
-            ``time limit`` and no Z.
-        use_cache: read and write the on-disk cache (``$MDPVIZ_CACHE_DIR`` or ``~/.cache/mdpviz``). While another
-            thread or process solves the same inputs, this call waits for its result (at most ``time_limit``).
+    Parameters
+    ----------
+    problem
+        The instance (:func:`mdpviz.build_problem`).
+    mechanism
+        A registered mechanism's name (``python -m mdpviz mechanisms`` lists them).
+    params
+        Its parameters by name (ε in km⁻¹, ...); missing ones take their defaults.
+    progress
+        ``progress(phase, fraction)`` callback for long work.
+    time_limit
+        Seconds for the whole call, waiting included; a solver that runs out ends with status ``time limit`` and
+        no Z.
+    use_cache
+        Read and write the on-disk cache (``$MDPVIZ_CACHE_DIR`` or ``~/.cache/mdpviz``). While another thread or
+        process solves the same inputs, this call waits for its result (at most ``time_limit``).
 
-    Raises:
-        ParameterError: unknown mechanism, unknown parameter, a value out of range, or a bad time limit.
-        CacheError: with ``use_cache``, the cache's ``results`` path exists but is not a folder.
-        SolverError: the mechanism failed unexpectedly (the message names it; the cause is chained).
+    Returns
+    -------
+    Result
+        The mechanism Z (or None), its status, claim, degenerate verdict, message, timings and diagnostics.
+
+    Raises
+    ------
+    ParameterError
+        Unknown mechanism, unknown parameter, a value out of range, or a bad time limit.
+    CacheError
+        With ``use_cache``, the cache's ``results`` path exists but is not a folder.
+    SolverError
+        The mechanism failed unexpectedly (the message names it; the cause is chained).
     """
     mech = get_mechanism(mechanism)
     clean = mech.validate(params)
