@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from numpy.typing import NDArray
+from scipy.sparse.csgraph import connected_components
 
 from .errors import CityError
 from .geo import haversine_km
@@ -231,7 +232,7 @@ def download_city(place: str | None = None, bbox: tuple[float, float, float, flo
             msg = f"`bbox` {bbox} is not (south, west, north, east) in degrees with south < north and west < east."
             raise CityError(msg)
     slug = slugify(name or place or "bbox-" + "-".join(f"{b:.3f}" for b in bbox))  # type: ignore[union-attr]
-    import osmnx as ox  # imported here: loading bundled cities must not pay for it
+    import osmnx as ox  # local: osmnx (and geopandas) load slowly; only a download needs them
 
     try:
         if place is not None:
@@ -288,8 +289,6 @@ def clean_network(lat: NDArray[np.float64], lon: NDArray[np.float64], iu: NDArra
     ``iu``/``iv`` are node positions (NaN where an edge names an unknown node; such edges are dropped).
     ``street_count`` is the node's degree in the result.
     """
-    from scipy.sparse.csgraph import connected_components
-
     iu, iv = np.asarray(iu, dtype=float), np.asarray(iv, dtype=float)
     length_m = np.asarray(length_m, dtype=float)
     keep = ~(np.isnan(iu) | np.isnan(iv)) & np.isfinite(length_m) & (length_m > 0)

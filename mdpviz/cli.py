@@ -3,21 +3,38 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import math
+import os
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import MdpvizError
+from . import metrics
+from .benchmarks.grid import check_workers
+from .benchmarks.options import check_file, check_folder
+from .cities import bundled_cities, default_city, download_city, list_cities, slugify
+from .errors import MdpvizError, ParameterError
+from .export import FORMATS, check_output, write_result
+from .mechanisms import get_mechanism, mechanisms
+from .problem import COST_MODELS, DEFAULT_TASKS, METRICS, PRIORS, build_problem, problem_from_points
+from .reference import own_model_words, reference
+from .regimes.run import add_arguments as regimes_arguments
+from .regimes.run import main as run_regimes
+from .reproduce import DEFAULT_OUT, experiments, get_experiment, reproduce
+from .reproduce.ledger import claims, find_claim, ledger, plain_text, write_claims
+from .reproduce.report import SHIPPED_DIR
+from .reproduce.run import check_out
+from .reproduce.witness import witness_lines
+from .solve import check_time_limit
+from .verdict import degenerate_text, verdict
 
 
 def _problem_args(p: argparse.ArgumentParser) -> None:
     """Options shared by every command that builds a problem."""
-    from .cities import default_city
-    from .problem import COST_MODELS, DEFAULT_TASKS, METRICS, PRIORS
-
     g = p.add_argument_group("problem")
     g.add_argument("--city", default=None, help=f"bundled or cached city (default: {default_city()})")
     g.add_argument("--points", metavar="FILE.csv", help="build X from a CSV of lat,lon[,weight] instead of sampling")
@@ -47,10 +64,6 @@ PRESET_OPTIONS = {"city": "city", "k": "k", "region": "region", "n_outputs": "ou
 def apply_preset_problem(a: argparse.Namespace) -> list[str]:
     """Fill the problem options the user left out from ``--preset``'s problem (e.g. C-mDP's 16 stations in central
     Rome), then the usual defaults; returns the options the preset set (``--k 16``), to print."""
-    from .errors import ParameterError
-    from .mechanisms import get_mechanism
-    from .problem import DEFAULT_TASKS
-
     taken: list[str] = []
     if getattr(a, "preset", None) and not a.points:
         mech = get_mechanism(a.mechanism)
@@ -72,8 +85,6 @@ def apply_preset_problem(a: argparse.Namespace) -> list[str]:
 
 def problem_from_args(a: argparse.Namespace) -> Any:
     """Build the Problem the shared options describe (a refusal names the option, e.g. `--outputs`)."""
-    from .problem import build_problem, problem_from_points
-
     try:
         if a.points:
             return problem_from_points(a.points, a.city, n_outputs=a.outputs, all_outputs=a.all_outputs,
@@ -92,8 +103,6 @@ def problem_from_args(a: argparse.Namespace) -> Any:
 
 def cmd_cities(a: argparse.Namespace) -> int:
     """`cities`: print every bundled city with nodes, edges, extent (km) and credit."""
-    from .cities import list_cities
-
     rows = list_cities()
     print(f"{'city':<14} {'nodes':>8} {'edges':>8}  {'extent E–W × N–S':<17} {'bbox (S, W, N, E) deg':<42} label")
     for i, c in enumerate(rows):
@@ -110,8 +119,6 @@ NETWORK_TYPES = ("drive", "drive_service", "walk", "bike", "all", "all_public") 
 
 def cmd_download(a: argparse.Namespace) -> int:
     """`download`: fetch a road network with osmnx (needs internet) and save it as a city."""
-    from .cities import bundled_cities, download_city, slugify
-
     if a.place is not None and not a.place.strip():
         raise MdpvizError("`--place` is empty; give a place name, e.g. --place \"Piedmont, California, USA\".")
     if a.name is not None:
@@ -161,9 +168,6 @@ def _parse_value(text: str) -> Any:
 def mechanism_params(a: argparse.Namespace) -> dict[str, Any]:
     """Parameters from ``--preset NAME`` (the mechanism's preset), then ``--eps`` and repeated ``--param
     name=value`` on top of it."""
-    from .errors import ParameterError
-    from .mechanisms import get_mechanism
-
     params: dict[str, Any] = {}
     if getattr(a, "preset", None):
         try:
@@ -182,8 +186,6 @@ def mechanism_params(a: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_mechanisms(a: argparse.Namespace) -> int:
     """`mechanisms`: print every registered mechanism with its parameters."""
-    from .mechanisms import mechanisms
-
     for mech in mechanisms():
         print(f"{mech.name:<10} {mech.label}")
         print(f"{'':<10} {mech.paper}")
@@ -213,15 +215,9 @@ def check_problem_args(a: argparse.Namespace) -> None:
 def check_solve_args(a: argparse.Namespace) -> None:
     """Validate every option of ``solve`` that can be checked before any work: output path, mechanism and its
     parameters, time limit, city."""
-    from .export import check_output
-    from .mechanisms import get_mechanism
-    from .solve import check_time_limit
-
     check_problem_args(a)
     if a.out is not None:
         if not a.out.strip():
-            from .export import FORMATS
-
             raise MdpvizError(f"`--out` is empty; give a file name ending in {', '.join(FORMATS)}, or leave it out.")
         check_output(a.out, "--out")
     get_mechanism(a.mechanism).validate(mechanism_params(a))
@@ -233,12 +229,8 @@ def check_solve_args(a: argparse.Namespace) -> None:
 
 def cmd_solve(a: argparse.Namespace) -> int:
     """`solve`: build a problem, solve one mechanism, print status, loss and the privacy check; optionally write Z."""
-    from . import metrics
-    from .export import write_result
-    from .mechanisms import get_mechanism
-    from .reference import own_model_words, reference
+    # local: looked up at each call, so a test can monkeypatch mdpviz.solve.solve (tests/test_bad_inputs.py)
     from .solve import solve
-    from .verdict import degenerate_text, verdict
 
     from_preset = apply_preset_problem(a)
     check_solve_args(a)
@@ -298,8 +290,6 @@ def cmd_solve(a: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m mdpviz`` with every subcommand."""
-    from .export import FORMATS
-
     parser = argparse.ArgumentParser(prog="python -m mdpviz",
                                      description="Build, solve and evaluate metric-DP mechanisms on road networks.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -377,8 +367,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_reproduce, size="full")
 
     p = sub.add_parser("regimes", help="where each mechanism wins: the regime grid (ε × region × K × cost × city)")
-    from .regimes.run import add_arguments as regimes_arguments
-
     regimes_arguments(p)
     p.set_defaults(func=cmd_regimes)
 
@@ -395,10 +383,6 @@ BENCHMARKS = ("lp", "panda", "benders", "aipo", "cmdp", "dista", "mechanisms")
 
 def cmd_bench(a: argparse.Namespace) -> int:
     """`bench NAME`: run one benchmark module's ``main`` with the remaining arguments."""
-    import importlib
-
-    from .errors import MdpvizError
-
     if a.suite not in BENCHMARKS:
         raise MdpvizError(f"Unknown benchmark `{a.suite}`; choose one of {', '.join(BENCHMARKS)}.")
     try:
@@ -413,16 +397,11 @@ def cmd_bench(a: argparse.Namespace) -> int:
 
 def cmd_regimes(a: argparse.Namespace) -> int:
     """`regimes`: run the regime grid (resuming), write its cell table, charts and README."""
-    from .regimes.run import main as regimes
-
-    return regimes(a, say=lambda text: print(text, flush=True))
+    return run_regimes(a, say=lambda text: print(text, flush=True))
 
 
 def _witness(claim_id: str) -> int:
     """`reproduce --witness CLAIM`: the breach behind a claim's verdict, re-solved and printed."""
-    from .reproduce.ledger import claims, find_claim
-    from .reproduce.witness import witness_lines
-
     claim = find_claim(claim_id)
     if not claim.get("witness"):
         with_one = [c["id"] for c in claims() if c.get("witness")]
@@ -435,11 +414,6 @@ def _witness(claim_id: str) -> int:
 
 def _claims(a: argparse.Namespace) -> int:
     """`reproduce --claims [--json] [--out DIR]`: the ledger, judged from the committed runs or DIR's."""
-    import json
-
-    from .reproduce.ledger import ledger, plain_text, write_claims
-    from .reproduce.report import SHIPPED_DIR
-
     if a.out is not None and not a.out.strip():
         raise MdpvizError("`--out` is empty; give the folder of the reports, or leave it out (the committed runs).")
     folder = Path(a.out) if a.out else SHIPPED_DIR
@@ -448,8 +422,6 @@ def _claims(a: argparse.Namespace) -> int:
                           f"--out {folder}` makes one).")
     judged = ledger(folder)
     if a.out:
-        from .benchmarks.options import check_file, check_folder
-
         check_folder(folder, f"`--out {folder}`")
         check_file(folder / "CLAIMS.md", f"`--out {folder}`")
         check_file(folder / "CLAIMS.json", f"`--out {folder}`")
@@ -465,12 +437,6 @@ def _claims(a: argparse.Namespace) -> int:
 
 def cmd_reproduce(a: argparse.Namespace) -> int:
     """`reproduce`: list the papers' experiments, or rerun the named ones and write their reports."""
-    import math
-
-    from .benchmarks.grid import check_workers
-    from .reproduce import DEFAULT_OUT, experiments, get_experiment, reproduce
-    from .reproduce.run import check_out
-
     if a.json and not a.claims:
         raise MdpvizError("`--json` goes with `--claims` (`python -m mdpviz reproduce --claims --json`).")
     if (a.claims or a.witness is not None) and (a.names or a.size != "full"):
@@ -550,8 +516,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def quiet_stdout() -> None:
     """Point stdout at /dev/null, so that the interpreter's last flush into a closed pipe raises nothing."""
-    import os
-
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

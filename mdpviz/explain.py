@@ -6,13 +6,12 @@ Used by the dashboard's Home and Learn pages and by its solve-time warnings; no 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 
-if TYPE_CHECKING:
-    import pandas as pd
+from .geo import EARTH_RADIUS_KM
 
 LN2 = math.log(2.0)
 
@@ -231,9 +230,5 @@ def line_points(positions_km: list[float], lat0: float = 60.17, lon0: float = 24
     >>> round(float(line_points([0.0, 1.0]).lat.diff().iloc[1]), 5)
     0.00899
     """
-    import pandas as pd
-
-    from .geo import EARTH_RADIUS_KM
-
     deg_per_km = 180.0 / (math.pi * EARTH_RADIUS_KM)
     return pd.DataFrame({"lat": [lat0 + p * deg_per_km for p in positions_km], "lon": [lon0] * len(positions_km)})

@@ -14,8 +14,10 @@ import math
 from dataclasses import dataclass
 
 from .contract import Result
+from .explain import format_m
 from .metrics import floor_m, utility_loss_m
 from .problem import Problem
+from .solve import cached_result, solve
 
 
 @dataclass(frozen=True)
@@ -47,8 +49,6 @@ class Reference:
 
     def words(self, loss_m: float) -> str:
         """One line: ``privacy cost 162 m above the no-privacy floor of 1,263 m; 10.8× the exact LP's (15 m)``."""
-        from .explain import format_m
-
         cost = self.privacy_cost_m(loss_m)
         text = f"privacy cost {format_m(cost)} above the no-privacy floor of {format_m(self.floor_m)}"
         share = self.share_of_lp(loss_m)
@@ -77,8 +77,6 @@ def own_model_words(result: Result) -> str | None:
     own = own_model(result)
     if own is None:
         return None
-    from .explain import format_m
-
     return (f"under C-mDP's own model (Eq. 34: the cost of the next location, over (location, context) secrets): "
             f"utility loss {format_m(own['utility_loss_m'])}, no-privacy floor {format_m(own['floor_m'])}, privacy "
             f"cost {format_m(own['privacy_cost_m'])}. The problem's cost scores only the location marginal.")
@@ -91,16 +89,12 @@ def reference(problem: Problem, eps: float, *, time_limit: float | None = None, 
     floor = floor_m(problem)
     if not solve_lp or not math.isfinite(eps):
         return Reference(floor)
-    from .solve import solve
-
     return _with_lp(problem, floor, solve(problem, "lp", {"eps": float(eps)}, time_limit=time_limit,
                                           use_cache=use_cache))
 
 
 def cached_reference(problem: Problem, eps: float) -> Reference:
     """The floor, and the exact LP's optimum only if it is already in the solve cache (never solves)."""
-    from .solve import cached_result
-
     floor = floor_m(problem)
     r = cached_result(problem, "lp", {"eps": float(eps)})
     return Reference(floor) if r is None else _with_lp(problem, floor, r)

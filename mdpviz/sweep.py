@@ -30,7 +30,12 @@ from typing import Any
 
 import numpy as np
 
+from . import metrics
 from .errors import MdpvizError
+from .mechanisms import get_mechanism
+from .paths import cache_dir
+from .problem import build_problem
+from .verdict import against_claim, degenerate_text, verdict
 
 DEFAULT_TASK = "mdpviz.sweep:solve_point"
 # row fields that measure time or where a row was computed: they differ between runs of the same point
@@ -190,8 +195,6 @@ def local_problem(problem: Any) -> dict[str, str]:
 
 @functools.lru_cache(maxsize=4)
 def _problem(settings_json: str) -> Any:
-    from .problem import build_problem
-
     return build_problem(**json.loads(settings_json))
 
 
@@ -209,8 +212,6 @@ def problem_of(point: Point) -> Any:
 
 def params_of(point: Point) -> dict[str, Any]:
     """The point's mechanism parameters, with the point's seed where the mechanism takes one and none is set."""
-    from .mechanisms import get_mechanism
-
     params = dict(point.params)
     if point.mechanism and "seed" not in params and "seed" in get_mechanism(point.mechanism).defaults():
         params["seed"] = point.seed
@@ -239,9 +240,6 @@ def result_row(problem: Any, result: Any, *, check: bool = True) -> dict[str, An
     (s), LP size and the mechanism's scalar diagnostics (``d.`` keys); unless ``check`` is False also the
     violations of ε-mDP on all pairs in its claim's metric, the violations against its own claim (``claim_*``:
     all pairs, or the narrower check the mechanism reports), the Bayes adversary's error (m) and the verdict."""
-    from . import metrics
-    from .verdict import against_claim, degenerate_text, verdict
-
     row: dict[str, Any] = {"status": result.status, "message": result.message,
                            "degenerate": degenerate_text(result), "claim": result.claim,
                            "eps": result.eps, "k": problem.k, "m": problem.m,
@@ -277,6 +275,7 @@ def solve_point(point: Point, *, use_cache: bool = True) -> dict[str, Any]:
 
     ``point.params`` may carry ``"_check": false`` to skip the all-pairs violation check (costly at K ≥ 5,000).
     """
+    # local: looked up at each call, so a test can monkeypatch mdpviz.solve.solve (tests/test_sweep.py)
     from .solve import cached_result, solve
 
     t0 = time.perf_counter()
@@ -428,8 +427,9 @@ def run_sweep(points: Sequence[Point], results: Path | str | None = None, *, wor
 def _run_dask(todo: list[Point], finish: Callable[[dict[str, Any]], None], scheduler: str | None, workers: int,
               use_cache: bool, stop: Callable[[], bool] | None) -> bool:
     try:
+        # local: dask.distributed loads in about 0.5 s; only the Dask backend (--workers, --scheduler) needs it
         import dask
-        from dask.distributed import Client, LocalCluster, as_completed
+        from dask.distributed import Client, LocalCluster, as_completed  # local: the same, Dask backend only
     except ImportError as e:  # pragma: no cover - dask is in requirements.txt
         raise MdpvizError("The Dask backend needs `dask[distributed]` (pip install -r requirements.txt).") from e
     cluster = None
@@ -440,8 +440,6 @@ def _run_dask(todo: list[Point], finish: Callable[[dict[str, Any]], None], sched
             raise MdpvizError(f"Cannot reach the Dask scheduler `{scheduler}` ({e}); start one with "
                               "`dask scheduler` and `dask worker ADDRESS`, or use --workers N.") from e
     else:
-        from .paths import cache_dir
-
         # the workers share this machine's disk, hence its solve cache; one thread each (numpy and HiGHS too)
         env = {"MDPVIZ_CACHE_DIR": str(cache_dir()), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                "MKL_NUM_THREADS": "1"}

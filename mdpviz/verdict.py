@@ -119,6 +119,7 @@ def pmdp_allows(result: Result, check_name: str, violated: int, checked: int) ->
     delta = result.params.get("delta")
     if "v_pair" not in check_name.lower() or not isinstance(delta, (int, float)):
         return False
+    # local: importing it registers PAnDA's mechanisms; mdpviz.mechanisms alone sets the registry's order
     from .panda.mechanism import claim_refuted
 
     return not claim_refuted(violated, checked, float(delta))

@@ -56,6 +56,30 @@ def test_no_file_has_more_than_600_lines() -> None:
     assert not big, "\n".join(big)
 
 
+def local_imports(node: ast.AST, inside: bool = False) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The imports nested inside a function (at any depth), each once."""
+    for child in ast.iter_child_nodes(node):
+        if inside and isinstance(child, (ast.Import, ast.ImportFrom)):
+            yield child
+        yield from local_imports(child, inside or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+
+def test_imports_inside_functions_say_why() -> None:
+    """An import inside a function (an optional or heavy dependency, a name a test monkeypatches, ...) gives its
+    reason in a ``# local:`` comment on its line or the line above; every other import is at the top of its module."""
+    silent = []
+    for path in sorted((ROOT / "mdpviz").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        for node in local_imports(ast.parse(text)):
+            said = lines[node.lineno - 1] + (lines[node.lineno - 2] if node.lineno > 1 else "")
+            if "# local:" not in said:
+                module = ("." * node.level + (node.module or "") if isinstance(node, ast.ImportFrom)
+                          else ", ".join(alias.name for alias in node.names))
+                silent.append(f"{path.relative_to(ROOT)}:{node.lineno} {module}")
+    assert not silent, "\n".join(silent)
+
+
 def module_imports() -> dict[str, set[str]]:
     """For each module of the library, the library modules it imports (at the top or inside a function)."""
     graph: dict[str, set[str]] = {}

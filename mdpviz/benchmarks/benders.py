@@ -21,6 +21,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import ParameterError
+from ..lp.benders import PARTITIONERS, components, master_pairs, partition
+from ..lp.mdp_lp import solve_mdp_lp
+from ..lp.neighbours import neighbour_pairs
+from ..mechanisms.lp_bd import STABILISED_LAMBDA
+from ..solve import solve
 from ..sweep import Point, SweepRun, problem_of
 from . import grid, options
 from .report import DOCS, OUT_HELP, load, machine, out_stem, table, write
@@ -32,9 +37,6 @@ PAPER_TABLE3 = ("The paper's Table 3 (IJCAI 2024, road data, N = 500, k-m-DV): 2
 
 
 def _partition_rows(problem: Any, eta: float, eps: float, subsets: int, seed: int) -> list[dict[str, Any]]:
-    from ..lp.benders import PARTITIONERS, components, master_pairs, partition
-    from ..lp.neighbours import neighbour_pairs
-
     pi, pj = neighbour_pairs(problem.d, eta)
     expo = eps * problem.d[pi, pj]
     out = []
@@ -68,8 +70,6 @@ def _point_and_gap(res: Any) -> dict[str, Any]:
 def _lp_bd_row(problem: Any, eps: float, eta: float, part: str, lam: float, row_cuts: bool,
                time_limit: float, threads: int = 1) -> dict[str, Any]:
     """One lp-bd run (partitioner, λ, row-sum cuts): a table row (``vs_monolithic_m`` is filled in by ``run``)."""
-    from ..solve import solve
-
     t0, c0 = time.perf_counter(), time.process_time()
     res = solve(problem, "lp-bd", {"eps": eps, "eta": eta, "stabilise": lam, "partitioner": part,
                                    "row_cuts": row_cuts, "threads": threads}, time_limit=time_limit, use_cache=False)
@@ -91,9 +91,6 @@ MONOLITHIC = "monolithic HiGHS (dual simplex)"
 
 def _monolithic_row(problem: Any, eps: float, eta: float, time_limit: float) -> dict[str, Any]:
     """The monolithic HiGHS optimum (dual simplex) of the same neighbour LP: a table row."""
-    from ..lp.mdp_lp import solve_mdp_lp
-    from ..lp.neighbours import neighbour_pairs
-
     pi, pj = neighbour_pairs(problem.d, eta)
     t0, c0 = time.perf_counter(), time.process_time()
     _, mono = solve_mdp_lp(problem.p, problem.c, pi, pj, eps * problem.d[pi, pj], method="simplex",
@@ -108,8 +105,6 @@ NEIGHBOUR_LP = "lp, neighbour scope (structured engine, component by component)"
 
 def _neighbour_lp_row(problem: Any, eps: float, eta: float, time_limit: float) -> dict[str, Any]:
     """The same neighbour LP by mdpviz's ``lp`` (scope ``neighbours``): a table row with its certified bound."""
-    from ..solve import solve
-
     t0, c0 = time.perf_counter(), time.process_time()
     res = solve(problem, "lp", {"eps": eps, "scope": "neighbours", "eta": eta}, time_limit=time_limit,
                 use_cache=False)
@@ -233,15 +228,11 @@ def _untagged(row: dict[str, Any]) -> dict[str, Any]:
 
 def _default_configs() -> tuple[str, ...]:
     """Plain Benders with k-m-DV (the paper), the 'stabilised' preset's λ with row-sum cuts, and spectral."""
-    from ..mechanisms.lp_bd import STABILISED_LAMBDA
-
     return ("kmeans-dv:1:off", f"kmeans-dv:{STABILISED_LAMBDA:g}:on", "spectral:1:off")
 
 
 def _config(text: str) -> tuple[str, float, bool]:
     """Parse ``partitioner:λ:on|off`` (an argparse type)."""
-    from ..lp.benders import PARTITIONERS
-
     parts = text.split(":")
     if len(parts) != 3 or parts[0] not in PARTITIONERS or parts[2] not in ("on", "off"):
         raise argparse.ArgumentTypeError(f"--configs {text!r}: write partitioner:λ:on|off with a partitioner in "

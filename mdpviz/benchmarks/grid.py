@@ -15,7 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..errors import MdpvizError
 from ..sweep import Point, SweepRun, run_sweep
+from .options import check_file, check_folder
 
 
 def add_options(ap: argparse.ArgumentParser) -> None:
@@ -36,9 +38,6 @@ def check_options(a: argparse.Namespace) -> None:
     """Refuse bad values of ``add_options``' options before any work: an empty ``--points``, one that is a folder,
     read-only or in a missing folder (never created), ``--workers`` < 0, and a ``--scheduler`` that is no address.
     """
-    from ..errors import MdpvizError
-    from .options import check_file, check_folder
-
     if a.points is not None:
         if not a.points.strip():
             raise MdpvizError("`--points` is empty; give the path of a JSON-lines file (created when missing), or "
@@ -54,8 +53,6 @@ def check_options(a: argparse.Namespace) -> None:
 
 def check_workers(workers: int, scheduler: str | None) -> None:
     """Refuse ``--workers`` < 0 and a ``--scheduler`` that is not an address ``[tcp://]HOST:PORT``."""
-    from ..errors import MdpvizError
-
     if workers < 0:
         raise MdpvizError(f"`--workers` = {workers} is invalid: give 0 (in this process) or a positive number of "
                           "worker processes.")

@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import MdpvizError
+from ..metrics import violations
+from ..solve import solve
 from ..sweep import Point, SweepRun, problem_of
 from . import grid, options, report
 from .options import comma_list
@@ -49,10 +51,6 @@ def _params(method: str, eps: float, gap_tol: float) -> dict[str, Any]:
 
 def _run(problem: Any, method: str, eps: float, gap_tol: float, time_limit: float, out: Any) -> None:
     """One solve and its check, in a child process; sends the table row through ``out``."""
-    from mdpviz.errors import MdpvizError
-    from mdpviz.metrics import violations
-    from mdpviz.solve import solve
-
     mech = METHODS[method][0]
     params = _params(method, eps, gap_tol)
     row: dict[str, Any] = {"method": method}

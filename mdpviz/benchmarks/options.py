@@ -15,8 +15,12 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..cities import city_info, default_city
 from ..errors import MdpvizError, ParameterError
+from ..mechanisms import get_mechanism
 from ..paths import read_only
+from ..problem import MAX_K
+from ..region import parse_region
 
 
 def check_folder(folder: Path, what: str) -> None:
@@ -53,8 +57,6 @@ def check_whole(value: int, option: str, low: int, what: str) -> None:
 
 def check_param(mechanism: str, param: str, values: float | Iterable[float], option: str) -> None:
     """Refuse a value outside the range of ``mechanism``'s parameter ``param`` (its schema), naming ``option``."""
-    from ..mechanisms import get_mechanism
-
     spec = next(p for p in get_mechanism(mechanism).params if p.name == param)
     for value in [values] if isinstance(values, (int, float)) else values:
         try:
@@ -65,8 +67,6 @@ def check_param(mechanism: str, param: str, values: float | Iterable[float], opt
 
 def check_city(city: str | None, option: str = "--city") -> Any:
     """The ``CityInfo`` of ``city`` (None: the default city); an empty or unknown name is refused."""
-    from ..cities import city_info, default_city
-
     if city is not None and not city.strip():
         raise MdpvizError(f"`{option}` is empty; give a city slug from `python -m mdpviz cities`, or leave it out.")
     try:
@@ -77,8 +77,6 @@ def check_city(city: str | None, option: str = "--city") -> Any:
 
 def check_ks(ks: Sequence[int], info: Any, option: str) -> None:
     """Refuse no K at all, or a K outside [2, nodes of the city] (and above what mdpviz handles)."""
-    from ..problem import MAX_K
-
     if not ks:
         raise MdpvizError(f"`{option}` gives no K; give at least one number of secrets, e.g. {option} 100.")
     top = min(info.nodes, MAX_K)
@@ -98,8 +96,6 @@ def check_outputs(outputs: int, ks: Sequence[int], option: str = "--outputs", cl
 
 def check_region(region: str, info: Any, option: str = "--region") -> None:
     """Refuse an empty or malformed region (``mdpviz.region``); ``whole`` is the whole city."""
-    from ..region import parse_region
-
     if not region.strip():
         raise MdpvizError(f"`{option}` is empty; give `whole`, `centre:R` (km), `LAT,LON,R` or `S,W,N,E`.")
     try:

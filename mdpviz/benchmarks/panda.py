@@ -18,6 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from ..mechanisms import get_mechanism
+from ..metrics import rows_breach, violations
+from ..panda.selection import sample_users
+from ..solve import solve
 from ..sweep import Point, problem_of
 from . import grid, options
 from .report import DOCS, OUT_HELP, load, machine, out_stem, write
@@ -27,8 +31,6 @@ BASELINES = ("em", "em-br", "lp-em", "lp")
 
 def _user_measures(problem: Any, Z: np.ndarray, users: np.ndarray, eps: float) -> dict[str, Any]:
     """Loss of the N users (each reports from their own row) and V_pure over their ordered pairs (ε·d)."""
-    from ..metrics import rows_breach
-
     i, j = np.nonzero(~np.eye(len(users), dtype=bool))
     a, b = users[i], users[j]
     keep = a != b
@@ -39,16 +41,11 @@ def _user_measures(problem: Any, Z: np.ndarray, users: np.ndarray, eps: float) -
 
 def users_of(problem: Any, n_users: int, seed: int) -> np.ndarray:
     """The secrets of PAnDA's N seeded users (as ``panda.mechanism`` draws them): every method is measured on them."""
-    from ..panda.selection import sample_users
-
     return sample_users(problem.p, n_users, np.random.default_rng(np.random.SeedSequence(seed).spawn(4)[0]))
 
 
 def measure(point: Point, *, use_cache: bool = False) -> dict[str, Any]:
     """The sweep runner's task: one PAnDA mode or one baseline on the point's problem, timed and checked."""
-    from ..metrics import violations
-    from ..solve import solve
-
     problem = problem_of(point)
     t0, c0 = time.perf_counter(), time.process_time()
     res = solve(problem, point.mechanism, dict(point.params), time_limit=point.time_limit, use_cache=use_cache)
@@ -75,8 +72,6 @@ def points(city: str, ks: Sequence[int], variants: Sequence[str], modes: Sequenc
            users: int, outputs: int, cost: str, seed: int, eps: float, lp_max_k: int, check_max_k: int,
            time_limit: float) -> list[Point]:
     """The grid: per K, each PAnDA variant in each mode, then the baselines (the LP only up to ``lp_max_k``)."""
-    from ..mechanisms import get_mechanism
-
     out = []
     for k in ks:
         problem = {"city": city, "k": k, "n_outputs": outputs, "cost": cost}

@@ -14,6 +14,7 @@ neighbourhoods and filler rows, which DISTA-LP never constrains (the distributed
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -142,8 +143,6 @@ class PeakRss:
             self.peak_mb = max(self.peak_mb, self._rss_mb())
 
     def __enter__(self) -> Self:
-        import os
-
         self._page = float(os.sysconf("SC_PAGE_SIZE")) if hasattr(os, "sysconf") else 4096.0
         self.start_mb = self.peak_mb = self._rss_mb()
         self._thread = threading.Thread(target=self._poll, daemon=True)

@@ -22,6 +22,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
+
+from .grid import REGIONS_KM
 
 OUTCOMES = ("beats EM", "reference", "trails EM", "EM not measured", "claim not measured", "degenerate",
             "breaks its claim", "no result")
@@ -53,8 +56,6 @@ def _mean_ci(values: pd.Series) -> tuple[float, float]:
         return math.nan, math.nan
     if len(v) == 1:
         return float(v[0]), math.nan
-    from scipy import stats
-
     half = float(stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
     return float(v.mean()), half
 
@@ -134,7 +135,5 @@ def method_map(table: pd.DataFrame, method: str, **fixed: Any) -> pd.DataFrame:
     for name, value in fixed.items():
         mask &= (table[name] == value).to_numpy()
     rows = table[mask]
-    from .grid import REGIONS_KM
-
     order = sorted(rows["region"].unique(), key=lambda r: REGIONS_KM.get(r, math.inf))
     return rows.pivot_table(index="region", columns="eps", values="outcome", aggfunc="first").reindex(order)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..verdict import plain_degenerate
 from .grid import Method, methods
 from .report import region_label
 
@@ -90,8 +91,6 @@ OUTCOME_VERBS = {"trails EM": "trails EM", "EM not measured": "has no EM to comp
 def nowhere(table: pd.DataFrame) -> list[tuple[str, str, int, int, str]]:
     """The seeds whose own methods (our variants aside) beat EM in no cell: (seed, their most common outcome as a
     verb phrase, its count, cells, why in plain words)."""
-    from ..verdict import plain_degenerate
-
     out = []
     for seed, prefixes in SEEDS.items():
         rows = table[np.array([_of_seed(str(n), prefixes) and not is_ours(str(n)) for n in table["method"]],

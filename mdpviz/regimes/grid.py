@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import MdpvizError
 from ..mechanisms import mechanisms
 from ..sweep import Point
 
@@ -105,8 +106,6 @@ def regime_points(size: Size | str, only: Sequence[str] = (), ks: Sequence[int] 
     wanted = set(only or size.only)
     unknown = wanted - {m.name for m in methods()}
     if unknown:
-        from ..errors import MdpvizError
-
         raise MdpvizError(f"Unknown method(s) {sorted(unknown)}; `python -m mdpviz regimes --list` names them.")
     chosen = [m for m in methods() if (not wanted or m.name in wanted) and m.name not in size.skip]
     points = []

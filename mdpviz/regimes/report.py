@@ -42,8 +42,9 @@ def load_cells(folder: Path = SHIPPED_DIR) -> pd.DataFrame | None:
 
 def chart(table: pd.DataFrame, method: str, label: str) -> Any:
     """One method's outcomes over ε (x) × region (y), one panel per (city, cost) at each K, coloured by outcome."""
+    # local: plotly only for the charts; `python -m mdpviz --help` and the dashboard's cell table import this module
     import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
+    from plotly.subplots import make_subplots  # local: plotly, as above
 
     rows = table[table["method"] == method]
     panels = sorted({(c, k, cost) for c, k, cost in zip(rows["city"], rows["K"], rows["cost"], strict=True)})

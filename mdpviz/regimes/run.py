@@ -9,7 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..benchmarks.grid import check_workers
+from ..benchmarks.report import load, machine
 from ..errors import MdpvizError
+from ..paths import read_only
 from ..sweep import recorded, run_sweep
 from . import report
 from .cells import cell_table
@@ -44,9 +47,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def check(a: argparse.Namespace) -> Path:
     """Refuse bad options before any work; returns the output folder."""
-    from ..benchmarks.grid import check_workers
-    from ..paths import read_only
-
     check_workers(a.workers, a.scheduler)
     if a.budget is not None and not a.budget > 0:
         raise MdpvizError(f"`--budget` = {a.budget:g} s is invalid: give a positive number of seconds.")
@@ -70,8 +70,6 @@ def _hit_its_limit(record: dict[str, Any]) -> bool:
 
 def main(a: argparse.Namespace, say: Callable[[str], Any] = print) -> int:
     """Run the command; ``say`` prints progress lines."""
-    from ..benchmarks.report import load, machine
-
     if a.list:
         for m in methods():
             say(f"{m.name:<28} {m.label}")

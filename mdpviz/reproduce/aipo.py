@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..mechanisms import mechanisms
 from ..sweep import Point
 from . import common as cm
 from .base import (
@@ -37,8 +38,6 @@ EPS_ALL = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6)
 
 def discrete_laplace() -> tuple[str, dict[str, Any]] | None:
     """The paper's discretised Laplace baseline where a mechanism offers it: (name, params), else None."""
-    from ..mechanisms import mechanisms
-
     for m in mechanisms():
         if m.name.startswith("laplace") and m.name != "laplace":
             return m.name, {}

@@ -9,6 +9,7 @@ transcribed once from the specs' §7.
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -18,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import MdpvizError
+from ..errors import MdpvizError, ParameterError
+from ..mechanisms import get_mechanism
 from ..sweep import Point
 
 VALUES_FILE = Path(__file__).with_name("paper_values.json")
@@ -127,9 +129,6 @@ def fit_params(mechanism: str, wanted: Mapping[str, Any]) -> tuple[dict[str, Any
     Experiments ask for the paper's settings by name; a parameter a mechanism does not have (yet) is left out and
     said in the report, so an experiment keeps running as mechanisms gain or rename options.
     """
-    from ..errors import ParameterError
-    from ..mechanisms import get_mechanism
-
     mech = get_mechanism(mechanism)
     names = {p.name: p for p in mech.params}
     kept: dict[str, Any] = {}
@@ -174,10 +173,6 @@ def find_preset(mechanism: str, word: str) -> tuple[str, dict[str, Any], dict[st
 
     Looks in ``Mechanism.presets`` and, where it exists, ``mdpviz.presets.presets(name)``; None when there is none.
     """
-    import importlib
-
-    from ..mechanisms import get_mechanism
-
     found: list[Any] = list(getattr(get_mechanism(mechanism), "presets", None) or ())
     try:
         found += list(importlib.import_module("mdpviz.presets").presets(mechanism))
@@ -196,8 +191,6 @@ def authors_params(mechanism: str, family_key: str | None = None) -> tuple[dict[
     A preset of the mechanism named for the authors' code wins; otherwise the specs' list ``AUTHORS_SETTINGS``
     and every string option whose choices name the authors' code or artifact.
     """
-    from ..mechanisms import get_mechanism
-
     if (found := find_preset(mechanism, "author")) is not None:
         name, params, _ = found
         kept, dropped = fit_params(mechanism, params)

@@ -25,6 +25,8 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from ..errors import MdpvizError
+from ..lp.benders import partition
+from ..solve import cached_result, solve
 from ..sweep import Point, params_of, problem_of, result_row
 from . import common as cm
 from .base import (
@@ -72,8 +74,6 @@ def partition_sizes(d: np.ndarray, xy: np.ndarray, method: str, subsets: int, se
     ``agentCreation.m`` counts them (``conncomp`` of the graph of cross-subset pairs within η, components of one
     record left out). ``degree_avg`` is the mean number of neighbours per record; ``mp_share`` the share of the
     boundary records that the largest master component holds."""
-    from ..lp.benders import partition
-
     n = len(d)
     pi, pj = np.nonzero((d <= ETA_KM) & ~np.eye(n, dtype=bool))
     labels = partition(method, subsets, d, xy, pi.astype(np.int64), pj.astype(np.int64), seed=seed,
@@ -135,8 +135,6 @@ def measure(point: Point, *, use_cache: bool = True) -> dict[str, Any]:
     ``gap_m`` (best feasible point after repair − certified bound; LP+BD) and ``master_pairs``; then, for LP+BD
     points, the partition's Tables 1–2 sizes and the sample's extent (``part.*``). A solve the library refuses (an
     LP too large for memory) is a row with status 'refused' and its message, so the partition is still measured."""
-    from ..solve import cached_result, solve
-
     t0 = time.perf_counter()
     pb = problem_of(point)
     build_s = time.perf_counter() - t0

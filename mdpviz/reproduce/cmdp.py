@@ -18,7 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from ..cmdp.mechanism import data_settings
+from ..cmdp.pipeline import prepare
 from ..cmdp_comparison import BEST_LP_LABEL, NO_MOTION_LP_LABEL
+from ..cmdp_comparison import compare as cmdp_compare
+from ..mechanisms import get_mechanism
 from ..sweep import Point, problem_of
 from . import common as cm
 from .base import ChartSpec, Comparison, Experiment, comparison_row, find_preset, mean_pm, paper_value, rows_of, sizes
@@ -35,24 +39,17 @@ LABELS = {"LP+C-mDP": "LP+C-mDP", "LP+Markov": "LP+Markov", "LP+TrueMB": "LP+Tru
 @functools.lru_cache(maxsize=2)
 def _prepared(point_json: str) -> Any:
     """The corpus, blankets and classifier of a point (memoised: every ε of one seed shares them)."""
-    from ..cmdp.mechanism import data_settings
-    from ..cmdp.pipeline import prepare
-
     point = Point.from_dict(json.loads(point_json))
     return prepare(problem_of(point), data_settings(_base(point)))
 
 
 def _base(point: Point) -> dict[str, Any]:
-    from ..mechanisms import get_mechanism
-
     return {**get_mechanism("cmdp").defaults(), "seed": point.seed,
             **{k: v for k, v in point.params.items() if k != "eps"}}
 
 
 def measure(point: Point, *, use_cache: bool = True) -> list[dict[str, Any]]:
     """Every method of Fig. 10 at the point's ε on one corpus: one row per method."""
-    from ..cmdp_comparison import compare as cmdp_compare
-
     key = Point(point.problem, "", {k: v for k, v in point.params.items() if k != "eps"}, point.seed).as_dict()
     data = _prepared(json.dumps(key, sort_keys=True))
     rows = cmdp_compare(data, _base(point), [float(point.params["eps"])], baseline_cost="no-motion",

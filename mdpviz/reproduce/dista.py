@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import MdpvizError
+from ..mechanisms import get_mechanism
+from ..solve import solve
 from ..sweep import Point, params_of, problem_of, result_row
 from . import common as cm
 from .base import (
@@ -75,8 +77,6 @@ def measure(point: Point, *, use_cache: bool = True) -> list[dict[str, Any]]:
     """DISTA-LP, then each baseline on the same problem; losses summed over DISTA-LP's users' true records.
 
     A ``_baselines`` parameter (a list of labels, e.g. ``["EM"]``) runs only those baselines."""
-    from ..solve import solve
-
     pb = problem_of(point)
     params = params_of(point)
     only = params.pop("_baselines", None)
@@ -185,8 +185,6 @@ def _reason(label: str, runs: Sequence[Mapping[str, Any]], metric: str,
         if (flat := _flat_in_eps(same_setting, "upload_budget", rtol=0.02)) is not None:
             parts.append(f"our audited upload budget is {flat:.3g} km⁻¹ at every ε (within 2%); the artifact's noise "
                          "b ∝ 1/ε makes its budget grow with ε (spec §7.1)")
-        from ..mechanisms import get_mechanism
-
         mode = runs[0].get("param.budget_mode", get_mechanism("dista-lp").defaults().get("budget_mode"))
         parts.append(f"ours is the Monte-Carlo audit of our own noised uploads, budget mode '{mode}'")
     return "; ".join(p for p in parts if p)

@@ -20,10 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.stats import t as student_t
 
+from .. import metrics
+from ..geo import pairwise_haversine_km
 from ..sweep import Point, problem_of
 from . import common as cm
 from .base import ChartSpec, Comparison, Experiment, comparison_row, paper_value, rows_of
+from .benders import dataset_records, partition_sizes
 from .registry import register
 
 LEDGER_FILE = Path(__file__).with_name("claims.json")
@@ -137,15 +141,13 @@ def points(name: str, size: str) -> list[Point]:
 
 def mean_ci(values: Sequence[float]) -> tuple[float, float, float, int]:
     """Mean and its 95 % interval (Student t over the runs; the mean itself for one run), and the count."""
-    from scipy.stats import t
-
     arr = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
     if arr.size == 0:
         return math.nan, math.nan, math.nan, 0
     mean = float(arr.mean())
     if arr.size == 1:
         return mean, mean, mean, 1
-    half = float(t.ppf(0.975, arr.size - 1) * arr.std(ddof=1) / math.sqrt(arr.size))
+    half = float(student_t.ppf(0.975, arr.size - 1) * arr.std(ddof=1) / math.sqrt(arr.size))
     return mean, mean - half, mean + half, int(arr.size)
 
 
@@ -279,8 +281,6 @@ def em_other_outputs(point: Point, *, use_cache: bool = True) -> dict[str, Any]:
 
     The release is still EM (ε-mDP, checked); only its scoring mixes two output sets. Spec 003 §10.
     """
-    from .. import metrics
-
     t0 = time.perf_counter()
     pb = problem_of(point)
     eps = float(point.params["eps"])
@@ -307,9 +307,6 @@ def benders_partition(point: Point, *, use_cache: bool = True) -> dict[str, Any]
     that many times (k-means seeds seed, seed + 1000, ...), as ten runs of the artifact on its one fixed sample
     would: the sizes are then means over the runs, with the spread of the largest master component
     (``part.mp_max_sd``) and whether its mean is at most 50 records (``part.mp_max_below_50``)."""
-    from ..geo import pairwise_haversine_km
-    from .benders import partition_sizes
-
     t0 = time.perf_counter()
     pb = problem_of(point)
     prm = point.params
@@ -336,8 +333,6 @@ def benders_dataset_partition(point: Point, *, use_cache: bool = True) -> dict[s
     records, Euclidean distance: the partition's subset and master-component sizes (k-means seeded by the point's
     seed), and the larger of the largest subproblem (internal records) and the largest master component
     (``part.largest``: the claim bounds both)."""
-    from .benders import dataset_records, partition_sizes
-
     t0 = time.perf_counter()
     prm = point.params
     d, xy = dataset_records(str(prm["dataset"]), int(point.problem["k"]), point.seed)

@@ -19,6 +19,7 @@ for the cause to count as measured. Verdicts:
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from ..paths import atomic_write
 from ..sweep import recorded
 from . import common as cm
 from .base import rows_of
-from .ladders import ledger_data, mean_ci, metric_value
+from .ladders import ladder_table, ledger_data, mean_ci, metric_value
 from .registry import get_experiment, points_file
 from .report import SHIPPED_DIR
 
@@ -334,8 +335,6 @@ def plain_text(judged: Sequence[Judged]) -> str:
 def markdown(judged: Sequence[Judged], records: Records) -> str:
     """docs/reproduce/CLAIMS.md: one section per paper, each claim with its verdict, then its ladder table (from
     ``records``, the runs the claims were judged on)."""
-    from .ladders import ladder_table
-
     out = ["# Claims ledger", "",
            "Written by `python -m mdpviz reproduce` (and `reproduce --claims --out FOLDER`) from the finished points "
            "in this folder and the claims in `mdpviz/reproduce/claims.json`. Each headline claim of the five seed "
@@ -371,8 +370,6 @@ def markdown(judged: Sequence[Judged], records: Records) -> str:
 def write_claims(folder: Path) -> Path:
     """``folder/CLAIMS.md`` and ``folder/CLAIMS.json`` (the ``--claims --json`` list, for pages that show a claim
     without judging the ledger again): the ledger judged from the runs in ``folder``. Returns the Markdown's path."""
-    import json
-
     records = Records(folder)
     judged = ledger(records)
     text = markdown(judged, records)

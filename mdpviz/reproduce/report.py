@@ -71,8 +71,9 @@ def facets(keys: Sequence[tuple[str, str, str]]) -> list[tuple[str, list[tuple[s
 def chart_figure(rows: Sequence[Mapping[str, Any]], spec: ChartSpec, title: str) -> Any:
     """Ours (lines with their ± bars; on a log y axis a lower bar reaching 0 is left out) and the paper's points
     (open markers, dotted) for ``spec.metric``, at most MAX_SERIES methods per panel."""
+    # local: plotly only for the charts; the command line and the claims ledger import this module
     import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
+    from plotly.subplots import make_subplots  # local: plotly, as above
 
     picked = [r for r in rows if r["metric"] == spec.metric and (not spec.table or r["table"] == spec.table)]
     series: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
@@ -228,7 +229,7 @@ def write_report(exp: Experiment, cmp: Comparison, records: Sequence[Mapping[str
     fig = chart_figure(cmp.chart or cmp.rows, exp.chart, exp.title)
     shared = folder.parent / PLOTLY_JS
     if not shared.exists():
-        from plotly.offline import get_plotlyjs
+        from plotly.offline import get_plotlyjs  # local: plotly only where a report is written (see chart_figure)
 
         atomic_write(shared, lambda p: p.write_text(get_plotlyjs(), encoding="utf-8"))
     atomic_write(folder / "chart.html",

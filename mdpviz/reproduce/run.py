@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import subprocess
 import time
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..benchmarks.options import check_file, check_folder
 from ..benchmarks.report import machine
 from ..errors import MdpvizError
 from ..sweep import Point, recorded, run_sweep
@@ -44,8 +46,6 @@ RUN_FIELDS = ("command", "date", "load_start", "load_end", "backend", "computed"
 
 def _previous_meta(folder: Path) -> dict[str, Any] | None:
     """The meta.json of an earlier report in ``folder`` (None when there is none or it cannot be read)."""
-    import json
-
     try:
         data = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -61,8 +61,6 @@ def check_out(out_dir: Path, names: Sequence[str], size: str, mode: str, option:
     (by its mode bits too), or missing in a folder that does not exist (only ``out_dir`` itself is created); or,
     inside it, a points file, report folder or report file of these experiments that is read-only or of the
     wrong kind (a folder where a file goes, a file where a folder goes)."""
-    from ..benchmarks.options import check_file, check_folder
-
     shown = f"`{option} {out_dir}`"
     if out_dir.exists() or out_dir.is_symlink():
         if not out_dir.is_dir():

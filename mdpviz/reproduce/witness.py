@@ -16,18 +16,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from itertools import product
 from typing import Any
 
 import numpy as np
 
+from .. import metrics
 from ..errors import MdpvizError
+from ..panda.budget import phase1_cost_direct, phase1_cost_last_factor_direct
+from ..panda.selection import Selection
+from ..solve import solve
 from ..sweep import Point, params_of, problem_of
+from .ladders import points
 
 
 def witness_point(spec: Mapping[str, Any], size: str = "full") -> Point:
     """The ladder point a witness re-solves: ``spec`` names ``ladder``, ``rung`` and ``seed`` (first ε)."""
-    from .ladders import points
-
     for p in points(spec["ladder"], size):
         if p.tags.get("label") == spec["rung"] and p.seed == spec.get("seed", 0):
             return p
@@ -39,11 +43,6 @@ def _where(pb: Any, i: int) -> str:
 
 
 def _panda_phase1(pb: Any, result: Any, name: str, eps: float) -> list[str]:
-    from itertools import product
-
-    from ..panda.budget import phase1_cost_direct, phase1_cost_last_factor_direct
-    from ..panda.selection import Selection
-
     prm, dg = result.params, result.diagnostics
     sel = Selection(dg["variant"], prm["alpha"], prm["lam"], dg["gamma_km"], dg["floor"], dg["floor_value"])
     users = np.unique(np.asarray(result.diagnostics["users"]["secret"], dtype=np.int64))
@@ -125,8 +124,6 @@ def _dista_end_to_end(pb: Any, result: Any, name: str, eps: float) -> list[str]:
 
 
 def _cone(pb: Any, result: Any, name: str, eps: float) -> list[str]:
-    from .. import metrics
-
     v = metrics.violations(pb, result.Z, eps, metric=result.check_metric, pairs_limit=1)
     if not v.violated_pairs or v.worst_pairs is None:
         return [f"no pair of secrets breaks ε-mDP in this release ({v.checked_pairs:,} ordered pairs checked)"]
@@ -152,8 +149,6 @@ KINDS = {"panda-phase1": _panda_phase1, "dista-end-to-end": _dista_end_to_end, "
 def witness_lines(spec: Mapping[str, Any], size: str = "full") -> list[str]:
     """The witness of ``spec`` (``kind``, ``ladder``, ``rung``, ``seed``): what it re-solves, then the breach
     (``size`` 'tiny' re-solves the ladder's tiny form, for tests)."""
-    from ..solve import solve
-
     kind = spec["kind"]
     if kind not in KINDS:
         raise MdpvizError(f"Unknown witness kind `{kind}`; known: {', '.join(KINDS)}.")

@@ -20,11 +20,12 @@ import numpy as np
 import pandas as pd
 import pydeck as pdk
 import streamlit as st
+from streamlit import runtime
 
 from mdpviz.cities import RoadNetwork, city_info, load_city
 from mdpviz.errors import MdpvizError
 from mdpviz.mechanisms import Result, get_mechanism
-from mdpviz.metrics import Evaluation, evaluate, expected_report, per_secret_loss_m
+from mdpviz.metrics import Evaluation, evaluate, expected_report, per_secret_loss_m, violations
 from mdpviz.problem import Problem, build_problem, problem_from_points
 from mdpviz.reference import Reference, cached_reference
 from mdpviz.regimes.report import CELLS_FILE, load_cells
@@ -49,8 +50,6 @@ def _road_image(slug: str, bounds: tuple[float, float, float, float], px_per_deg
 def media_url(data: bytes, mimetype: str, name: str) -> str:
     """A URL of the app's own origin serving ``data`` (Streamlit's media endpoint, shared by sessions); a data URL
     when no server runs (AppTest, bare mode)."""
-    from streamlit import runtime
-
     if runtime.exists():
         try:
             return runtime.get_instance().media_file_mgr.add(data, mimetype, f"mdpviz.{name}")
@@ -192,8 +191,6 @@ def per_secret(_prob: Problem, _result: Result, key: str) -> tuple[np.ndarray, n
 def violating_pairs(_prob: Problem, _result: Result, key: str, limit: int = 300
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """The worst violating ordered pairs (i, j, worst factor), at most ``limit``, and how many violate in all."""
-    from mdpviz.metrics import violations
-
     assert _result.Z is not None
     v = violations(_prob, _result.Z, _result.eps, metric=_result.check_metric, pairs_limit=limit)
     assert v.worst_pairs is not None

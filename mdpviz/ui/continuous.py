@@ -11,11 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 from numpy.typing import NDArray
 from scipy.spatial import cKDTree
 
 from mdpviz.aipo.lattice import Lattice
+from mdpviz.aipo.plane_check import continuous_check
 from mdpviz.geo import haversine_km, project_km
 from mdpviz.mechanisms import Result
 from mdpviz.problem import Problem
@@ -171,8 +173,6 @@ def budget_curve_panel(result: Result) -> None:
 
 def check_panel(result: Result, key: str) -> None:
     """Button: run the continuous privacy check on random pairs of arbitrary points, then show its outcome."""
-    from mdpviz.aipo.plane_check import continuous_check
-
     lattice = lattice_of(result)
     rows_xy = getattr(result.rows, "rows_xy", None)
     if lattice is None or rows_xy is None:
@@ -193,8 +193,6 @@ def check_panel(result: Result, key: str) -> None:
     found = store.get((key, int(n)))
     if found is None:
         return
-    import pandas as pd
-
     rows = [{"kind of pair": kind, "pairs": f"{found.pairs[kind]:,}", "violating pairs": f"{found.violations[kind]:,}",
              "ratio": f"{found.violations[kind] / found.pairs[kind]:.3g}"} for kind in found.pairs]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")

@@ -6,16 +6,19 @@ or a number box; a string with choices a select box; a bool a checkbox. Labels c
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import streamlit as st
 
-from mdpviz.cities import list_cities
+from mdpviz.cities import city_info, list_cities
 from mdpviz.errors import MdpvizError
 from mdpviz.explain import log_grid
-from mdpviz.mechanisms import Mechanism, Param, mechanisms
+from mdpviz.mechanisms import Mechanism, Param, get_mechanism, mechanisms
+from mdpviz.points import read_points
 from mdpviz.problem import COST_MODELS, METRICS
+from mdpviz.region import parse_region, region_presets
 
 from . import state
 
@@ -39,8 +42,6 @@ def city_label(slug: str | None) -> str:
 
 def mechanism_label(name: str) -> str:
     """A registered mechanism's human label, for select boxes."""
-    from mdpviz.mechanisms import get_mechanism
-
     mech = get_mechanism(name)
     return mech.label
 
@@ -113,9 +114,6 @@ def mechanism_params(mech: Mechanism) -> None:
 
 def region_options(slug: str, current: str) -> dict[str, str]:
     """Region text → label: the library's presets for the city (whole city, centre discs), and the current one."""
-    from mdpviz.cities import city_info
-    from mdpviz.region import parse_region, region_presets
-
     info = city_info(slug)
     options = {spec: label for label, spec in region_presets(info)}
     if current not in options:
@@ -171,8 +169,6 @@ def problem_controls() -> None:
 
 def mechanism_picker(key: str = "mech") -> Mechanism:
     """Select box of every registered mechanism (outside the form so its parameters appear at once)."""
-    from mdpviz.mechanisms import get_mechanism
-
     names = [m.name for m in mechanisms()]
     if st.session_state.get(key) not in names:
         st.session_state[key] = state.DEFAULTS["mech"]
@@ -220,10 +216,6 @@ def check_points(ss: Any, up: Any) -> None:
 
     ``up`` is Streamlit's UploadedFile (``name``, ``getvalue()``) or None when the file was removed.
     """
-    import hashlib
-
-    from mdpviz.points import read_points
-
     ss.pop("_points_error", None)
     if up is None:
         ss.pop("_points", None)

@@ -3,6 +3,7 @@ worth drawing, users' sampled reports, the anchors-and-budget panel, and mechani
 
 from __future__ import annotations
 
+import importlib
 import re
 from typing import Any
 
@@ -10,7 +11,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from mdpviz.mechanisms import Result
+from mdpviz.errors import MdpvizError
+from mdpviz.mechanisms import Result, get_mechanism
 from mdpviz.problem import Problem
 from mdpviz.verdict import is_check, measured_checks
 
@@ -257,9 +259,6 @@ def key_label(key: str) -> str:
 
 def _params_of(result: Result) -> dict[str, Any]:
     """The result's mechanism's parameters by name (none for a mechanism no longer registered)."""
-    from mdpviz.errors import MdpvizError
-    from mdpviz.mechanisms import get_mechanism
-
     try:
         return {p.name: p for p in get_mechanism(result.mechanism).params}
     except MdpvizError:  # a result from the disk cache may name a mechanism this build lacks
@@ -363,7 +362,5 @@ def specific_panel(prob: Problem, result: Result) -> None:
     entry = SPECIFIC_PANELS.get(result.mechanism)
     if entry is None or not result.ok:
         return
-    import importlib
-
     render = getattr(importlib.import_module(entry[0]), entry[1])
     render(prob, cache.road_layer(prob), result)

@@ -159,7 +159,7 @@ def benders_figure(result: Result, height: int = 240) -> go.Figure | None:
 
 def render(prob: Problem, roads: pdk.Layer | None, result: Result) -> None:
     """Streamlit layout of the whole panel."""
-    import streamlit as st
+    import streamlit as st  # local: the figure and deck builders stay free of streamlit (module docstring)
 
     d = _diag(result)
     if d.get("upload") == "cell":
@@ -198,7 +198,7 @@ def cells_table(diag: dict[str, Any]) -> pd.DataFrame:
 
 def _render_cells(d: dict[str, Any]) -> None:
     """The panel of the private-cell variant (ours): the budget split, the exact check of the release, the cells."""
-    import streamlit as st
+    import streamlit as st  # local: the figure and deck builders stay free of streamlit (module docstring)
 
     check = d["violations_claim"]
     st.markdown("**DISTA-LP with a private cell (ours, not the paper's)**")

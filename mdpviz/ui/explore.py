@@ -8,11 +8,13 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from mdpviz.explain import format_m
+from mdpviz.cities import city_info
+from mdpviz.explain import format_m, radius_km
 from mdpviz.geo import haversine_km
 from mdpviz.mechanisms import Result
 from mdpviz.metrics import Evaluation, posterior
 from mdpviz.problem import Problem
+from mdpviz.region import parse_region
 from mdpviz.verdict import claims_all_pairs
 
 from . import cache, continuous, diagnostics, maps, state
@@ -324,8 +326,6 @@ def region_from_click(selection: dict[str, Any] | None, radius_km: float) -> str
 
 def _city_pick_grid(prob: Problem) -> maps.PlaneGrid:
     """An invisible grid of cells over the whole city: a click on the map reports the cell's centre."""
-    from mdpviz.cities import city_info
-
     s, w, n, e = city_info(prob.city).bbox  # type: ignore[arg-type]
     lat, lon, side_m, nearest, shape, _inside = continuous.plane_grid(prob, prob.fingerprint, (s, n, w, e), 60)
     return maps.PlaneGrid(lat=lat, lon=lon, side_m=side_m, nearest=nearest, shape=shape)
@@ -433,10 +433,6 @@ def _plane_controls(prob: Problem, result: Result, key: str, row: np.ndarray, la
 
 def headline(prob: Problem, mech: Any, params: dict[str, Any]) -> str:
     """One line naming what is on screen: city and region, sizes, mechanism and ε as a radius."""
-    from mdpviz.cities import city_info
-    from mdpviz.explain import radius_km
-    from mdpviz.region import parse_region
-
     eps = params.get("eps")
     eps_txt = (f" · ε = {eps:g} km⁻¹ (ratio ≤ 2 within {radius_km(float(eps)) * 1000:,.0f} m)"
                if isinstance(eps, (int, float)) and eps > 0 else "")

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import numpy as np
 import plotly.graph_objects as go
+import streamlit as st
 
 from mdpviz.cities import default_city, list_cities
 from mdpviz.explain import log_grid, radius_km, ratio_bound
+from mdpviz.regimes.examples import nowhere
+from mdpviz.reproduce.report import SHIPPED_DIR
 
-from . import glossary, state
+from . import cache, glossary, presets, state
 
 INTRO = """
 **Metric differential privacy** (mDP, also called *geo-indistinguishability*) protects a location by reporting a
@@ -76,12 +82,6 @@ def picture(eps: float) -> go.Figure:
 def seed_examples() -> None:
     """Each seed paper's method where the committed regime grid finds it beating the exponential mechanism (one
     click each), and the seeds that win nowhere there, with what happens to them most often and why."""
-    import streamlit as st
-
-    from mdpviz.regimes.examples import nowhere
-
-    from . import cache, presets
-
     table = cache.regime_cells()
     if table is None:
         return
@@ -109,13 +109,6 @@ HOME_CLAIMS = ("panda-loss-vs-em", "aipo-vs-em", "dista-vs-em", "cmdp-vs-em", "b
 def headline_claims() -> None:
     """Each seed paper's headline claim with the ledger's verdict and the first sentence of its measured cause,
     read from the committed ``docs/reproduce/CLAIMS.json``; a link to the Reproduce page for the evidence."""
-    import json
-    import re
-
-    import streamlit as st
-
-    from mdpviz.reproduce.report import SHIPPED_DIR
-
     try:
         judged = {j["id"]: j for j in json.loads((SHIPPED_DIR / "CLAIMS.json").read_text(encoding="utf-8"))}
     except (OSError, ValueError):

@@ -6,6 +6,7 @@ Every layer has an ``id`` (needed for selections); pickable layers carry a ``tip
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import math
@@ -16,10 +17,13 @@ import numpy as np
 import pandas as pd
 import pydeck as pdk
 from numpy.typing import NDArray
+from pydeck.bindings.json_tools import default_serialize
 
 from mdpviz.explain import format_m
 from mdpviz.geo import haversine_km
 from mdpviz.problem import Problem
+
+from .basemap import png_bytes
 
 # colour scales: a few stops, interpolated linearly (RGB)
 SCALES: dict[str, list[tuple[int, int, int]]] = {
@@ -60,8 +64,6 @@ class CompactDeck(pdk.Deck):  # type: ignore[misc]  # pydeck has no type annotat
 
     def to_json(self) -> str:
         """The deck as compact JSON (no indentation, sorted keys)."""
-        from pydeck.bindings.json_tools import default_serialize
-
         return json.dumps(self, sort_keys=True, default=default_serialize, separators=(",", ":"))
 
 
@@ -375,10 +377,6 @@ def _px_to_m(prob: Problem, px: float, width_px: int = 600, height_px: int = 470
 
 def png_data_url(rgba: NDArray[np.uint8]) -> str:
     """An (h, w, 4) uint8 image as a ``data:image/png;base64,...`` URL."""
-    import base64
-
-    from .basemap import png_bytes
-
     return "data:image/png;base64," + base64.b64encode(png_bytes(rgba)).decode()
 
 

@@ -16,9 +16,11 @@ from typing import Any
 import streamlit as st
 
 from mdpviz.errors import MdpvizError
-from mdpviz.mechanisms import get_mechanism
+from mdpviz.mechanisms import get_mechanism, mechanisms
+from mdpviz.regimes.examples import seed_examples
 
 from . import state
+from .cache import regime_cells
 
 PAGES = {"explore": "app_pages/explore.py", "compare": "app_pages/compare.py", "tradeoff": "app_pages/tradeoff.py"}
 _FILE = Path(__file__).with_name("presets.json")
@@ -116,10 +118,6 @@ def from_mechanism(mech: Any, preset: Any) -> dict[str, Any] | None:
 
 def regime_examples() -> list[dict[str, Any]]:
     """The seeds' examples where they win, from the committed regime grid (``mdpviz.regimes.examples``)."""
-    from mdpviz.regimes.examples import seed_examples
-
-    from .cache import regime_cells
-
     table = regime_cells()
     return [] if table is None else seed_examples(table)
 
@@ -127,8 +125,6 @@ def regime_examples() -> list[dict[str, Any]]:
 def presets() -> list[dict[str, Any]]:
     """Every preset: this dashboard's (``presets.json``), the seeds' examples where they win (the regime grid),
     then the mechanisms' own (``Mechanism.presets``, the papers' settings)."""
-    from mdpviz.mechanisms import mechanisms
-
     found = [{**p, "main": True} for p in json.loads(_FILE.read_text(encoding="utf-8"))]
     found += regime_examples()
     seen = {p["id"] for p in found} | {p["label"] for p in found}

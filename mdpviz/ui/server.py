@@ -6,6 +6,7 @@ No Streamlit import here: this drives the dashboard from outside, as a user's br
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import shutil
 import signal
@@ -16,6 +17,8 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -75,10 +78,7 @@ def streamlit_server(env: dict[str, str] | None = None, timeout_s: float = 30.0)
 
 def canvas_drawn_fraction(png: bytes) -> float:
     """Share of pixels in a screenshot that differ clearly from its most common colour (the background)."""
-    import io
-
-    import numpy as np
-    from PIL import Image
+    from PIL import Image  # local: PIL only for the browser test's screenshot check, not to start a server
 
     img = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).reshape(-1, 3).astype(int)
     colours, counts = np.unique(img, axis=0, return_counts=True)

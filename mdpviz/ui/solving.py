@@ -19,7 +19,7 @@ from mdpviz.problem import Problem
 from mdpviz.progress import Stopped
 from mdpviz.solve import solve
 
-from . import cache
+from . import cache, state
 
 
 @contextmanager
@@ -36,8 +36,6 @@ def solve_hint(prob: Problem, mech: Mechanism, eps: float | None) -> str | None:
     """The slow-solve warning of ``mdpviz.explain`` (the mechanism's ``max_k``; for the exact LP its size and the
     median ε·d of the problem), and a note when the all-pairs check itself will take a while (K above
     ``state.SLOW_CHECK_K``)."""
-    from . import state
-
     eps_d = None
     # the density rule was measured on the structured engine of `lp`; lp-bd and lp-em keep the size rule
     if mech.name == "lp" and eps is not None and prob.k > 1:

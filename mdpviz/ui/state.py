@@ -16,11 +16,13 @@ from typing import Any
 import streamlit as st
 
 from mdpviz import problem as _problem
-from mdpviz.cities import city_info, list_cities, load_city
+from mdpviz.cities import city_info, default_city, list_cities, load_city
 from mdpviz.errors import MdpvizError
 from mdpviz.mechanisms import Mechanism, get_mechanism, mechanisms
 from mdpviz.problem import COST_MODELS, METRICS
 from mdpviz.region import WHOLE, parse_region
+
+from .continuous import parse_point
 
 # the fast, small default: every page opens on this and renders in well under a second
 DEFAULTS: dict[str, Any] = {"k": 200, "m": 50, "metric": "haversine", "prior": "uniform", "cost": "travel",
@@ -48,8 +50,6 @@ URL_KEYS = (*PROBLEM_KEYS, "mech", "secret", "pt", "time_limit", "compare", "swe
 
 def default_city_slug() -> str:
     """The slug of the default city (the library's choice)."""
-    from mdpviz.cities import default_city
-
     return default_city()
 
 
@@ -226,8 +226,6 @@ def _view_values(q: dict[str, str], notices: list[str]) -> dict[str, Any]:
         v = _int(q["secret"], "secret", 0, K_MAX - 1, notices, "the selected secret")
         out["secret"] = v  # None: the page picks the secret nearest the middle
     if "pt" in q:  # a picked point of the plane "lat,lon" (mechanisms with rows for any point)
-        from .continuous import parse_point
-
         pt = parse_point(q["pt"])
         if pt is None:
             notices.append(f"URL parameter `pt={q['pt']}` is not a point `lat,lon` in degrees; showing the selected "
@@ -418,6 +416,8 @@ def show_notices() -> None:
 def check_requested_page(url_paths: list[str]) -> None:
     """A notice when the browser asked for a page that does not exist (Streamlit silently shows Home)."""
     try:
+        # local: a Streamlit internal; should it move, the except below drops the notice instead of the page
+        # local: a Streamlit internal; should it move, the except below drops the notice instead of the page
         from streamlit.runtime.scriptrunner import get_script_run_ctx
 
         ctx = get_script_run_ctx()

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from mdpviz.explain import sweep_values
+from mdpviz.explain import format_m, sweep_values
 from mdpviz.mechanisms import Mechanism, Param, get_mechanism
 from mdpviz.problem import Problem
 from mdpviz.sweep import Point, local_problem, problem_of, result_row, run_sweep
@@ -202,8 +202,6 @@ def summary(df: pd.DataFrame, param_label: str, labels: dict[str, str], at: floa
     >>> summary(frame.assign(verdict="error"), "ε (km⁻¹)", {}, 5.0)[:67]
     'No point of this sweep kept its privacy promise (4 of 4 broke it or'
     """
-    from mdpviz.explain import format_m
-
     solved = df.dropna(subset=["privacy_cost_m"]) if "privacy_cost_m" in df else df.iloc[0:0]
     ok = solved[solved["verdict"] == "ok"] if "verdict" in solved else solved
     if ok.empty:
