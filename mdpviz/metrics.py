@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TypedDict
 
 import numpy as np
@@ -141,10 +141,6 @@ class Violations:
     def ratio(self) -> float:
         """Violated over checked ordered pairs (0 when none were checked)."""
         return self.violated_pairs / self.checked_pairs if self.checked_pairs else 0.0
-
-    def as_dict(self) -> dict[str, float | int]:
-        """The counts as plain values, with the ratio (without the worst pairs)."""
-        return {**{k: v for k, v in asdict(self).items() if k != "worst_pairs"}, "ratio": self.ratio}
 
 
 def utility_loss_m(problem: Problem, Z: NDArray[np.float64]) -> float:
