@@ -18,6 +18,7 @@ import numpy as np
 from .contract import Result
 from .explain import format_m, format_s
 from .metrics import Evaluation
+from .panda.mechanism import claim_refuted
 from .reference import own_model
 
 # a claim over every ordered pair of X: "all pairs", "all pairs in the planar projection", "all pairs of points of
@@ -119,9 +120,6 @@ def pmdp_allows(result: Result, check_name: str, violated: int, checked: int) ->
     delta = result.params.get("delta")
     if "v_pair" not in check_name.lower() or not isinstance(delta, (int, float)):
         return False
-    # local: importing it registers PAnDA's mechanisms; mdpviz.mechanisms alone sets the registry's order
-    from .panda.mechanism import claim_refuted
-
     return not claim_refuted(violated, checked, float(delta))
 
 

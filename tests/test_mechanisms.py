@@ -276,3 +276,18 @@ def test_an_lp_too_large_for_memory_is_refused_before_it_is_built(small: Problem
     for name, params in (("lp", {"solver": "monolithic"}), ("lp-bd", {})):
         with pytest.raises(ParameterError, match=r"constraint rows \(limit 50: more would exhaust memory\)"):
             solve(small, name, params, use_cache=False)
+
+
+def test_a_papers_module_imported_alone_finds_the_other_mechanisms() -> None:
+    """DISTA-LP solves its cells with the registry's ``lp``: importing only its module (not the catalogue) must not
+    leave the registry holding DISTA-LP alone (the review of the package move found `Unknown mechanism 'lp'`)."""
+    import subprocess
+    import sys
+
+    code = ("from mdpviz.dista.mechanism import DISTA_LP\n"
+            "from mdpviz.contract import get_mechanism, mechanisms\n"
+            "assert get_mechanism('lp').name == 'lp'\n"
+            "print(len(mechanisms()))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    assert int(run.stdout) >= 19

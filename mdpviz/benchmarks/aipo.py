@@ -164,3 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = report.write(rows, stem, "AIPO benchmark: standing against EM and the paper's baselines", notes=notes)
     print(f"wrote {path}")
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit("run the suite with `python -m mdpviz bench aipo`")

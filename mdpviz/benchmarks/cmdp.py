@@ -190,3 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = report.write(rows, stem, "C-mDP benchmark (seed 002): loss and runtime against ε", notes=notes)
     print(f"wrote {path}")
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit("run the suite with `python -m mdpviz bench cmdp`")

@@ -4,8 +4,8 @@ segments or London's 160,000 as for a small city.
 A vector layer of every segment made the browser parse megabytes of JSON and walk every coordinate on each rerun
 (9–16 s to the first map of Rome in headless chromium); one PNG, served by Streamlit's media endpoint from the
 app's own origin, is fetched once and left alone by deck.gl while its URL stays the same. The image is drawn in
-Web Mercator rows (deck.gl stretches a bitmap linearly in Mercator), anti-aliased by splatting samples along
-each segment, at about twice the map's pixel density so it stays sharp when zoomed in once. Pillow draws the lines
+Web Mercator rows (deck.gl stretches a bitmap linearly in Mercator), at about twice the map's pixel density so
+it stays sharp when zoomed in once. Pillow draws the lines
 on a canvas ``SUPERSAMPLE`` times finer and averages it down (anti-aliasing) and encodes the PNG. No Streamlit here
 (the wrappers are in ``cache``).
 """

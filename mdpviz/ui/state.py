@@ -417,7 +417,6 @@ def check_requested_page(url_paths: list[str]) -> None:
     """A notice when the browser asked for a page that does not exist (Streamlit silently shows Home)."""
     try:
         # local: a Streamlit internal; should it move, the except below drops the notice instead of the page
-        # local: a Streamlit internal; should it move, the except below drops the notice instead of the page
         from streamlit.runtime.scriptrunner import get_script_run_ctx
 
         ctx = get_script_run_ctx()
