@@ -231,6 +231,7 @@ def download_city(place: str | None = None, bbox: tuple[float, float, float, flo
         if not (-90 <= s < n <= 90 and -180 <= w < e <= 180):
             msg = f"`bbox` {bbox} is not (south, west, north, east) in degrees with south < north and west < east."
             raise CityError(msg)
+    # (mypy) bbox is set whenever place is None (exactly one of them, checked above)
     slug = slugify(name or place or "bbox-" + "-".join(f"{b:.3f}" for b in bbox))  # type: ignore[union-attr]
     import osmnx as ox  # local: osmnx (and geopandas) load slowly; only a download needs them
 
@@ -238,6 +239,7 @@ def download_city(place: str | None = None, bbox: tuple[float, float, float, flo
         if place is not None:
             g = ox.graph_from_place(place, network_type=network_type)
         else:
+            # (mypy) bbox is set on this branch
             s, w, n, e = bbox  # type: ignore[misc]
             g = ox.graph_from_bbox((w, s, e, n), network_type=network_type)
     except Exception as e:  # osmnx raises many kinds (HTTP, geocoding, empty response)

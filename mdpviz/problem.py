@@ -185,6 +185,7 @@ def _finish(network: RoadNetwork | None, x_node: NDArray[np.int64], x_lat: NDArr
         d = pairwise_haversine_km(x_lat, x_lon, x_lat, x_lon)
         np.fill_diagonal(d, 0.0)
     else:
+        # (mypy) the road metric without a network was refused above
         d = node_distances_km(network, x_node)  # type: ignore[arg-type]
     timings["metric_s"] = time.perf_counter() - t0
 
@@ -194,6 +195,7 @@ def _finish(network: RoadNetwork | None, x_node: NDArray[np.int64], x_lat: NDArr
         if metric == "road":
             to_task_m = d[task_index] * 1000.0  # (T, K): the road distances are there already
         else:  # one multi-source Dijkstra: road km from every task node to every network node
+            # (mypy) the travel cost without a network was refused above
             task_km = dijkstra(network.adjacency_km(), directed=False, indices=x_node[task_index])  # type: ignore[union-attr]
             to_task_m = task_km[:, x_node] * 1000.0
         c = np.abs(to_task_m[:, :, None] - to_task_m[:, None, y_index]).mean(axis=0)

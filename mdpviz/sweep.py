@@ -302,6 +302,7 @@ def resolve_task(task: str | Callable[..., Any]) -> Callable[..., Any]:
         return task
     module, _, name = task.partition(":")
     try:
+        # (mypy) import_module returns Any; the task names a function
         return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
     except (ImportError, AttributeError) as e:
         raise MdpvizError(f"Sweep task `{task}` cannot be imported ({e}); use 'package.module:function'.") from e

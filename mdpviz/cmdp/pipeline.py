@@ -151,6 +151,7 @@ class CmdpData:
             OutOfTime: ``deadline`` passed.
         """
         if "holdout" in self.__dict__:  # the cached property's value
+            # (mypy) the cached property stored the declared tuple
             return self.__dict__["holdout"]  # type: ignore[no-any-return]
         if self.trajectories.source != "synthetic":
             raise ProblemError("A held-out corpus is only generated for synthetic trajectories.")

@@ -206,6 +206,7 @@ class WarmSub:
         limit = INF if time_limit is None else float(time_limit)
         shift = self.u.B @ w
         lo, hi = self.u.lower - shift, self.u.upper - shift
+        # (mypy) highspy's stub does not declare changeRowsBounds
         self.lp.changeRowsBounds(len(self.rows), self.rows, lo, hi)  # type: ignore[attr-defined]
         self.lp.setOptionValue("time_limit", limit)
         self.lp.run()
@@ -219,6 +220,7 @@ class WarmSub:
         if st not in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
             # a warm start can end in numerical trouble (HiGHS status "Unknown"): solve this one from scratch
             return solve_sub(self.u, w, time_limit=time_limit)
+        # (mypy) highspy's stub does not declare changeRowsBounds
         self.ph1.changeRowsBounds(len(self.rows), self.rows, lo, hi)  # type: ignore[attr-defined]
         self.ph1.setOptionValue("time_limit", limit)
         self.ph1.run()

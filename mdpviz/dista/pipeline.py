@@ -131,6 +131,7 @@ def end_to_end(problem: Problem, outcomes: list[UserOutcome], eps: float) -> dic
     """
     R = np.zeros((len(outcomes), problem.m))
     for m, o in enumerate(outcomes):
+        # (mypy) every user outcome here was solved, so its Z is set
         R[m, o.user.cand] = o.Z[0]  # type: ignore[index]
     rec = np.array([o.user.record for o in outcomes])
     b = cone_breaches(R, eps * problem.d[np.ix_(rec, rec)])
@@ -356,6 +357,7 @@ def embed(problem: Problem, run_: DistaRun) -> tuple[NDArray[np.float64], NDArra
         best[rows] = dist[take]
         source[rows] = m
         Z[rows] = 0.0
+        # (mypy) every user outcome here was solved, so its Z is set
         Z[np.ix_(rows, o.user.cand)] = o.Z[take]  # type: ignore[index]
     return Z, source
 

@@ -127,6 +127,7 @@ def fit_svd(A: NDArray[np.float64], rank: int) -> Surrogate:
     return sur
 
 
+# (mypy) loss is scipy's objective, a callable of an array left unannotated
 def _nelder_mead(loss, x0: NDArray[np.float64], maxfev: int) -> NDArray[np.float64]:  # type: ignore[no-untyped-def]
     res = minimize(loss, x0, method="Nelder-Mead", options={"maxfev": maxfev, "xatol": 1e-6, "fatol": 1e-9})
     best = res.x if loss(res.x) <= loss(x0) else x0

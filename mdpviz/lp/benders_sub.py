@@ -204,6 +204,7 @@ class Subproblem:
         lo = np.full(self.n_pair_rows, -INF)
         f = 0 if self.loosened else self.n_fixed  # else only the rows with a boundary end change
         if self.n_pair_rows > f:
+            # (mypy) highspy's stub does not declare changeRowsBounds
             self.lp.changeRowsBounds(self.n_pair_rows - f, idx[f:], lo[f:], rhs[f:])  # type: ignore[attr-defined]
         self.loosened = False
         st = run_highs(self.lp, deadline)
@@ -218,6 +219,7 @@ class Subproblem:
         # infeasible and unscaled simplex said optimal; the elastic twin, always feasible, decides
         if self.n_pair_rows > self.n_fixed:  # the twin's rows are never loosened
             f = self.n_fixed
+            # (mypy) highspy's stub does not declare changeRowsBounds
             self.ph1.changeRowsBounds(self.n_pair_rows - f, idx[f:], lo[f:], rhs[f:])  # type: ignore[attr-defined]
         st = run_highs(self.ph1, deadline)
         if st != _H.kOptimal:  # the elastic twin is always feasible and bounded: anything else is a failure

@@ -36,6 +36,7 @@ COLUMNS = ("table", "city", "setting", "x", "method", "metric", "unit", "ours", 
 
 @functools.lru_cache(maxsize=1)
 def _values_data() -> dict[str, Any]:
+    # (mypy) json.loads returns Any; the file holds this dict
     return json.loads(VALUES_FILE.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 

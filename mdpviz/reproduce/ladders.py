@@ -37,6 +37,7 @@ NO_SOLVE = ("closed form", "sampled", "measured")  # statuses of results without
 @functools.lru_cache(maxsize=1)
 def ledger_data() -> dict[str, Any]:
     """The ledger file: ``ladders`` (name -> ladder) and ``claims`` (list)."""
+    # (mypy) json.loads returns Any; the file holds this dict
     return json.loads(LEDGER_FILE.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 

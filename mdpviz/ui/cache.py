@@ -76,6 +76,7 @@ def road_layer(prob: Problem, width_px: int = 600, height_px: int = 470) -> pdk.
     px_per_deg = 2 * 512 * 2 ** zoom / 360
     # rounded so that problems of the same place share one image
     key = tuple(round(b, 4) for b in bounds)
+    # (mypy) key holds the four rounded bounds
     img = _road_image(prob.city, key, float(f"{px_per_deg:.3g}"))  # type: ignore[arg-type]
     url = media_url(img.png, "image/png", f"roads.{prob.city}.{hashlib.sha1(img.png).hexdigest()[:12]}")
     return maps.image_layer("roads", url, img.bounds)

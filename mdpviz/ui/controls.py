@@ -191,6 +191,7 @@ def range_control(p: Param, key: str, default: tuple[float, float]) -> None:
     The range widget takes its default through ``value=`` (a range needs a pair there); its state is never set
     through the Session State API, so it is kept only while the page stays open.
     """
+    # (mypy) a parameter with a range slider has both bounds
     lo, hi = float(p.low), float(p.high)  # type: ignore[arg-type]
     if p.open_high:
         hi = hi - (1 if p.kind is int else 0.01)

@@ -326,6 +326,7 @@ def region_from_click(selection: dict[str, Any] | None, radius_km: float) -> str
 
 def _city_pick_grid(prob: Problem) -> maps.PlaneGrid:
     """An invisible grid of cells over the whole city: a click on the map reports the cell's centre."""
+    # (mypy) the pick grid is drawn only for a problem on a city
     s, w, n, e = city_info(prob.city).bbox  # type: ignore[arg-type]
     lat, lon, side_m, nearest, shape, _inside = continuous.plane_grid(prob, prob.fingerprint, (s, n, w, e), 60)
     return maps.PlaneGrid(lat=lat, lon=lon, side_m=side_m, nearest=nearest, shape=shape)

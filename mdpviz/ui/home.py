@@ -94,6 +94,7 @@ def seed_examples() -> None:
         # streamlit types on_click as returning None; it discards the page presets.apply returns
         st.button("C-mDP, our setting, where its contexts pay: Rome, 8 stations in a 3 km disc, ε = 1.5 km⁻¹",
                   key="home-regime-cmdp-ours", help=traj["help"], width="stretch", icon=":material/play_circle:",
+                  # (mypy) Streamlit types on_click as returning None; it discards the page apply returns
                   on_click=presets.apply, args=("cmdp-ours",))  # type: ignore[arg-type]
     for seed, outcome, count, cells, why in nowhere(table):
         glossary.caption(f"**{seed}** beats the exponential mechanism in no cell of the grid: in {count} of {cells} "

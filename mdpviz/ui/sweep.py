@@ -34,6 +34,7 @@ def sweepable(mechs: list[Mechanism]) -> dict[str, Param]:
 
 def default_range(p: Param) -> tuple[float, float]:
     """A useful default sweep range: ε 1–20 km⁻¹, log parameters over two decades, others the whole range."""
+    # (mypy) a parameter offered for sweeping has both bounds
     lo, hi = float(p.low), float(p.high)  # type: ignore[arg-type]
     if p.open_high:
         hi = hi - (1 if p.kind is int else 0.01)

@@ -114,6 +114,7 @@ def cell_view(table: pd.DataFrame) -> None:
         values = cell_values(ranked[ranked["method"] == best].iloc[0], mech)
         # streamlit types on_click as returning None; it discards the page presets.apply_values returns
         st.button(f"Open {rows.loc[best, 'method']} on this cell in Explore (seed 0)", icon=":material/map:",
+                  # (mypy) Streamlit types on_click as returning None; it discards the page apply_values returns
                   on_click=presets.apply_values, args=(values, "explore", f"Regime grid: {where}"),  # type: ignore[arg-type]
                   key="which_open")
 
