@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import metrics
+from .cmdp.diagnostics import cmdp_diagnostics
 from .cmdp.mechanism import data_settings
 from .cmdp.pipeline import CmdpData, context_free_problem, holdout_loss, prepare, true_loss_context_free
 from .contract import Result
@@ -41,15 +42,17 @@ def _context_aware(pb: Problem, name: str, params: dict[str, Any], time_limit: f
     wall = time.perf_counter() - t0
     if r.Z is None:
         return {"status": r.status, "wall_s": wall}
-    ve, vl = r.diagnostics["violations_enforced"], r.diagnostics["violations_location"]
-    return {"status": r.status, "loss_m": r.objective_m, "heldout_loss_m": r.diagnostics.get("heldout_loss_m"),
-            "floor_m": r.diagnostics["floor_m"], "privacy_cost_m": r.diagnostics["privacy_cost_m"],
+    diag = cmdp_diagnostics(r)
+    ve, vl = diag["violations_enforced"], diag["violations_location"]
+    assert ve is not None and vl is not None  # checked whenever Q was solved
+    return {"status": r.status, "loss_m": r.objective_m, "heldout_loss_m": diag.get("heldout_loss_m"),
+            "floor_m": diag["floor_m"], "privacy_cost_m": diag["privacy_cost_m"],
             "objective_m": r.objective_m, "wall_s": wall,
-            "lp_solve_s": r.timings.get("solve_s"), "secrets": r.diagnostics["n_secrets"],
+            "lp_solve_s": r.timings.get("solve_s"), "secrets": diag["n_secrets"],
             "lp_vars": r.lp_size.get("variables"), "lp_rows": r.lp_size.get("constraints"),
             "enforced_viol": f"{ve['violated']:,}/{ve['checked']:,}",
             "location_viol": f"{vl['violated']:,}/{vl['checked']:,}",
-            "blankets": r.diagnostics["blanket_hist"]}
+            "blankets": diag["blanket_hist"]}
 
 
 def _context_free(data: CmdpData, cf: Problem, name: str, params: dict[str, Any], time_limit: float | None,

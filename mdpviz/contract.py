@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import importlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
@@ -117,6 +117,68 @@ def epsilon_param(default: float = 5.0) -> Param:
                  low=0.01, high=100.0, log=True, unit="km⁻¹", label="ε")
 
 
+class CountCheck(TypedDict):
+    """A measured check of a claim as counts: ``violated`` of ``checked`` cases broke it (PAnDA's V_pair, V_cf and
+    V_pure, DISTA-LP's and C-mDP's claim checks).
+
+    Attributes
+    ----------
+    violated, checked
+        How many cases broke the claim, of how many checked.
+    ratio
+        ``violated / checked`` (None when nothing was checked).
+    tolerance
+        The slack of the check (a factor within ``e^{ε·d}·(1 + tolerance)`` passes).
+    unit
+        What a case is (``user pairs``, ``triples (i, j, y)`` ...); pairs when absent.
+    exponent, definition
+        What the check holds the ratio to, in words.
+    eps, distance
+        The budget (km⁻¹) and the distance the check used, where they differ from the result's.
+    """
+
+    violated: int
+    checked: int
+    ratio: NotRequired[float | None]
+    tolerance: NotRequired[float]
+    unit: NotRequired[str]
+    exponent: NotRequired[str]
+    definition: NotRequired[str]
+    eps: NotRequired[float]
+    distance: NotRequired[str]
+    worst_factor: NotRequired[float]
+    excluded_same_secret: NotRequired[int]
+    users_without_surrogate: NotRequired[int]
+    alternatives_per_user: NotRequired[int]
+    sampled: NotRequired[bool]
+
+
+class PairCheck(TypedDict):
+    """A measured check of ordered pairs (i, j) of secrets, e.g. the constraints an LP enforced on its own pairs.
+
+    Attributes
+    ----------
+    violated_pairs, checked_pairs
+        Ordered pairs with some output breaking the ratio, of how many checked.
+    violated_triples, checked_triples
+        The same counted per output y.
+    worst_factor
+        The largest ratio ``Z[i, y] / (e^{E_ij} Z[j, y])`` found.
+    tolerance
+        The slack of the check.
+    exponent
+        The exponent the check holds the ratio to, in words.
+    """
+
+    violated_pairs: int
+    checked_pairs: int
+    violated_triples: NotRequired[int]
+    checked_triples: NotRequired[int]
+    worst_factor: NotRequired[float]
+    tolerance: NotRequired[float]
+    exponent: NotRequired[str]
+
+
 @dataclass(frozen=True, eq=False)
 class Result:
     """What a mechanism returns.
@@ -144,7 +206,10 @@ class Result:
     bound_m
         A certified lower bound on the optimal loss in metres, where the solver gives one.
     diagnostics
-        Mechanism-specific extras (JSON-friendly values or numpy arrays).
+        Mechanism-specific extras (JSON-friendly values or numpy arrays). Each paper's mechanism types its own
+        (``PandaDiagnostics``, ``DistaDiagnostics``, ``CmdpDiagnostics``, ``AipoDiagnostics``, the LP engines'
+        ``EngineDiagnostics``); a measured check inside them is a :class:`CountCheck` or a :class:`PairCheck`,
+        which the verdict and the dashboard find at any depth.
     message
         Plain words on what happened (why a time limit or failure happened, what a choice cost); the
         dashboard shows it beside the metrics for every status, the CLI prints it.
@@ -170,7 +235,7 @@ class Result:
     lp_size: dict[str, int] = field(default_factory=dict)
     objective_m: float | None = None
     bound_m: float | None = None
-    diagnostics: dict[str, Any] = field(default_factory=dict)
+    diagnostics: Mapping[str, Any] = field(default_factory=dict)
     message: str = ""
     degenerate: str = ""
     check_metric: str = ""

@@ -14,10 +14,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from filelock import FileLock, Timeout
+
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 STALE_TMP_S = 3600.0  # a temporary file this old belongs to a write that was killed
 LOCK_HEARTBEAT_S = 5.0  # a lock holder refreshes its lock file this often
 LOCK_STALE_S = 60.0  # a lock file not refreshed for this long belongs to a process that died
+BREAK_GUARD = ".break.lock"  # per folder: who breaks a stale lock there holds this OS lock (filelock) meanwhile
 
 
 def cache_dir() -> Path:
@@ -124,6 +127,20 @@ def _lock_owner(path: Path, stale_s: float) -> str:
     return "live"
 
 
+def _break_stale(path: Path, stale_s: float, wait_s: float) -> None:
+    """Delete the lock file ``path``, judged stale, unless it changed hands since: the judgement is made again and
+    the file deleted under an OS lock on the folder's :data:`BREAK_GUARD` (``filelock``), so two processes that
+    both judged the same dead holder's lock stale cannot delete each other's fresh one. Waits at most ``wait_s``
+    for that OS lock (then leaves the file to the caller's next look); ``OSError`` when the file or the guard
+    cannot be written (a read-only or sticky folder)."""
+    try:
+        with FileLock(path.parent / BREAK_GUARD, timeout=wait_s):
+            if _lock_owner(path, stale_s) == "stale":
+                path.unlink(missing_ok=True)
+    except Timeout:
+        pass
+
+
 @contextlib.contextmanager
 def file_lock(path: Path, wait_s: float, *, poll_s: float = 0.1, stale_s: float = LOCK_STALE_S,
               on_wait: Callable[[float], None] | None = None) -> Iterator[LockState]:
@@ -131,9 +148,10 @@ def file_lock(path: Path, wait_s: float, *, poll_s: float = 0.1, stale_s: float 
 
     Another holder is waited for up to ``wait_s`` seconds (``on_wait(waited_s)`` is called while waiting); no wait
     lasts longer, whatever happens meanwhile. A lock whose holder died (process gone, or its file not refreshed
-    for ``stale_s`` s) is broken, so a killed process never blocks others for long. The holder refreshes the file
-    every few seconds from a background thread. The lock is not held, and the caller goes on without it, when the
-    wait ran out (``problem`` empty), or at once, with ``problem`` saying why, when the lock cannot be used: a
+    for ``stale_s`` s) is broken, so a killed process never blocks others for long; the break is judged again under
+    an OS lock (:func:`_break_stale`), so two processes never both take a dead holder's place. The holder refreshes
+    the file every few seconds from a background thread. The lock is not held, and the caller goes on without it,
+    when the wait ran out (``problem`` empty), or at once, with ``problem`` saying why, when the lock cannot be used: a
     stale lock that cannot be deleted (read-only or sticky folder), a ``path`` that is not a lock file of mdpviz
     (a folder, a link, another program's file), or a lock that cannot be created (no such folder, full disk).
     """
@@ -156,9 +174,7 @@ def file_lock(path: Path, wait_s: float, *, poll_s: float = 0.1, stale_s: float 
                 return
             if owner == "stale":
                 try:
-                    path.unlink()
-                except FileNotFoundError:
-                    pass
+                    _break_stale(path, stale_s, max(wait_s - waited, 0.0))
                 except OSError as e:
                     yield LockState(False, f"the stale lock `{path}` cannot be deleted ({type(e).__name__}: {e})")
                     return

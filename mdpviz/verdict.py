@@ -9,7 +9,7 @@ metrics and the CLI can print it; no Streamlit here.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,7 +78,7 @@ def is_check(value: Any) -> bool:
                                         or ({"violated_pairs", "checked_pairs"} <= value.keys()))
 
 
-def measured_checks(diagnostics: dict[str, Any]) -> Iterator[tuple[str, int, int, dict[str, Any]]]:
+def measured_checks(diagnostics: Mapping[str, Any]) -> Iterator[tuple[str, int, int, dict[str, Any]]]:
     """Every measured check a mechanism reports in its diagnostics, at any depth, as
     (dotted name, violated, checked, the check's dict).
 

@@ -230,3 +230,50 @@ def test_the_stop_button_asks_the_running_solve_to_stop() -> None:
         mp.setattr(st, "session_state", ss)
         solving.stop(cancel, "Optimal LP")
     assert cancel.is_set() and ss["_stopped"] == "Optimal LP"
+
+
+def test_two_processes_breaking_one_stale_lock_do_not_both_hold_it(monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Path) -> None:
+    """B judges a dead holder's lock stale; before B deletes it, A deletes it and takes the lock. B must not then
+    delete A's live lock and take it too (the break is re-checked under a lock of its own)."""
+    import subprocess
+    import sys
+
+    import mdpviz.paths as paths
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    lock = tmp_path / "key.lock"
+    lock.write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname(), "since": time.time()}))
+    real_owner = paths._lock_owner
+    b_judged, a_holds, b_done = threading.Event(), threading.Event(), threading.Event()
+    first = [True]
+
+    def owner(path: Path, stale_s: float) -> str:
+        seen = real_owner(path, stale_s)
+        if threading.current_thread().name == "B" and first[0]:
+            first[0] = False
+            b_judged.set()
+            a_holds.wait(HANG_GUARD_S)  # B acts on what it saw only once A holds the lock
+        return seen
+
+    monkeypatch.setattr(paths, "_lock_owner", owner)
+    held: dict[str, bool] = {}
+
+    def contend(name: str) -> None:
+        with file_lock(lock, 1.0, poll_s=0.05) as state:
+            held[name] = bool(state)
+            if name == "A":
+                a_holds.set()
+                b_done.wait(HANG_GUARD_S)  # A keeps the lock until B has tried
+            else:
+                b_done.set()
+
+    b = threading.Thread(target=contend, args=("B",), name="B", daemon=True)
+    b.start()
+    assert b_judged.wait(HANG_GUARD_S)
+    a = threading.Thread(target=contend, args=("A",), name="A", daemon=True)
+    a.start()
+    a.join(HANG_GUARD_S)
+    b.join(HANG_GUARD_S)
+    assert held == {"A": True, "B": False}, f"both held the lock at once: {held}"

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..contract import Mechanism, Param, Preset, Result, epsilon_param, register
+from ..contract import Mechanism, PairCheck, Param, Preset, Result, epsilon_param, register
 from ..deadline import OutOfTime, check_deadline
 from ..errors import ParameterError
 from ..geo import project_km
@@ -29,6 +29,8 @@ from ..lp.mdp_lp import all_pairs, solve_mdp_lp
 from ..metrics import cone_breaches, floor_m, utility_loss_m
 from ..problem import Problem
 from ..progress import Progress, no_progress
+from ..rows import exp_rows
+from .diagnostics import AipoDiagnostics, BudgetPoint
 from .lattice import AnchorInterpolant, Lattice, interpolate_rows
 
 MAX_ANCHORS = 2500  # the lattice closure is anchors² floats (50 MB here) and the LP 4·anchors·|Y| rows
@@ -184,7 +186,7 @@ def universal_lower_bound(problem: Problem, eps: float, p: int, grid: int, time_
 
 
 def anchor_claim_check(log_anchor: NDArray[np.float64], lattice: Lattice, e1: float,
-                       e2: float) -> dict[str, float | int]:
+                       e2: float) -> PairCheck:
     """AIPO-R's own claim: anchor rows (before normalisation) within e^{ε_ℓ·step} of each lattice neighbour."""
     Z = np.exp(log_anchor)
     pi, pj, axis = lattice.neighbour_pairs()
@@ -203,10 +205,10 @@ Best = tuple[float, NDArray[np.float64], NDArray[np.float64], float, float]  # (
 
 def _search(variant: str, problem: Problem, lattice: Lattice, w_x: Any, params: dict[str, Any],
             deadline: float | None, progress: Progress,
-            timings: dict[str, float]) -> tuple[list[dict[str, Any]], Best | None, dict[str, Any]]:
+            timings: dict[str, float]) -> tuple[list[BudgetPoint], Best | None, dict[str, Any]]:
     """Solve every budget candidate until the deadline: (curve, best (loss, Z, log_anchor, e1, e2), facts)."""
     candidates = axis_budgets(params["eps"], params["p"], variant, params.get("budget_steps", 10))
-    curve: list[dict[str, Any]] = []
+    curve: list[BudgetPoint] = []
     best: Best | None = None
     facts: dict[str, Any] = {"candidates": len(candidates), "solved": 0, "stopped": False, "failed": [], "size": {}}
     for n_done, (e1, e2) in enumerate(candidates):
@@ -276,11 +278,11 @@ def _solve(variant: str, problem: Problem, params: dict[str, Any], progress: Pro
     status, message = _status(facts, best)
     lattice_info = {"nx": lattice.nx, "ny": lattice.ny, "step_km": lattice.step}
     if best is None or status == "time limit":  # solve()'s contract: a time limit returns no Z
-        diagnostics: dict[str, Any] = {"budget_curve": curve, "lattice": lattice_info, "anchors": lattice.n_anchors}
+        stopped: AipoDiagnostics = {"budget_curve": curve, "lattice": lattice_info, "anchors": lattice.n_anchors}
         if best is not None:
-            diagnostics.update(feasible_Z=best[1], feasible_objective_m=best[0], eps1=best[3], eps2=best[4])
+            stopped.update({"feasible_Z": best[1], "feasible_objective_m": best[0], "eps1": best[3], "eps2": best[4]})
         return Result(variant, params, None, status, eps, timings=timings, lp_size=facts["size"], message=message,
-                      diagnostics=diagnostics)
+                      diagnostics=stopped)
     loss, Z, log_anchor, e1, e2 = best
     bound = universal = None
     if variant == "aipo" and params.get("lb_grid", 0) > 0:
@@ -299,9 +301,9 @@ def _solve(variant: str, problem: Problem, params: dict[str, Any], progress: Pro
                        f"universal lower bound ({lb_status}); diagnostics['feasible_Z'] holds the best split, "
                        "exactly private. Raise the time limit, or lower `lb_grid` (0 skips the bound).")
             return Result(variant, params, None, "time limit", eps, timings=timings, lp_size=facts["size"],
-                          message=message, diagnostics={"budget_curve": curve, "anchors": lattice.n_anchors,
-                                                        "lattice": lattice_info, "feasible_Z": Z,
-                                                        "feasible_objective_m": loss, "eps1": e1, "eps2": e2})
+                          message=message, diagnostics=AipoDiagnostics(
+                              budget_curve=curve, anchors=lattice.n_anchors, lattice=lattice_info, feasible_Z=Z,
+                              feasible_objective_m=loss, eps1=e1, eps2=e2))
         if bound is None:
             message += f" No lower bound ({lb_status})."
         elif bound < (floor := floor_m(problem)):  # the cells' cheapest costs sit below every secret's own
@@ -311,7 +313,7 @@ def _solve(variant: str, problem: Problem, params: dict[str, Any], progress: Pro
             bound = floor
     claim = (f"all pairs of points of the plane, ℓ{p} distance in the planar projection" if variant != "aipo-r"
              else "anchor neighbours only, at full ε before normalisation (relaxed: not ε-mDP between points)")
-    diagnostics = {
+    diagnostics: AipoDiagnostics = {
         "budget_curve": curve, "eps1": e1, "eps2": e2, "anchors": lattice.n_anchors, "lattice": lattice_info,
         "anchor_latlon": lattice.anchor_latlon(), "lower_bound_m": bound,
         "universal_lower_bound_m": universal,
@@ -340,10 +342,7 @@ def _solve_laplace_d(problem: Problem, params: dict[str, Any], progress: Progres
     xy = problem.xy_km
     d = np.linalg.norm(xy[:, None, :] - xy[None, problem.y_index, :], ord=p, axis=2)
     factor = 0.5 if params["eps_prime"] == "eps/2" else 1.0
-    logw = -factor * eps * d
-    logw -= logw.max(axis=1, keepdims=True)
-    Z = np.exp(logw)
-    Z /= Z.sum(axis=1, keepdims=True)
+    Z = exp_rows(-factor * eps * d)
     if factor == 0.5:
         claim, check_eps, message = f"all pairs, ℓ{p} distance in the planar projection", eps, ""
     else:

@@ -43,6 +43,7 @@ from .corpus import (
     station_graph,
     to_slots,
 )
+from .diagnostics import CmdpDiagnostics
 from .solver import ViolationReport, check, solve_reduced_lp
 
 # The largest K (stations = secrets of the problem) C-mDP accepts: the schema's ``Mechanism.max_k`` of every cmdp
@@ -448,7 +449,7 @@ def context_labels(sec: AugmentedSecrets) -> list[str]:
 
 
 def diagnostics(data: CmdpData, sol: CmdpSolution, context: str, holdout: bool = True,
-                deadline: float | None = None, **size_options: str) -> dict[str, Any]:
+                deadline: float | None = None, **size_options: str) -> CmdpDiagnostics:
     """JSON-friendly diagnostics of a solved variant (arrays where large), for the dashboard and the bench.
 
     ``size_options`` (``predictor``, ``oracle``) are those the blankets were obtained with; they also choose the
@@ -458,7 +459,7 @@ def diagnostics(data: CmdpData, sol: CmdpSolution, context: str, holdout: bool =
     """
     sec = sol.secrets
     disc = data.discovery
-    diag: dict[str, Any] = {
+    diag: CmdpDiagnostics = {
         "context": context, "blankets": sol.sizes_note, "secret_domain": sol.domain,
         "rows": "Z[x, y] = Σ_b p(b|x) q_(x,b),y: the location marginal (population average over contexts); "
                 "the mechanism itself is Q (one row per augmented secret, see secret_*)",

@@ -6,7 +6,7 @@ every y, Σ_y q_sy = 1, 0 ≤ q ≤ 1 (``mdpviz.lp.mdp_lp.solve_mdp_lp`` builds 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,6 +16,7 @@ from ..lp.cone import exponent_closure, lipschitz_repair, make_row_stochastic
 from ..lp.mdp_lp import solve_mdp_lp
 from ..metrics import TOLERANCE, entry_breaches
 from ..progress import Progress, no_progress
+from .diagnostics import CmdpCheck
 
 PLACEHOLDER_WEIGHT = 1e-9  # LP weight of rows for never-observed stations (prior 0), so their rows stay sensible
 
@@ -42,9 +43,11 @@ class ViolationReport:
         """Violated over checked pairs (0 when none were checked)."""
         return self.violated / self.checked if self.checked else 0.0
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> CmdpCheck:
         """The report as plain values, with its ratio."""
-        return {**asdict(self), "ratio": self.ratio}
+        return CmdpCheck(violated=self.violated, checked=self.checked, ratio=self.ratio, domain=self.domain,
+                         mean_excess=self.mean_excess, max_excess=self.max_excess,
+                         worst_log_ratio=self.worst_log_ratio, rtol=self.rtol, atol=self.atol)
 
 
 def check(q: NDArray[np.float64], d: NDArray[np.float64], near: NDArray[np.bool_], eps: float,

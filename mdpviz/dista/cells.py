@@ -26,10 +26,12 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.cluster.vq import kmeans2
 
+from ..contract import CountCheck
 from ..deadline import OutOfTime
 from ..metrics import violations
 from ..problem import Problem
 from ..progress import Progress
+from ..rows import exp_rows
 
 WEIGHT_FLOOR = 1e-9  # a cell's weights p_x·P(m | x) below this share of its largest are raised to it (scaling only)
 
@@ -62,10 +64,7 @@ def cell_choice(problem: Problem, n_cells: int, eps_cell: float,
     xy = problem.xy_km
     means, _ = kmeans2(xy, min(n_cells, len(xy)), seed=seed, minit="++")
     centres = np.unique(np.linalg.norm(xy[:, None, :] - means[None, :, :], axis=2).argmin(axis=0))
-    logw = -0.5 * eps_cell * problem.d[:, centres]
-    logw -= logw.max(axis=1, keepdims=True)
-    pick = np.exp(logw)
-    return centres, pick / pick.sum(axis=1, keepdims=True)
+    return centres, exp_rows(-0.5 * eps_cell * problem.d[:, centres])
 
 
 def _cell_problem(problem: Problem, weight: NDArray[np.float64], cand: NDArray[np.int64]) -> Problem:
@@ -77,11 +76,7 @@ def _cell_problem(problem: Problem, weight: NDArray[np.float64], cand: NDArray[n
 
 def _em_rows(problem: Problem, cand: NDArray[np.int64], eps: float) -> NDArray[np.float64]:
     """The exponential mechanism over the cell's candidates at ``eps`` (the fallback when a cell's LP has no point)."""
-    logw = -0.5 * eps * problem.d_xy[:, cand]
-    logw -= logw.max(axis=1, keepdims=True)
-    z = np.exp(logw)
-    rows: NDArray[np.float64] = z / z.sum(axis=1, keepdims=True)
-    return rows
+    return exp_rows(-0.5 * eps * problem.d_xy[:, cand])
 
 
 def run(problem: Problem, eps: float, n_cells: int, cell_share: float, candidates: int, seed: int,
@@ -125,7 +120,7 @@ def run(problem: Problem, eps: float, n_cells: int, cell_share: float, candidate
                    {"total_s": time.perf_counter() - t0})
 
 
-def joint_check(problem: Problem, out: CellRun, eps: float) -> dict[str, Any]:
+def joint_check(problem: Problem, out: CellRun, eps: float) -> CountCheck:
     """The claim measured: ε-mDP of the release (m, y) over every ordered pair of secrets, exactly."""
     v = violations(problem, out.joint, eps)
     return {"violated": v.violated_pairs, "checked": v.checked_pairs,

@@ -29,6 +29,7 @@ from ..problem import Problem
 from ..progress import Progress
 from . import cells as private_cells
 from .budget import PAPER_DELTA, prop2_confidence, prop2_samples_needed
+from .diagnostics import DistaDiagnostics
 from .noise import NOISE_KINDS
 from .pipeline import (
     BUDGET_MODES,
@@ -189,7 +190,7 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
     per_user = [{"user": m, "record": o.user.record, "report": o.report, **o.stats} for m, o in enumerate(out.users)]
     audits = {t: a.summary() for t, a in out.audit.blocks.items()}
     status = out.status
-    diagnostics: dict[str, Any] = {
+    diagnostics: DistaDiagnostics = {
         "budget": b.as_dict(),
         "budget_split": {"km_inv": {"ε_dx": b.eps_t["dx"], "ε_dy": b.eps_t["dy"], "ε_cy": b.eps_t["cy"],
                                     "ε_pt": b.eps_pt}},
@@ -232,9 +233,8 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
                   "report_x": problem.y_index[np.array([o.report for o in out.users])]},
         "wall_s": wall,
     }
-    e2e = out.end_to_end
-    diagnostics["end_to_end"] = {**e2e, "definition": "each user's report distribution (zeros outside Y_m) against "
-                                 "every other user's, at ε over the users' true records"}
+    if out.end_to_end is not None:
+        diagnostics["end_to_end"] = out.end_to_end
     diagnostics["erased_users"] = out.erased
     diagnostics["delta_vs_paper"] = {"delta_total": b.delta_total, "paper_delta": PAPER_DELTA,
                                      "meets_paper": b.delta_total <= PAPER_DELTA}
@@ -246,7 +246,7 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
              "and the parts sent in the clear (the SVD's U_k, V_k and which outputs Y_m are).")
     message, degenerate = _words(cfg, out)
     if status == "time limit":  # solve()'s contract: no Z; the best feasible point so far is kept aside
-        diagnostics.update(feasible_Z=Z, feasible_objective_m=out.objective_km * 1000.0)
+        diagnostics["feasible_Z"], diagnostics["feasible_objective_m"] = Z, out.objective_km * 1000.0
         message = ("Time limit: Benders stopped before closing its gap; diagnostics['feasible_Z'] holds its best "
                    "feasible point (private as claimed below). " + message)
         Z = None
@@ -287,8 +287,8 @@ def _solve_cells(problem: Problem, params: dict[str, Any], progress: Progress, t
     # the marginal's all-pairs check follows from the joint's; a broken joint must not hide behind it
     broken = (f"Claim not met: the release (cell, report) breaks ε-mDP on {check['violated']:,} of "
               f"{check['checked']:,} ordered pairs" if check["violated"] else "")
-    diagnostics = {"violations_claim": check, "cells": out.cells, "eps_cell": out.eps_cell, "eps_pt": out.eps_pt,
-                   "cell_pick": out.pick, "upload": "cell"}
+    diagnostics: DistaDiagnostics = {"violations_claim": check, "cells": out.cells, "eps_cell": out.eps_cell,
+                                     "eps_pt": out.eps_pt, "cell_pick": out.pick, "upload": "cell"}
     return Result("dista-lp", params, out.Z, status, eps, claim=claim, timings=out.timings,
                   diagnostics=diagnostics, message=message, degenerate=broken)
 
@@ -301,7 +301,7 @@ def _stopped(params: dict[str, Any], out: DistaRun) -> Result:
     message = (f"Time limit: stopped {where}; audit {t.get('audit_s', 0):.2f} s, uploads {t.get('users_s', 0):.2f} s, "
                f"LP {t.get('lp_solve_s', 0):.2f} s. Raise the time limit or lower the number of users.")
     return Result("dista-lp", params, None, "time limit", out.budget.eps_pt, timings=out.timings,
-                  lp_size=out.lp_size, message=message, diagnostics={"budget": out.budget.as_dict()})
+                  lp_size=out.lp_size, message=message, diagnostics=DistaDiagnostics(budget=out.budget.as_dict()))
 
 
 def _words(cfg: DistaConfig, out: DistaRun) -> tuple[str, str]:
@@ -310,10 +310,11 @@ def _words(cfg: DistaConfig, out: DistaRun) -> tuple[str, str]:
     parts = [f"{n} users; budget ε_dx {b.eps_t['dx']:.3g} + ε_dy {b.eps_t['dy']:.3g} + ε_cy {b.eps_t['cy']:.3g} "
              f"+ ε_pt {b.eps_pt:.3g} = {b.eps_spent:.3g} km⁻¹ (ε = {b.eps:.3g}); δ = {b.delta_total:.3g} against "
              f"the paper's {PAPER_DELTA:g}.",
-             f"Claim: {vt['violated']:,}/{vt['checked']:,} neighbourhood constraints violated under the true metric.",
-             f"End to end: {e2e['breached']} of {e2e['pairs']} ordered pairs of users' true records breach ε "
-             f"({e2e['pairs_with_different_candidates']} pairs have different candidate sets, hence reports one "
-             "record never gives: infinite loss)."]
+             f"Claim: {vt['violated']:,}/{vt['checked']:,} neighbourhood constraints violated under the true metric."]
+    if e2e is not None:
+        parts.append(f"End to end: {e2e['breached']} of {e2e['pairs']} ordered pairs of users' true records breach ε "
+                     f"({e2e['pairs_with_different_candidates']} pairs have different candidate sets, hence reports "
+                     "one record never gives: infinite loss).")
     verdicts = []
     if out.status in ("iteration limit", "time limit") and out.benders is not None:
         gap = out.benders.upper - out.benders.lower

@@ -10,15 +10,18 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..contract import CountCheck
 from ..deadline import check_deadline, with_grace
 from ..errors import ParameterError
 from ..lp.cone import repair_into_cone
 from ..metrics import cone_breaches
 from ..problem import Problem
 from ..progress import Progress, no_progress
+from ..rows import exp_rows
 from . import noise as nz
 from .audit import AuditReport, run_audit
 from .budget import Budget, account
+from .diagnostics import EndToEnd
 from .per_user_benders import BendersOutcome, UserLP, benders_loop, build_user_lp, solve_direct
 from .surrogates import BLOCKS, Fit, fit_user, overestimated_share, permute, relative_error
 from .tighten import overestimate, tighten
@@ -95,9 +98,9 @@ class DistaRun:
     objective_km: float
     lp_size: dict[str, int]
     timings: dict[str, float]
-    violations_true: dict[str, int]
-    violations_enforced: dict[str, int]
-    end_to_end: dict[str, Any] = field(default_factory=dict)
+    violations_true: CountCheck
+    violations_enforced: CountCheck
+    end_to_end: EndToEnd | None = None
     status: str = "optimal"  # the LP's: optimal, iteration limit, or time limit (then users may have no Z)
 
     @property
@@ -122,7 +125,7 @@ def _flip_cost(fit: Fit, cfg: DistaConfig) -> None:
         fit.surrogates["cy"].direction = -fit.surrogates["cy"].direction
 
 
-def end_to_end(problem: Problem, outcomes: list[UserOutcome], eps: float) -> dict[str, Any]:
+def end_to_end(problem: Problem, outcomes: list[UserOutcome], eps: float) -> EndToEnd:
     """The whole release x_m → y_m checked over pairs of the users' true records, at ``eps`` (km⁻¹).
 
     Each user's report distribution lives on its own candidates Y_m, which are the outputs nearest x_m: two users
@@ -138,7 +141,9 @@ def end_to_end(problem: Problem, outcomes: list[UserOutcome], eps: float) -> dic
     same = np.array([[np.array_equal(a.user.cand, c.user.cand) for c in outcomes] for a in outcomes])
     n = len(outcomes)
     return {"pairs": n * (n - 1), "breached": len(b.i), "worst_factor": b.worst_factor,
-            "pairs_with_different_candidates": int((~same).sum()), "eps": eps}
+            "pairs_with_different_candidates": int((~same).sum()), "eps": eps,
+            "definition": "each user's report distribution (zeros outside Y_m) against every other user's, at ε "
+                          "over the users' true records"}
 
 
 def _server_block(o: UserOutcome, lp: UserLP, zf: NDArray[np.float64], w: NDArray[np.float64], eps_pt: float,
@@ -233,8 +238,8 @@ def run(problem: Problem, cfg: DistaConfig, progress: Progress = no_progress,
     lp_size = _lp_size(lps, n_w)
     if solved is None:  # stopped by the time limit before any feasible point
         timings["total_s"] = time.perf_counter() - t0
-        none = {"violated": 0, "checked": 0}
-        return DistaRun(cfg, outcomes, audit, budget, gamma, bd, float("nan"), lp_size, timings, none, dict(none),
+        none: CountCheck = {"violated": 0, "checked": 0}
+        return DistaRun(cfg, outcomes, audit, budget, gamma, bd, float("nan"), lp_size, timings, none, none.copy(),
                         status="time limit")
     w, z_free, objective = solved
 
@@ -314,11 +319,11 @@ def _lp_size(lps: list[UserLP], n_w: int) -> dict[str, int]:
 
 def _download(problem: Problem, outcomes: list[UserOutcome], lps: list[UserLP], z_free: list[NDArray[np.float64]],
               w: NDArray[np.float64], eps_pt: float, repair: bool, r_report: np.random.Generator,
-              deadline: float | None) -> tuple[dict[str, int], dict[str, int]]:
+              deadline: float | None) -> tuple[CountCheck, CountCheck]:
     """Each user downloads its block, un-permutes it and samples its report (into its ``UserOutcome``); returns the
     violated and checked triples against the true distances and against the enforced ones."""
-    viol_true = {"violated": 0, "checked": 0}
-    viol_enf = {"violated": 0, "checked": 0}
+    viol_true: CountCheck = {"violated": 0, "checked": 0}
+    viol_enf: CountCheck = {"violated": 0, "checked": 0}
     for n_done, (o, lp, zf) in enumerate(zip(outcomes, lps, z_free)):
         check_deadline(deadline, f"repairing and checking the users' downloads ({n_done} of {len(lps)} done)")
         Zs = _server_block(o, lp, zf, w, eps_pt, repair)
@@ -345,9 +350,7 @@ def embed(problem: Problem, run_: DistaRun) -> tuple[NDArray[np.float64], NDArra
     over all of Y, a filler that is not part of DISTA-LP. ``source[x]`` is the user index, or −1 for filler.
     """
     eps_pt = run_.budget.eps_pt
-    logw = -0.5 * eps_pt * problem.d_xy
-    Z = np.exp(logw - logw.max(axis=1, keepdims=True))
-    Z /= Z.sum(axis=1, keepdims=True)
+    Z = exp_rows(-0.5 * eps_pt * problem.d_xy)
     source = np.full(problem.k, -1, dtype=np.int64)
     best = np.full(problem.k, np.inf)
     for m, o in enumerate(run_.users):  # one block per user

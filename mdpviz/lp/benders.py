@@ -55,7 +55,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import highspy
 import numpy as np
@@ -123,6 +123,34 @@ def partition(method: str, n_parts: int, d: NDArray[np.float64], coords: NDArray
     return labels.astype(np.int64)
 
 
+class BendersDiagnostics(TypedDict, total=False):
+    """What a Benders run reports beside its point: iterations and their history, the partition, the master's
+    pairs and cuts, and the options it ran with (a stop during the set-up reports ``iterations`` = 0 only)."""
+
+    iterations: int
+    history: list[dict[str, float]]  # per iteration: seconds, lower and upper bound, cuts
+    subsets: int
+    subset_sizes: list[int]
+    internal_sizes: list[int]
+    boundary_count: int  # records on some subset's boundary (in the master)
+    boundary_per_subset: list[int]
+    master_pairs: int
+    lp_pairs_between_boundary: int
+    initial_cuts: int
+    lp_pairs_kept_in_master: int
+    cut_rule: str
+    master_pair_rows_added: int
+    master_component_sizes: Any
+    optimality_cuts: int
+    feasibility_cuts: int
+    row_sum_cuts: int
+    gap_m: float
+    cuts_dropped: int
+    stabilise: float
+    floor: float
+    floor_cost_m: float
+
+
 @dataclass
 class BendersOutcome:
     """Result of :func:`solve_benders`.
@@ -138,7 +166,7 @@ class BendersOutcome:
     feasible_Z: NDArray[np.float64] | None = None
     timings: dict[str, float] = field(default_factory=dict)
     size: dict[str, int] = field(default_factory=dict)
-    diagnostics: dict[str, Any] = field(default_factory=dict)
+    diagnostics: BendersDiagnostics = field(default_factory=lambda: BendersDiagnostics())
     message: str = ""
 
 
@@ -452,16 +480,21 @@ class _BendersRun:
                      "sub_constraints_max": max((s.size["constraints"] for s in subs if s), default=0),
                      "variables": self.nb * self.m + len(parts) + sum(s.size["variables"] for s in subs if s)})
         comps = components(self.nb, self.ci, self.cj)
-        diagnostics = {"iterations": iterations, "history": self.history, "subsets": len(parts),
+        diagnostics: BendersDiagnostics = {"iterations": iterations, "history": self.history, "subsets": len(parts),
                        "subset_sizes": [int((labels == lab).sum()) for lab in parts],
                        "internal_sizes": [len(r) for r in self.sub_rows], "boundary_count": int(self.nb),
                        "boundary_per_subset": [int((self.is_b & (labels == lab)).sum()) for lab in parts],
-                       "master_pairs": int(len(self.ci)), **self.cut_counts, "cut_rule": self.cuts,
+                       "master_pairs": int(len(self.ci)), "cut_rule": self.cuts,
                        "master_pair_rows_added": int(self.pair_rows.present.sum()),
                        "master_component_sizes": comps,
                        "optimality_cuts": self.n_opt, "feasibility_cuts": self.n_feas, "row_sum_cuts": self.n_row,
                        "gap_m": self.gap_m, "cuts_dropped": self.n_dropped, "stabilise": self.stabilise,
                        "floor": self.floor, "floor_cost_m": self.floor_cost}
+        counts = self.cut_counts
+        diagnostics["lp_pairs_between_boundary"], diagnostics["initial_cuts"] = (counts["lp_pairs_between_boundary"],
+                                                                                counts["initial_cuts"])
+        if "lp_pairs_kept_in_master" in counts:
+            diagnostics["lp_pairs_kept_in_master"] = counts["lp_pairs_kept_in_master"]
         done = status in ("optimal", "gap reached")
         ub = None if not np.isfinite(self.ub_best) else self.ub_best
         # reported lower bound: valid for the paper's LP (the floored LP's optimum exceeds it by at most floor_cost)

@@ -4,6 +4,8 @@ the solver's tolerances."""
 
 from __future__ import annotations
 
+from typing import NotRequired, TypedDict
+
 import highspy
 import numpy as np
 import scipy.sparse as sp
@@ -18,9 +20,18 @@ from .highs import INF, new_highs, pass_model
 CUT_RULES = ("needed", "all", "none")  # which initial cuts of Eq. 14 the master gets
 
 
+class CutCounts(TypedDict):
+    """How many of the master's pair rows are the LP's own pairs between boundary records, and how many are
+    initial cuts (Eq. 14) added beside them (rule ``needed``: how many of the LP's own pairs it kept)."""
+
+    lp_pairs_between_boundary: int
+    initial_cuts: int
+    lp_pairs_kept_in_master: NotRequired[int]
+
+
 def master_pairs(n: int, pi: NDArray[np.int64], pj: NDArray[np.int64], expo: NDArray[np.float64],
                  labels: NDArray[np.int64], is_b: NDArray[np.bool_],
-                 rule: str) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64], dict[str, int]]:
+                 rule: str) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64], CutCounts]:
     """The MP's pair rows over boundary indices (0..nb−1) and their exponents, with counts.
 
     ``none``: the LP's own pairs between boundary records. ``all``: those plus Eq. 14 for every ordered pair of
@@ -36,9 +47,8 @@ def master_pairs(n: int, pi: NDArray[np.int64], pj: NDArray[np.int64], expo: NDA
     bidx[b_rows] = np.arange(nb)
     both = is_b[pi] & is_b[pj]
     bi, bj, be = bidx[pi[both]], bidx[pj[both]], expo[both]
-    counts = {"lp_pairs_between_boundary": int(both.sum())}
+    counts = CutCounts(lp_pairs_between_boundary=int(both.sum()), initial_cuts=0)
     if rule == "none" or nb < 2:
-        counts["initial_cuts"] = 0
         return bi, bj, be, counts
     # C: the LP's boundary pairs, plus each subset's shortest paths between its boundary records
     C = np.full((nb, nb), np.inf)

@@ -10,7 +10,7 @@ margins below keep on the safe side). ``make_row_stochastic`` then fixes the row
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
@@ -140,8 +140,26 @@ def _smallest_shift(a: NDArray[np.float64], Es: NDArray[np.float64], deadline: f
     return t
 
 
+class RowFix(TypedDict, total=False):
+    """What :func:`make_row_stochastic` did: the row sums it found, its shift t and the largest deficit it placed."""
+
+    row_sum_max_before: float
+    row_sum_min_before: float
+    shrink_t: float
+    deficit_max: float
+
+
+class RepairFacts(RowFix, total=False):
+    """What :func:`repair_into_cone` did: the row fix-up's facts, the largest row mass the repair added and, when
+    asked, how far the solver's Z was outside the cone (log-ratio above the exponent, 0: not at all)."""
+
+    repair_mass_added: float
+    breach_before_repair: float
+    entries_raised: int
+
+
 def make_row_stochastic(Z: NDArray[np.float64], Es: NDArray[np.float64], W: NDArray[np.float64],
-                        deadline: float | None = None) -> tuple[NDArray[np.float64], dict[str, float]]:
+                        deadline: float | None = None) -> tuple[NDArray[np.float64], RowFix]:
     """Turn Z (columns exactly in the cone, row sums ≈ 1) into a row-stochastic matrix with columns in the cone.
 
     Dividing each row by its own sum would break the cone by the ratio of two row sums. Instead every entry is
@@ -183,7 +201,7 @@ def make_row_stochastic(Z: NDArray[np.float64], Es: NDArray[np.float64], W: NDAr
 
 def repair_into_cone(Z: NDArray[np.float64], Es: NDArray[np.float64], W: NDArray[np.float64],
                      report_breach: bool = False, deadline: float | None = None
-                     ) -> tuple[NDArray[np.float64], dict[str, Any]]:
+                     ) -> tuple[NDArray[np.float64], RepairFacts]:
     """Lipschitz-repair each column of a solver's Z into the cone (w.r.t. closed exponents Es), then fix the rows
     inside the cone with :func:`make_row_stochastic`.
 
@@ -199,13 +217,14 @@ def repair_into_cone(Z: NDArray[np.float64], Es: NDArray[np.float64], W: NDArray
     base = logz - top
     u, _ = lipschitz_repair(base, Es, deadline=deadline)
     Zr = floor_columns(np.exp(u + top))
-    facts: dict[str, Any] = {}
+    added = float((Zr - Z).sum(axis=1).max())
+    out, fix = make_row_stochastic(Zr, Es, W, deadline)
+    facts: RepairFacts = {"repair_mass_added": added, "row_sum_max_before": fix["row_sum_max_before"],
+                          "row_sum_min_before": fix["row_sum_min_before"], "shrink_t": fix["shrink_t"],
+                          "deficit_max": fix["deficit_max"]}
     if report_breach:
         with np.errstate(invalid="ignore"):
             gap = np.where(np.isneginf(base), np.where(np.isneginf(u), 0.0, np.inf), u - base)
         facts["breach_before_repair"] = float(gap.max())
         facts["entries_raised"] = int((gap > 1e-9).sum())
-    facts["repair_mass_added"] = float((Zr - Z).sum(axis=1).max())
-    out, fix = make_row_stochastic(Zr, Es, W, deadline)
-    facts.update(fix)
     return out, facts

@@ -33,7 +33,7 @@ from ..errors import ParameterError, SolverError
 from ..progress import Progress, no_progress
 from .cone import exponent_closure, floor_columns, lipschitz_repair, make_row_stochastic
 from .highs import INF, new_highs
-from .outcome import StructuredOutcome
+from .outcome import EngineDiagnostics, StructuredOutcome
 from .pricing import LOG_COEF_CAP
 
 
@@ -505,8 +505,10 @@ class _ColumnGeneration:
         size = {"master_rows": n, "atoms": len(master.atom_owner), "atoms_used": len(use),
                 "pricing_lps": int(self.n_price), "pricing_rows_max": int(pricer.n_rows.max()),
                 "pricing_rows_mean": int(pricer.n_rows.mean()), "variables": n * m}
-        diagnostics = {"atoms_final": master.atom_store[:, use], "atom_owner_final": master.atom_owner[use],
-                       "pricing_pairs": [np.fromiter(p, dtype=np.int64) for p in pricer.pairs],
-                       "iterations": self.it, "history": self.history,
-                       "outputs_used": len(np.unique(master.atom_owner[use])), "box_dropped": not master.box_on, **fix}
+        diagnostics: EngineDiagnostics = {
+            "atoms_final": master.atom_store[:, use], "atom_owner_final": master.atom_owner[use],
+            "pricing_pairs": [np.fromiter(p, dtype=np.int64) for p in pricer.pairs],
+            "iterations": self.it, "history": self.history,
+            "outputs_used": len(np.unique(master.atom_owner[use])), "box_dropped": not master.box_on}
+        diagnostics["row_fix"] = fix
         return StructuredOutcome(Z, self.status, objective, bound, timings, size, diagnostics, message)

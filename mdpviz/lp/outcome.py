@@ -5,10 +5,50 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
+
+from .cone import RepairFacts, RowFix
+
+
+class EngineDiagnostics(TypedDict, total=False):
+    """What the exact LP engines report beside Z (``Result.diagnostics`` of ``lp`` and ``lp-coarse``), by engine:
+    the row-and-column engine (``engine`` = ``rows``), the conic engine (``conic``) and the monolithic LP, the
+    row fix-up of the returned point and, on a stop, the point set aside.
+    """
+
+    engine: str  # "rows" or "conic"
+    iterations: int
+    history: list[Any]  # per round: seconds, best objective, best bound, LP variables, LP pair rows
+    gap: float  # certified relative gap of the returned point
+    bound_from: str  # where the certified bound came from, in words
+    point_from: str  # where the returned point came from, in words
+    # the row-and-column engine
+    priced_rounds: int
+    pair_cap: float  # largest exponent kept on a pair row
+    lp_retries: int
+    pricing_retries: int
+    pricing_failures: int
+    # the conic engine
+    atoms_final: NDArray[np.float64]
+    atom_owner_final: NDArray[np.int64]
+    pricing_pairs: list[NDArray[np.int64]]
+    outputs_used: int
+    box_dropped: bool
+    row_fix: RowFix  # how the returned point's rows were made to sum to 1 inside the cone
+    # the monolithic LP and its repair into the cone
+    pairs: int
+    cone_repair: RepairFacts
+    # the mechanism's own additions
+    components: int  # neighbour scope: the components solved one by one
+    all_pairs: dict[str, Any]  # neighbour scope: the point measured over all pairs of X
+    feasible_Z: NDArray[np.float64]  # a stop: the feasible, exactly private point found, not the optimum
+    feasible_objective_m: float | None
+    cells: int  # lp-coarse
+    representatives: NDArray[np.int64]
+    cell_of: NDArray[np.int64]
 
 
 @dataclass
@@ -32,7 +72,7 @@ class StructuredOutcome:
     bound: float | None
     timings: dict[str, float] = field(default_factory=dict)
     size: dict[str, int] = field(default_factory=dict)
-    diagnostics: dict[str, Any] = field(default_factory=dict)
+    diagnostics: EngineDiagnostics = field(default_factory=lambda: EngineDiagnostics())
     message: str = ""
     gap: float | None = None
 
@@ -55,4 +95,4 @@ class RowsFacts:
     bound: float | None = None
     size: dict[str, int] = field(default_factory=dict)
     message: str = ""
-    diagnostics: dict[str, Any] = field(default_factory=dict)
+    diagnostics: EngineDiagnostics = field(default_factory=lambda: EngineDiagnostics())

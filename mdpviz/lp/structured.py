@@ -44,9 +44,17 @@ from numpy.typing import NDArray
 from ..deadline import OutOfTime
 from ..errors import ParameterError, SolverError
 from ..progress import Progress, no_progress
-from .cone import exponent_closure, floor_columns, lipschitz_repair, make_row_stochastic, repair_into_cone
+from .cone import (
+    RepairFacts,
+    RowFix,
+    exponent_closure,
+    floor_columns,
+    lipschitz_repair,
+    make_row_stochastic,
+    repair_into_cone,
+)
 from .conic import solve_conic
-from .outcome import StructuredOutcome
+from .outcome import EngineDiagnostics, StructuredOutcome
 from .pricing import LOG_COEF_CAP, Pricer
 from .restricted import RestrictedLP
 
@@ -138,7 +146,7 @@ def no_privacy_floor(W: NDArray[np.float64]) -> float:
 
 
 def starting_point(Wn: NDArray[np.float64], Es: NDArray[np.float64], reach: NDArray[np.float64],
-                   deadline: float | None = None) -> tuple[NDArray[np.float64], dict[str, Any]]:
+                   deadline: float | None = None) -> tuple[NDArray[np.float64], RepairFacts]:
     """An exactly private mechanism before any LP (the cells' starting point): each row reports output y with
     probability ∝ e^{−reach[x, y]/2}, the exponential mechanism with each output standing for its cell.
 
@@ -154,7 +162,7 @@ POINT_GRACE_S = 0.5  # seconds past the deadline a stop may spend on the cells' 
 
 
 def stop_point(Wn: NDArray[np.float64], Es: NDArray[np.float64], reach: NDArray[np.float64],
-               deadline: float | None) -> tuple[NDArray[np.float64], dict[str, Any], str]:
+               deadline: float | None) -> tuple[NDArray[np.float64], RowFix, str]:
     """The exactly private point of a stop before any LP solved, and what it is: the cells' starting point, given
     ``POINT_GRACE_S`` past the deadline (its repair is O(n²·|Y|): about 3.6 CPU s at K = 1,500, |Y| = 100), else
     the best constant mechanism (every secret reports the one output of least expected cost: all rows equal, so
@@ -167,8 +175,9 @@ def stop_point(Wn: NDArray[np.float64], Es: NDArray[np.float64], reach: NDArray[
         y = int(np.argmin(Wn.sum(axis=0)))
         Z = np.zeros_like(Wn)
         Z[:, y] = 1.0
-        return Z, {}, (f"the best constant mechanism (every secret reports output {y}; the cells' starting point "
-                       f"needed more than {POINT_GRACE_S:g} s past the deadline)")
+        untouched = RowFix(row_sum_max_before=1.0, row_sum_min_before=1.0, shrink_t=0.0, deficit_max=0.0)
+        return Z, untouched, (f"the best constant mechanism (every secret reports output {y}; the cells' starting "
+                              f"point needed more than {POINT_GRACE_S:g} s past the deadline)")
 
 
 class _RowAndColumnGeneration:
@@ -182,7 +191,7 @@ class _RowAndColumnGeneration:
         self.deadline, self.tol, self.progress, self.t_start = deadline, tol, progress, t_start
         self.caps = [c for c in PAIR_CAPS if c > cap] + [np.inf]
         self.cap = cap
-        self.best: tuple[NDArray[np.float64], dict[str, float], float] | None = None
+        self.best: tuple[NDArray[np.float64], RowFix, float] | None = None
         self.ub = np.inf
         self.lb = no_privacy_floor(self.Wn)  # certified before any LP: the pricing bound at μ_x = min_y Wn[x, y]
         self.history: list[tuple[float, float, float, int, int]] = []
@@ -421,7 +430,7 @@ def _solve_dense(W: NDArray[np.float64], Es: NDArray[np.float64], tol: float, de
         words.append(out.message)
     words.append(f"certified gap {gap:.1e} (tolerance {tol:g}) after {it} iterations")
     out.message, out.gap = "; ".join(words), gap
-    out.diagnostics.update(engine="conic", gap=gap)
+    out.diagnostics.update({"engine": "conic", "gap": gap})
     out.timings["total_s"] = time.perf_counter() - t_start
     return out, ""
 
@@ -462,9 +471,9 @@ def _finish(run: _RowAndColumnGeneration, status: str, message: str, W: NDArray[
     timings.update(lp_s=run.t_lp, repair_s=run.t_repair, pricing_s=run.t_price, total_s=time.perf_counter() - t_start)
     size = {"rows": n, "lp_variables": run.lp.n_vars, "lp_pair_rows": run.lp.n_pairs,
             "pricing_lps": run.pricer.lp_calls, "pricing_pairs_max": run.pricer.pairs_max, "variables": n * m}
-    diagnostics = {"iterations": run.rounds, "priced_rounds": run.priced_rounds, "history": run.history,
-                   "pair_cap": run.cap, "gap": gap,
-                   "lp_retries": run.lp.retries, "pricing_retries": run.pricer.retries,
-                   "pricing_failures": len(failures), "bound_from": run.bound_from, "point_from": run.point_from,
-                   **fix}
+    diagnostics: EngineDiagnostics = {
+        "iterations": run.rounds, "priced_rounds": run.priced_rounds, "history": run.history, "pair_cap": run.cap,
+        "gap": gap, "lp_retries": run.lp.retries, "pricing_retries": run.pricer.retries,
+        "pricing_failures": len(failures), "bound_from": run.bound_from, "point_from": run.point_from}
+    diagnostics["row_fix"] = fix
     return StructuredOutcome(Z, status, objective, bound, timings, size, diagnostics, "; ".join(words), gap)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
@@ -12,6 +12,7 @@ from .. import metrics
 from ..contract import Mechanism, Param, Progress, Result, epsilon_param, register
 from ..errors import ParameterError
 from ..problem import Problem
+from ..rows import exp_rows
 
 SCALES = ("half", "literal")
 _SCALE = Param("scale", str, "half",
@@ -20,14 +21,27 @@ _SCALE = Param("scale", str, "half",
                label="EM exponent")
 
 
+class RemapDiagnostics(TypedDict):
+    """What EM + Bayesian remapping reports: each output's replacement, and what the remapping changed."""
+
+    remap: NDArray[np.int64]  # output y is reported as remap[y]
+    outputs_used: int
+    outputs_remapped: int
+    remap_gain_m: float  # expected loss saved over plain EM (m)
+
+
+class ThresholdDiagnostics(TypedDict):
+    """What the truncated EM reports: its threshold γ and the prior mass it leaves beyond γ."""
+
+    threshold_km: float
+    mass_beyond_threshold: float  # prior-weighted probability of a report beyond γ
+    secrets_without_output_within_threshold: float  # prior-weighted share
+
+
 def em_matrix(problem: Problem, eps: float, scale: str = "half") -> NDArray[np.float64]:
     """Z[x, y] ∝ exp(−ε·d(x, y)/2) (``half``) or exp(−ε·d(x, y)) (``literal``), rows normalised."""
     factor = 0.5 if scale == "half" else 1.0
-    logw = -eps * factor * problem.d_xy
-    logw -= logw.max(axis=1, keepdims=True)  # stable: the nearest output gets weight 1
-    w = np.exp(logw)
-    Z: NDArray[np.float64] = w / w.sum(axis=1, keepdims=True)
-    return Z
+    return exp_rows(-eps * factor * problem.d_xy)
 
 
 def bayes_remap(problem: Problem, Z: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
@@ -63,8 +77,8 @@ def _solve_em_br(problem: Problem, params: dict[str, Any], progress: Progress, t
                    "concentrated (large ε·distances) and the cost is a plain distance.")
     return Result("em-br", params, Z, "closed form", params["eps"], message=message,
                   timings={"em_s": t1 - t0, "remap_s": time.perf_counter() - t1},
-                  diagnostics={"remap": remap, "outputs_used": len(np.unique(remap)), "outputs_remapped": moved,
-                               "remap_gain_m": gain})
+                  diagnostics=RemapDiagnostics(remap=remap, outputs_used=len(np.unique(remap)), outputs_remapped=moved,
+                                               remap_gain_m=gain))
 
 
 EM = register(Mechanism(
@@ -90,9 +104,7 @@ def _solve_tem(problem: Problem, params: dict[str, Any], progress: Progress, tim
                              f"choose beta < {(m - 1) / m:.3g} (and |Y| ≥ 2).")
     gamma = 2.0 / eps * np.log(arg)
     score = -np.minimum(problem.d_xy, gamma)  # 1-Lipschitz in x, so exp(ε·score/2) normalised is ε-mDP
-    logw = eps * score / 2
-    w = np.exp(logw - logw.max(axis=1, keepdims=True))
-    Z = w / w.sum(axis=1, keepdims=True)
+    Z = exp_rows(eps * score / 2)
     beyond = problem.d_xy > gamma
     # TEM's design (words in a vocabulary) assumes the true value is itself an output: it is then reported with
     # probability ≥ 1 − β. A secret with no output near it sees every output beyond γ as equally likely.
@@ -105,8 +117,8 @@ def _solve_tem(problem: Problem, params: dict[str, Any], progress: Progress, tim
                    f"output within γ). TEM's guarantee (reported within γ with probability ≥ 1 − β) holds for a "
                    "secret that is itself an output; a smaller β widens γ.")
     return Result("tem", params, Z, "closed form", eps, message=message,
-                  diagnostics={"threshold_km": float(gamma), "mass_beyond_threshold": mass_beyond,
-                               "secrets_without_output_within_threshold": no_output})
+                  diagnostics=ThresholdDiagnostics(threshold_km=float(gamma), mass_beyond_threshold=mass_beyond,
+                                                   secrets_without_output_within_threshold=no_output))
 
 
 TEM = register(Mechanism(

@@ -27,7 +27,7 @@ log-ratio; 0: none, the integral is released as computed) and the message says w
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import shapely
@@ -40,6 +40,18 @@ from ..metrics import check_distance
 from ..problem import Problem
 
 TAIL_RADII = 50.0  # the clipping box reaches 50/ε beyond the points: (1 + 50)e^{-50} ≈ 1e-20 of mass outside
+
+
+class LaplaceDiagnostics(TypedDict):
+    """What the planar Laplace mechanism reports: the error of its numerical integral (full against half angular
+    resolution) and how far the integral was outside the ε-mDP cone before the exact repair."""
+
+    integration_error_max: float
+    integration_log_error_max: float
+    integration_error_note: str
+    breach_before_repair: float  # largest log-ratio above ε·d (0: none)
+    repaired: bool
+    entries_raised: int
 
 
 def voronoi_edges(y_xy: NDArray[np.float64], margin: float) -> tuple[NDArray[np.float64], NDArray[np.float64],
@@ -193,12 +205,13 @@ def _solve_laplace(problem: Problem, params: dict[str, Any], progress: Progress,
                   claim="all pairs in the planar projection; Z is a numerical integral (see integration error)",
                   check_metric="l2-planar", message=message,
                   timings={**timings, "repair_s": time.perf_counter() - t2},
-                  diagnostics={"integration_error_max": float(np.abs(np.exp(log_z) - np.exp(log_half)).max()),
-                               "integration_log_error_max": rel,
-                               "integration_error_note": "max |Z − Z_half| and max |ln Z − ln Z_half| (entries "
-                                                         "above 1e-300) between full and half angular resolution",
-                               "breach_before_repair": float(breach), "repaired": bool(breach > 0.0),
-                               "entries_raised": int(facts["entries_raised"])})
+                  diagnostics=LaplaceDiagnostics(
+                      integration_error_max=float(np.abs(np.exp(log_z) - np.exp(log_half)).max()),
+                      integration_log_error_max=rel,
+                      integration_error_note="max |Z − Z_half| and max |ln Z − ln Z_half| (entries above 1e-300) "
+                                             "between full and half angular resolution",
+                      breach_before_repair=float(breach), repaired=bool(breach > 0.0),
+                      entries_raised=int(facts["entries_raised"])))
 
 
 LAPLACE = register(Mechanism(

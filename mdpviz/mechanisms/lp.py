@@ -13,7 +13,7 @@ from ..deadline import OutOfTime, deadline_of, time_left
 from ..lp.cone import repair_into_cone
 from ..lp.mdp_lp import PAIR_SETS, all_pairs, greedy_spanner, implied_free_pairs, solve_mdp_lp
 from ..lp.neighbours import neighbour_path_km, solve_by_components
-from ..lp.outcome import RowsFacts
+from ..lp.outcome import EngineDiagnostics, RowsFacts
 from ..lp.structured import ENGINES, no_privacy_floor, solve_structured
 from ..problem import Problem
 from .neighbour_scope import all_pairs_verdict, neighbour_claim
@@ -82,7 +82,7 @@ def _optimal_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArr
                                    time_limit=time_limit, progress=progress, out_rows=out_rows,
                                    engine=params.get("engine", "auto"))
         timings.update({k: v for k, v in outcome.timings.items() if k != "total_s"})
-        diag: dict[str, Any] = dict(outcome.diagnostics)
+        diag: EngineDiagnostics = outcome.diagnostics.copy()
         msg = outcome.message
         Z = outcome.Z
         if outcome.status != "optimal" and Z is not None:
@@ -107,7 +107,7 @@ def _optimal_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArr
                           progress=progress)
     timings["build_s"] = time.perf_counter() - t0 - out.solve_s
     timings["solve_s"] = out.solve_s
-    diag = {"pairs": len(pi)}
+    diag = EngineDiagnostics(pairs=len(pi))
     objective = out.objective
     if Z is not None and params["repair"]:
         progress("repair", None)
@@ -118,7 +118,7 @@ def _optimal_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArr
             return None, RowsFacts("time limit", bound=no_privacy_floor(W), size=out.size,
                                    message=f"time limit while {e} (the LP had solved); bound from the no-privacy floor",
                                    diagnostics=diag)
-        diag.update(facts)
+        diag["cone_repair"] = facts
         timings["repair_s"] = time.perf_counter() - t0
         objective = float(np.sum(W * Z))
     if Z is None:  # a stop or a failure of the monolithic LP: the floor is the certified bound it has
@@ -208,7 +208,7 @@ def _solve_lp_ca(problem: Problem, params: dict[str, Any], progress: Progress, t
                   claim="representatives only: secrets share their cell's row, so pairs of real secrets may violate",
                   timings=timings, lp_size=f.size, objective_m=f.objective, bound_m=f.bound,
                   message=message, degenerate=degenerate,
-                  diagnostics={"cells": n_cells, "representatives": reps, "cell_of": cell_of, **f.diagnostics})
+                  diagnostics=EngineDiagnostics(cells=n_cells, representatives=reps, cell_of=cell_of) | f.diagnostics)
 
 
 LP = register(Mechanism(

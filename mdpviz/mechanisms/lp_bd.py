@@ -10,14 +10,14 @@ states how many pairs of X break ε-mDP outside that claim.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from ..contract import Mechanism, Param, Preset, Progress, Result, epsilon_param, register
+from ..contract import Mechanism, PairCheck, Param, Preset, Progress, Result, epsilon_param, register
 from ..deadline import OutOfTime, check_deadline, deadline_of, time_left, with_grace
-from ..lp.benders import CUT_RULES, PARTITIONERS, BendersOutcome, partition, solve_benders
-from ..lp.cone import repair_into_cone
+from ..lp.benders import CUT_RULES, PARTITIONERS, BendersDiagnostics, BendersOutcome, partition, solve_benders
+from ..lp.cone import RepairFacts, repair_into_cone
 from ..lp.mdp_lp import implied_free_pairs
 from ..lp.neighbours import neighbour_pairs, neighbour_path_km
 from ..metrics import TOLERANCE, cone_breaches
@@ -31,6 +31,20 @@ SCOPES = ("neighbours", "all-pairs")
 # with the authors' slack (never re-checked against ξ after the repair) there is nothing to keep it for
 REPAIR_RESERVE = 0.5
 STABILISED_LAMBDA = 0.3  # λ of the 'stabilised' preset (with row-sum cuts): `bench benders` measures it
+class LpBdDiagnostics(BendersDiagnostics, total=False):
+    """What an LP+BD result reports: the Benders run's own diagnostics, the LP's pairs and scope, the exact repair
+    of the point, the LP's own pairs checked on it and, for the neighbour scope, the point over all pairs of X."""
+
+    pairs: int
+    scope: str
+    eta_km: float | None
+    cone_repair: RepairFacts
+    enforced: PairCheck
+    all_pairs: dict[str, Any]
+    feasible_Z: np.ndarray  # a stop: the best feasible point found (repaired), not the optimum
+    feasible_objective_m: float | None
+
+
 PAPER = ("Qiu: Enhancing scalability of metric differential privacy via secret dataset partitioning and Benders "
          "decomposition (IJCAI 2024)")
 
@@ -38,7 +52,7 @@ PAPER = ("Qiu: Enhancing scalability of metric differential privacy via secret d
 def _solve_lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:
     deadline = deadline_of(time_limit)
     timings: dict[str, float] = {}
-    diag: dict[str, Any] = {}
+    diag = LpBdDiagnostics()
     try:
         return _lp_bd(problem, params, progress, deadline, timings, diag)
     except OutOfTime as e:
@@ -54,7 +68,7 @@ def _solve_lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, t
 
 
 def _lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, deadline: float | None,
-           timings: dict[str, float], diag: dict[str, Any]) -> Result:
+           timings: dict[str, float], diag: LpBdDiagnostics) -> Result:
     """LP+BD (module docstring); ``OutOfTime`` when ``deadline`` passes outside the Benders loop (``diag`` then
     holds what is known)."""
     eps, eta = params["eps"], params["eta"]
@@ -78,8 +92,10 @@ def _lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, deadlin
                         row_cuts=params["row_cuts"], reserve=REPAIR_RESERVE if params["slack"] == 0 else 0.0,
                         threads=params["threads"])
     timings.update(out.timings)
-    diag.update(out.diagnostics)
-    diag.update(pairs=len(pi), scope=params["scope"], eta_km=eta if params["scope"] == "neighbours" else None)
+    # (mypy) every BendersDiagnostics is an LpBdDiagnostics (a subclass whose added keys are all optional)
+    diag.update(cast(LpBdDiagnostics, out.diagnostics))
+    diag.update({"pairs": len(pi), "scope": params["scope"],
+                 "eta_km": eta if params["scope"] == "neighbours" else None})
     notes = [out.message] if out.message else []
     if params["slack"] > 0:
         notes.append(f"code-only slack δ = {params['slack']:g} on every pair row (the authors' MATLAB code, not the "
@@ -119,7 +135,7 @@ def _constraint_pairs(d: np.ndarray, scope: str, eps: float,
 
 
 def _repair_point(out: BendersOutcome, closure: np.ndarray, W: np.ndarray, gap_m: float, deadline: float | None,
-                  timings: dict[str, float], diag: dict[str, Any],
+                  timings: dict[str, float], diag: LpBdDiagnostics,
                   notes: list[str]) -> tuple[np.ndarray | None, float | None, str]:
     """Repair Benders' point into the cone of the LP's pairs and check it; a stopped run's best point is kept aside
     in ``diag`` instead. Returns (Z, objective, status), Z None when there is no mechanism; adds to ``notes``."""
@@ -138,7 +154,7 @@ def _repair_point(out: BendersOutcome, closure: np.ndarray, W: np.ndarray, gap_m
             raise
         notes.append(f"its best feasible point is not kept: the time limit came while {e}")
         return None, None, "time limit"
-    diag.update(facts)
+    diag["cone_repair"] = facts
     enforced = cone_breaches(point, closure)
     diag["enforced"] = {"violated_pairs": int(len(enforced.i)), "checked_pairs": len(W) * (len(W) - 1),
                         "exponent": "the LP's own: ε·d on its pairs, closed along chains", "tolerance": TOLERANCE}
@@ -159,7 +175,7 @@ def _repair_point(out: BendersOutcome, closure: np.ndarray, W: np.ndarray, gap_m
 
 
 def _all_pairs_check(Z: np.ndarray, objective: float | None, eps: float, d: np.ndarray, eta: float,
-                     deadline: float | None, timings: dict[str, float], diag: dict[str, Any],
+                     deadline: float | None, timings: dict[str, float], diag: LpBdDiagnostics,
                      notes: list[str]) -> str:
     """Measure the neighbour LP's point over all pairs of X (into ``diag`` and ``notes``); returns the verdict
     (empty unless the claim leaves pairs broken). At a passed deadline the point is kept aside in ``diag``."""
@@ -167,7 +183,7 @@ def _all_pairs_check(Z: np.ndarray, objective: float | None, eps: float, d: np.n
     try:
         check_deadline(deadline, "measuring ε-mDP over all pairs of X")
     except OutOfTime:  # the point is solved and repaired: kept aside, not released unmeasured
-        diag.update(feasible_Z=Z, feasible_objective_m=objective)
+        diag["feasible_Z"], diag["feasible_objective_m"] = Z, objective
         raise
     msg, degenerate, facts = all_pairs_verdict(Z, eps, d, eta)
     diag["all_pairs"] = facts

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 
 from ..contract import Mechanism, Param, Progress, Result, epsilon_param, register
 from ..deadline import OutOfTime, check_deadline, deadline_of, time_left
-from ..lp.cone import repair_into_cone
+from ..lp.cone import RepairFacts, repair_into_cone
 from ..lp.highs import COEF_CAP, INF, LPOutcome, solve_lp
 from ..problem import Problem
 from .em import em_matrix
@@ -41,6 +41,18 @@ LOG_CAP = float(np.log(COEF_CAP))
 TINY_EM = 1e-12  # EM entries below this stay fixed (u = 1): they carry no loss worth optimising
 U_MAX = 1e6  # a free entry may grow to at most U_MAX × its EM value (EM satisfies it; keeps the LP well scaled)
 METHODS = ("simplex", "ipm")
+
+
+class LpEmDiagnostics(RepairFacts, total=False):
+    """What an LP-EM result reports: the candidate LP (its outputs per secret, neighbours, pairs, free entries) and
+    the exact repair of its point (``breach_before_repair``: the largest log-ratio above ε·d before it, 0: none)."""
+
+    candidates: NDArray[np.int64]
+    candidate_count: int
+    neighbours: int
+    local_pairs: int
+    pairs_capped: int
+    free_entries: int
 
 
 def _solve_lp_em(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:
@@ -89,7 +101,7 @@ def _lp_em(problem: Problem, params: dict[str, Any], progress: Progress, time_li
     check_deadline(deadline, "building the candidate LP")
     out, notes = _solve_or_switch_method(lp, scaled, params["method"], deadline, progress)
     timings["solve_s"] = out.solve_s
-    diag: dict[str, Any] = {"candidates": lp.cand, "candidate_count": len(lp.cand), "neighbours": lp.r,
+    diag: LpEmDiagnostics = {"candidates": lp.cand, "candidate_count": len(lp.cand), "neighbours": lp.r,
                             "local_pairs": lp.n_pairs, "pairs_capped": lp.n_capped, "free_entries": len(lp.sec)}
     if out.x is None:
         return _no_lp_solution(out, notes, params, time_limit, deadline, timings, diag)
@@ -99,7 +111,8 @@ def _lp_em(problem: Problem, params: dict[str, Any], progress: Progress, time_li
     # within the exact bounds (u_lo > 0): a solver's 0 under a positive neighbour would be an infinite breach
     Z[lp.sec, lp.col] = lp.e_free * np.clip(out.x, lp.u_lo, lp.u_hi)
     Z, facts = repair_into_cone(Z, Es, W, report_breach=True, deadline=deadline)
-    diag.update(facts)  # breach_before_repair: max log-ratio above ε·d before the repair (0: none)
+    # (mypy) every RepairFacts is an LpEmDiagnostics (a subclass whose added keys are all optional)
+    diag.update(cast(LpEmDiagnostics, facts))
     timings["repair_s"] = time.perf_counter() - t0
     objective = float(np.sum(W * Z))
     if facts["entries_raised"]:
@@ -209,7 +222,7 @@ def _solve_or_switch_method(lp: _CandidateLP, scaled: NDArray[np.float64], metho
 
 
 def _no_lp_solution(out: LPOutcome, notes: list[str], params: dict[str, Any], time_limit: float | None,
-                    deadline: float | None, timings: dict[str, float], diag: dict[str, Any]) -> Result:
+                    deadline: float | None, timings: dict[str, float], diag: LpEmDiagnostics) -> Result:
     """The result when the candidate LP gave no point: a time limit when the time is up (whatever HiGHS said),
     otherwise the solver's status as numerical trouble."""
     left = time_left(deadline)

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
+from ..contract import PairCheck
 from ..deadline import OutOfTime, check_deadline
 from ..errors import ParameterError, SolverError
 from ..lp.cone import exponent_closure, repair_into_cone
@@ -66,7 +66,7 @@ class AnpoOutcome:
     build_s: float = 0.0
     solve_s: float = 0.0
     repair_mass: float = 0.0
-    enforced: dict[str, Any] = field(default_factory=dict)
+    enforced: PairCheck = field(default_factory=lambda: PairCheck(violated_pairs=0, checked_pairs=0))
     message: str = ""
     bound_m: float | None = None
 
@@ -233,18 +233,16 @@ def _solve_anpo(E: NDArray[np.float64], weights: NDArray[np.float64], c: NDArray
     added = facts["repair_mass_added"]
     Z = Zc[label]
     check_deadline(deadline, f"{phase}: checking the LP's own pairs")
-    vi, _, triples = violated_pairs(Z, E)
+    enforced = _check(Z, E, c.shape[1])
     build_s += time.perf_counter() - tb
-    n = len(E)
-    enforced = {"violated_pairs": len(vi), "checked_pairs": n * (n - 1), "violated_triples": triples,
-                "checked_triples": n * (n - 1) * c.shape[1], "tolerance": TOLERANCE}
     objective = float(weights @ np.einsum("ij,ij->i", c, Z))
     assert out is not None
     return AnpoOutcome(Z, out.status, objective, n_c, len(pi), out.size, rounds, build_s, solve_s, added, enforced,
                        bound_m=objective if out.status == "optimal" else None)
 
 
-def _check(Z: NDArray[np.float64], E: NDArray[np.float64], m: int) -> dict[str, Any]:
+def _check(Z: NDArray[np.float64], E: NDArray[np.float64], m: int) -> PairCheck:
+    """The LP's own pairs checked on ``Z`` (exponents ``E``, ``m`` outputs)."""
     vi, _, triples = violated_pairs(Z, E)
     n = len(E)
     return {"violated_pairs": len(vi), "checked_pairs": n * (n - 1), "violated_triples": triples,

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..contract import CountCheck
 from ..deadline import check_deadline
 from ..metrics import TOLERANCE
 from ..metrics import rows_breach as _violated
@@ -32,14 +33,14 @@ def sample_reports(rows: NDArray[np.float64], rng: np.random.Generator) -> NDArr
     return y
 
 
-def _rate(violated: int, checked: int, **extra: Any) -> dict[str, Any]:
-    return {"violated": int(violated), "checked": int(checked),
-            "ratio": (violated / checked) if checked else None, "tolerance": TOLERANCE, **extra}
+def _rate(violated: int, checked: int, exponent: str) -> CountCheck:
+    return {"violated": int(violated), "checked": int(checked), "ratio": (violated / checked) if checked else None,
+            "tolerance": TOLERANCE, "exponent": exponent}
 
 
 def user_pair_violations(user_rows: NDArray[np.float64], secrets: NDArray[np.int64], has: NDArray[np.bool_],
                          d: NDArray[np.float64], cost: NDArray[np.float64],
-                         eps: float) -> tuple[dict[str, Any], dict[str, Any]]:
+                         eps: float) -> tuple[CountCheck, CountCheck]:
     """V_pair and V_pure over ordered pairs of users with a surrogate and different secrets."""
     idx = np.flatnonzero(has)
     n = len(idx)
@@ -50,15 +51,17 @@ def user_pair_violations(user_rows: NDArray[np.float64], secrets: NDArray[np.int
     dd = d[secrets[a], secrets[b]]
     v_pair = _violated(user_rows[a], user_rows[b], eps * dd - cost[secrets[a], secrets[b]])
     v_pure = _violated(user_rows[a], user_rows[b], eps * dd)
-    note = {"excluded_same_secret": int(same.sum()), "users_without_surrogate": int((~has).sum())}
-    return (_rate(int(v_pair.sum()), len(a), exponent="(ε − ε̄_{x_n,x_m})·d", **note),
-            _rate(int(v_pure.sum()), len(a), exponent="ε·d", **note))
+    checks = (_rate(int(v_pair.sum()), len(a), "(ε − ε̄_{x_n,x_m})·d"), _rate(int(v_pure.sum()), len(a), "ε·d"))
+    for check in checks:
+        check["excluded_same_secret"] = int(same.sum())
+        check["users_without_surrogate"] = int((~has).sum())
+    return checks
 
 
 def counterfactual_violations(z_anchor: NDArray[np.float64], anchors: NDArray[np.int64],
                               member: NDArray[np.bool_], secrets: NDArray[np.int64], d: NDArray[np.float64],
                               cost: NDArray[np.float64], eps: float, samples: int,
-                              rng: np.random.Generator, deadline: float | None = None) -> dict[str, Any]:
+                              rng: np.random.Generator, deadline: float | None = None) -> CountCheck:
     """V_cf: per user, alternatives x' (``samples`` drawn without replacement from X \\ {x_n}; 0 = all of them).
     Past ``deadline`` (checked per user) ``OutOfTime`` is raised."""
     k = len(d)
@@ -81,8 +84,10 @@ def counterfactual_violations(z_anchor: NDArray[np.float64], anchors: NDArray[np
         za = z_anchor[pos[s_alt]]
         bad += int(_violated(zn, za, expo).sum() + _violated(za, zn, expo).sum())
         checks += 2 * len(alt)
-    return _rate(bad, checks, alternatives_per_user=per_user, sampled=per_user < k - 1,
-                 exponent="(ε − ε̄_{x_n,x'})·d, both directions")
+    v_cf = _rate(bad, checks, "(ε − ε̄_{x_n,x'})·d, both directions")
+    v_cf["alternatives_per_user"] = per_user
+    v_cf["sampled"] = per_user < k - 1
+    return v_cf
 
 
 def budget_split(d_a: NDArray[np.float64], cost_a: NDArray[np.float64], xi_a: NDArray[np.float64],

@@ -15,12 +15,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..contract import Mechanism, Param, Preset, Progress, Result, epsilon_param, register
+from ..contract import Mechanism, PairCheck, Param, Preset, Progress, Result, epsilon_param, register
 from ..deadline import OutOfTime, check_deadline
 from ..errors import ParameterError
 from ..problem import Problem
 from .anpo import SOLVERS, AnpoOutcome, anpo_exponents, solve_anpo
 from .budget import EPS_BAR_RULES, ball_lists, empty_probability, phase1_cost, phase1_cost_last_factor
+from .diagnostics import AnpoFacts, PandaDiagnostics, PandaUsers, PandaUtility, PandaViolations, RelaxedBound
 from .evaluate import budget_split, counterfactual_violations, histogram, sample_reports, user_pair_violations
 from .margins import PS_RULES, S_RULES, MarginReport, safety_margins
 from .selection import (
@@ -96,7 +97,7 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
            variant: str) -> Result:
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
-    kept: dict[str, Any] = {"variant": variant}
+    kept: PandaDiagnostics = {"variant": variant}
     try:
         return _panda(problem, params, progress, time_limit, variant, t_start, timings, kept)
     except OutOfTime as e:
@@ -139,7 +140,7 @@ class _AnchorPairs(NamedTuple):
 
 
 def _panda(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None, variant: str,
-           t_start: float, timings: dict[str, float], kept: dict[str, Any]) -> Result:
+           t_start: float, timings: dict[str, float], kept: PandaDiagnostics) -> Result:
     """PAnDA (module docstring); ``OutOfTime`` when the deadline passes outside an LP (``kept`` then holds the
     solved AnPO's rows over X, once there are some)."""
     deadline = None if time_limit is None else t_start + time_limit
@@ -196,7 +197,8 @@ def _panda(problem: Problem, params: dict[str, Any], progress: Progress, time_li
 
     # Z over all of X: each secret takes the row of its nearest anchor in the union A
     Z = z_a[np.argmin(d[:, anchors], axis=1)]
-    kept.update(feasible_Z=Z, feasible_objective_m=out.objective_m)  # set aside if a later step meets the deadline
+    # set aside in case a later step meets the deadline
+    kept["feasible_Z"], kept["feasible_objective_m"] = Z, out.objective_m
 
     # relaxed AnPO: plain ε·d exponents over the same anchors, the lower bound of Prop. 10
     check_deadline(deadline, "summarising the AnPO solve")
@@ -267,7 +269,7 @@ def _margins_time_limit(margins: MarginReport, anchors: np.ndarray, params: dict
            "solved; raise the time limit or lower K.")
     return Result(variant_name(variant), params, None, "time limit", params["eps"], claim=CLAIM, timings=timings,
                   message=msg, degenerate="No mechanism: the time limit came before the safety margins were done",
-                  diagnostics={"variant": variant, "anchors": anchors, "margins": dict(c)})
+                  diagnostics=PandaDiagnostics(variant=variant, anchors=anchors, margins=dict(c)))
 
 
 def _tightened_exponents(pairs: _AnchorPairs, xi_hat: np.ndarray, eps: float) -> tuple[np.ndarray, int]:
@@ -281,7 +283,7 @@ def _tightened_exponents(pairs: _AnchorPairs, xi_hat: np.ndarray, eps: float) ->
 
 
 def _lp_info(out: AnpoOutcome, fallback: str, params: dict[str, Any], n_anchors: int, clipped: int,
-             far: np.ndarray) -> dict[str, Any]:
+             far: np.ndarray) -> AnpoFacts:
     """``diagnostics["lp"]``: the AnPO solve (size, solver, status) and its clipped and unconstrained pairs."""
     return {"anchors": n_anchors, "rows_after_merge": out.rows, "pairs": out.pairs, "rounds": out.rounds,
             "size": out.size, "status": out.status,
@@ -293,12 +295,12 @@ def _lp_info(out: AnpoOutcome, fallback: str, params: dict[str, Any], n_anchors:
 
 
 def _solve_diagnostics(problem: Problem, params: dict[str, Any], variant: str, sel: Selection, users: _Users,
-                       margins: MarginReport, pairs: _AnchorPairs, lp_info: dict[str, Any],
-                       deadline: float | None) -> dict[str, Any]:
+                       margins: MarginReport, pairs: _AnchorPairs, lp_info: AnpoFacts,
+                       deadline: float | None) -> PandaDiagnostics:
     """The diagnostics known once AnPO is solved: selection, anchor sets, margins, the LP, ε̄, ξ̂ and the budget
     split (``OutOfTime`` when the deadline has passed before the resample cost)."""
     n_anchors = len(users.anchors)
-    diagnostics: dict[str, Any] = {
+    diagnostics: PandaDiagnostics = {
         "variant": variant, "decay": VARIANT_NAMES[variant], "gamma_km": sel.gamma_km,
         "d_max_km": float(problem.d.max()), "floor": sel.floor, "floor_value": sel.floor_value,
         "anchors": users.anchors, "anchor_fraction": n_anchors / problem.k,
@@ -321,7 +323,7 @@ def _solve_diagnostics(problem: Problem, params: dict[str, Any], variant: str, s
 
 
 def _no_anpo_solution(out: AnpoOutcome, params: dict[str, Any], variant: str, time_limit: float | None,
-                      timings: dict[str, float], diagnostics: dict[str, Any]) -> Result:
+                      timings: dict[str, float], diagnostics: PandaDiagnostics) -> Result:
     """The result when the AnPO LP gave no rows: no mechanism, with the solver's reason (a time limit in words)."""
     message = out.message
     if out.status == "time limit":
@@ -346,7 +348,7 @@ def _phase2_reports(z_a: np.ndarray, users: _Users, k: int,
 
 def _measure(problem: Problem, users: _Users, user_rows: np.ndarray, z_a: np.ndarray, c_a: np.ndarray,
              true_cost: np.ndarray, out: AnpoOutcome, params: dict[str, Any], r_cf: np.random.Generator,
-             deadline: float | None) -> tuple[dict[str, Any], dict[str, Any]]:
+             deadline: float | None) -> tuple[PandaViolations, PandaUtility]:
     """The release measured: V_pair and V_pure between users, V_cf against alternative secrets, and the losses;
     returns ``diagnostics["violations"]`` and ``diagnostics["utility"]``."""
     d, eps, has = problem.d, params["eps"], users.has
@@ -358,12 +360,12 @@ def _measure(problem: Problem, users: _Users, user_rows: np.ndarray, z_a: np.nda
     c_users = problem.c[users.secrets]
     user_loss = float(np.einsum("ij,ij->i", c_users[has], user_rows[has]).mean()) if has.any() else None
     anchor_loss = float(np.einsum("ij,ij->i", c_a, z_a).mean())
-    enforced = {**out.enforced, "exponent": "AnPO's own, max(0, (ε − ε̄)·d − ξ̂), on ordered anchor pairs"}
-    violations = {"V_pair": v_pair, "V_cf": v_cf, "V_pure": v_pure, "enforced": enforced}
+    enforced: PairCheck = {**out.enforced, "exponent": "AnPO's own, max(0, (ε − ε̄)·d − ξ̂), on ordered anchor pairs"}
+    violations: PandaViolations = {"V_pair": v_pair, "V_cf": v_cf, "V_pure": v_pure, "enforced": enforced}
     return violations, _utility(user_loss, anchor_loss, out.objective_m)
 
 
-def _users_diagnostics(problem: Problem, users: _Users, user_rows: np.ndarray, report: np.ndarray) -> dict[str, Any]:
+def _users_diagnostics(problem: Problem, users: _Users, user_rows: np.ndarray, report: np.ndarray) -> PandaUsers:
     """``diagnostics["users"]``: each user's secret, anchor set, surrogate, report and reporting row."""
     d, surrogate, has = problem.d, users.surrogate, users.has
     return {
@@ -382,7 +384,7 @@ def _user_rows(z_a: np.ndarray, anchors: np.ndarray, surrogate: np.ndarray, has:
     return rows
 
 
-def _utility(user_loss: float | None, anchor_loss: float, anpo_objective: float | None) -> dict[str, Any]:
+def _utility(user_loss: float | None, anchor_loss: float, anpo_objective: float | None) -> PandaUtility:
     """The three losses PAnDA can be scored by (metres), each with what it measures."""
     return {"user_level_m": user_loss, "anchor_level_m": anchor_loss, "anpo_objective_m": anpo_objective,
             "labels": {"user_level_m": "(1/N) Σ_n Σ_y c(x_n, y) z(x̂_n, y): what users experience",
@@ -438,7 +440,7 @@ def _eps_bar_summary(d_a: np.ndarray, cost_a: np.ndarray, true_a: np.ndarray, ep
 
 def _relaxed_bound(d_a: np.ndarray, far: np.ndarray, weights: np.ndarray, c_a: np.ndarray,
                    anpo_objective: float | None, params: dict[str, Any], left: float | None,
-                   progress: Progress) -> dict[str, Any]:
+                   progress: Progress) -> RelaxedBound:
     """Relaxed AnPO (plain ε·d exponents over the same anchors and pairs): the lower bound of Prop. 10."""
     n = len(d_a)
     if not 0 < n <= params["relaxed_max_rows"]:
@@ -455,7 +457,7 @@ def _relaxed_bound(d_a: np.ndarray, far: np.ndarray, weights: np.ndarray, c_a: n
     # dropping every pair constraint is also a relaxation: each anchor takes its cheapest output
     trivial = float(weights @ c_a.min(axis=1))
     lb = trivial if r.bound_m is None else max(r.bound_m, trivial)
-    relaxed: dict[str, Any] = {
+    relaxed: RelaxedBound = {
         "solved": r.bound_m is not None, "status": r.status, "objective_m": r.objective_m,
         "bound_m": lb, "solver_bound_m": r.bound_m, "no_constraint_bound_m": trivial,
         "bound_source": "solver" if r.bound_m is not None and r.bound_m >= trivial else "no-constraint",
@@ -476,7 +478,7 @@ def claim_refuted(violated: int, checked: int, delta: float) -> bool:
     return checked > 0 and violated > delta * checked + 3.0 * np.sqrt(delta * (1.0 - delta) * checked)
 
 
-def _verdict(params: dict[str, Any], n_anchors: int, rows: int, lp_info: dict[str, Any], diag: dict[str, Any],
+def _verdict(params: dict[str, Any], n_anchors: int, rows: int, lp_info: AnpoFacts, diag: PandaDiagnostics,
              secrets: np.ndarray, d: np.ndarray, true_cost: np.ndarray, eps: float, delta: float) -> tuple[str, str]:
     """Plain words on what happened (message) and, when the release is degenerate, a short verdict."""
     notes, verdicts = [], []

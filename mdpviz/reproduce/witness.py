@@ -22,8 +22,11 @@ from typing import Any
 import numpy as np
 
 from .. import metrics
+from ..contract import Result
+from ..dista.diagnostics import dista_diagnostics
 from ..errors import MdpvizError
 from ..panda.budget import phase1_cost_direct, phase1_cost_last_factor_direct
+from ..panda.diagnostics import panda_diagnostics
 from ..panda.selection import Selection
 from ..solve import solve
 from ..sweep import Point, params_of, problem_of
@@ -42,10 +45,10 @@ def _where(pb: Any, i: int) -> str:
     return f"record {i} ({pb.x_lat[i]:.5f}, {pb.x_lon[i]:.5f})"
 
 
-def _panda_phase1(pb: Any, result: Any, name: str, eps: float) -> list[str]:
-    prm, dg = result.params, result.diagnostics
+def _panda_phase1(pb: Any, result: Result, name: str, eps: float) -> list[str]:
+    prm, dg = result.params, panda_diagnostics(result)
     sel = Selection(dg["variant"], prm["alpha"], prm["lam"], dg["gamma_km"], dg["floor"], dg["floor_value"])
-    users = np.unique(np.asarray(result.diagnostics["users"]["secret"], dtype=np.int64))
+    users = np.unique(np.asarray(dg["users"]["secret"], dtype=np.int64))
     w = sel.weights(pb.d[users])  # (users, K)
     a, b = np.nonzero(~np.eye(len(users), dtype=bool))
     d = pb.d[users[a], users[b]]
@@ -76,7 +79,7 @@ def _panda_phase1(pb: Any, result: Any, name: str, eps: float) -> list[str]:
         tail = (f"; the probability that Phase I alone leaks more than ε·d for the first user is {p_over:.3g} "
                 f"(exact, over the {len(differ)} records whose selection probabilities differ), against the "
                 f"claim's δ = {prm['delta']:g}")
-    v = result.diagnostics["violations"]["V_pair"]
+    v = dg["violations"]["V_pair"]
     lines = [f"users' true secrets: {_where(pb, i)} and {_where(pb, j)}, d = {pb.d[i, j]:.3f} km",
              f"Phase I: the anchor set A* = the {int(star.sum())} records likelier for the first user than for the "
              f"second is e^{ratio:.3f} = {math.exp(min(ratio, 700)):.4g} times likelier under the first secret "
@@ -94,10 +97,11 @@ def _panda_phase1(pb: Any, result: Any, name: str, eps: float) -> list[str]:
     return lines
 
 
-def _dista_end_to_end(pb: Any, result: Any, name: str, eps: float) -> list[str]:
-    dg = result.diagnostics
+def _dista_end_to_end(pb: Any, result: Result, name: str, eps: float) -> list[str]:
+    dg = dista_diagnostics(result)
     rec = np.asarray(dg["users_record"], dtype=np.int64)
     cand = np.asarray(dg["users_cand"], dtype=np.int64)
+    assert result.Z is not None  # witnesses are drawn for results with a mechanism only
     rows = result.Z[rec]  # each user's report distribution over Y (its own candidates)
     best: tuple[float, int, int, int] | None = None  # (d, m, n, y) of the closest pair with a one-sided output
     for m in range(len(rec)):

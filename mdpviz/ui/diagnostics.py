@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -126,7 +127,7 @@ def table_arrays(diag: dict[str, Any]) -> dict[str, np.ndarray]:
     return found
 
 
-def diagnostic_points(diag: dict[str, Any], prob: Problem) -> tuple[str, np.ndarray, np.ndarray] | None:
+def diagnostic_points(diag: Mapping[str, Any], prob: Problem) -> tuple[str, np.ndarray, np.ndarray] | None:
     """Points worth drawing from the diagnostics: an (n, 2) ``*latlon*`` array, or anchor indices into X."""
     for k, v in diag.items():
         name = str(k).lower()
@@ -140,7 +141,7 @@ def diagnostic_points(diag: dict[str, Any], prob: Problem) -> tuple[str, np.ndar
     return None
 
 
-def user_reports(diag: dict[str, Any], k: int) -> tuple[np.ndarray, np.ndarray] | None:
+def user_reports(diag: Mapping[str, Any], k: int) -> tuple[np.ndarray, np.ndarray] | None:
     """Users' true secrets and sampled reports (both indices into X) from ``diag['users']``, where given."""
     users = diag.get("users")
     if not isinstance(users, dict) or "secret" not in users or "report_x" not in users:
@@ -226,6 +227,7 @@ KEY_WORDS = {
     "pair_cap": "largest exponent kept on a pair row (ε·d cap)", "shrink_t": "row-sum repair: shift t",
     "deficit_max": "row-sum repair: largest deficit added", "row_sum_max_before": "row sums before repair (max)",
     "row_sum_min_before": "row sums before repair (min)", "gap": "certified relative gap", "lp": "LP",
+    "row_fix": "LP point", "cone_repair": "repair into the cone",
     "cy": "cost block", "dx": "x-distance block", "dy": "y-distance block", "v_pair": "V_pair (between users)",
     "v_cf": "V_cf (counterfactual anchors)", "v_pure": "V_pure (pure ε-mDP between users)", "p_s": "p_s",
     "anpo": "AnPO", "pl": "privacy loss", "relerr": "relative error", "lb": "lower bound",

@@ -7,14 +7,13 @@ roads, result)`` (``roads`` from ``cache.road_layer``).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import pydeck as pdk
 
 from mdpviz.contract import Result
+from mdpviz.dista.diagnostics import DistaDiagnostics, dista_diagnostics
 from mdpviz.problem import Problem
 
 from . import charts, maps
@@ -60,10 +59,10 @@ def per_user_table(result: Result) -> pd.DataFrame:
     return df.rename(columns={c: user_column(str(c)) for c in df.columns})
 
 
-def _diag(result: Result) -> dict[str, Any]:
+def _diag(result: Result) -> DistaDiagnostics:
     if result.mechanism != "dista-lp" or not result.diagnostics:
         raise ValueError("mdpviz.ui.dista draws DISTA-LP results only")
-    return result.diagnostics
+    return dista_diagnostics(result)
 
 
 def neighbourhood_deck(prob: Problem, roads: pdk.Layer | None, result: Result, *, height_px: int = 480,
@@ -188,7 +187,7 @@ def render(prob: Problem, roads: pdk.Layer | None, result: Result) -> None:
     st.dataframe(per_user_table(result), hide_index=True, width="stretch")
 
 
-def cells_table(diag: dict[str, Any]) -> pd.DataFrame:
+def cells_table(diag: DistaDiagnostics) -> pd.DataFrame:
     """The private-cell variant's cells (ours): each cell's LP, how it ended and where its rows come from."""
     rows = diag.get("cells") or []
     return pd.DataFrame([{"cell": c["cell"], "LP status": c["status"], "rows from": c["rows_from"],
@@ -196,7 +195,7 @@ def cells_table(diag: dict[str, Any]) -> pd.DataFrame:
                          for c in rows])
 
 
-def _render_cells(d: dict[str, Any]) -> None:
+def _render_cells(d: DistaDiagnostics) -> None:
     """The panel of the private-cell variant (ours): the budget split, the exact check of the release, the cells."""
     import streamlit as st  # local: the figure and deck builders stay free of streamlit (module docstring)
 
