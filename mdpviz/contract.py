@@ -298,6 +298,9 @@ class Mechanism:
         Above this K the dashboard warns that a solve may be slow (None: no warning).
     presets
         Named settings, e.g. the paper's own experiment (:class:`Preset`).
+    diagnostics
+        The ``TypedDict`` its results' ``diagnostics`` follow (None: it reports none); ``tests/test_paper_scale.py``
+        checks every key a solve returns against it.
     """
 
     name: str
@@ -310,6 +313,7 @@ class Mechanism:
     exact: bool = True  # False for mechanisms whose privacy is probabilistic or approximate (PAnDA, LP+CA)
     max_k: int | None = None  # above this K the dashboard warns that a solve may be slow
     presets: tuple[Preset, ...] = ()  # named settings, e.g. the paper's own experiment
+    diagnostics: type | None = None  # the TypedDict of its results' diagnostics
 
     def preset(self, name: str) -> Preset:
         """The preset called ``name``; ParameterError naming the known ones otherwise."""

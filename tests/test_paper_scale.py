@@ -10,13 +10,15 @@ outcome, not a failure.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import UnionType
+from typing import Any, NotRequired, Union, get_args, get_origin, get_type_hints, is_typeddict
 
 import numpy as np
 import pytest
 
-from mdpviz import metrics
+from mdpviz import metrics, result_store
 from mdpviz.contract import Result
 from mdpviz.errors import MdpvizError
 from mdpviz.mechanisms import get_mechanism, mechanisms
@@ -144,14 +146,51 @@ def _cases() -> list[Any]:
     return cases
 
 
+def undeclared(schema: Any, value: Any, path: str = "diagnostics") -> list[str]:
+    """Where ``value`` departs from the TypedDict ``schema``: keys it does not declare, required keys missing, and
+    the same inside every value (or list item) whose declared type is itself a TypedDict; None passes where the
+    type allows it. (Python 3.11 computes ``__required_keys__`` wrongly under postponed annotations, so the
+    required keys are read from the hints: every key of a total TypedDict that is not ``NotRequired``.)"""
+    if not isinstance(value, Mapping):
+        return [f"{path} is a {type(value).__name__}, not a mapping"]
+    hints = get_type_hints(schema, include_extras=True)
+    optional = {k for k, t in hints.items() if get_origin(t) is NotRequired}
+    required = set(hints) - optional if schema.__total__ else set()
+    found = [f"{path}[{k!r}] is not declared in {schema.__name__}" for k in value if k not in hints]
+    found += [f"{path}[{k!r}] is required by {schema.__name__} but missing" for k in required if k not in value]
+    for key, item in value.items():
+        hint = hints.get(key)
+        hint = get_args(hint)[0] if get_origin(hint) is NotRequired else hint
+        if item is None or hint is None:
+            continue
+        if get_origin(hint) is list and is_typeddict(get_args(hint)[0]):
+            for n, element in enumerate(item):
+                found += undeclared(get_args(hint)[0], element, f"{path}[{key!r}][{n}]")
+            continue
+        inner = [t for t in (get_args(hint) if get_origin(hint) in (Union, UnionType) else (hint,))
+                 if is_typeddict(t)]
+        if inner:
+            found += undeclared(inner[0], item, f"{path}[{key!r}]")
+    return found
+
+
 @pytest.mark.parametrize(("name", "eps"), _cases())
-def test_every_mechanism_meets_its_claim_on_rome(rome: Problem, name: str, eps: float) -> None:
+def test_every_mechanism_meets_its_claim_on_rome(rome: Problem, name: str, eps: float, tmp_path: Path) -> None:
     try:
         r = solve(rome, name, _params(name, eps), time_limit=TIME_LIMIT, use_cache=False)
     except MdpvizError as e:  # an honest refusal: the library declines this problem and says what to change
         assert str(e).strip()
         return
     check_claim(rome, r)
+    # the diagnostics are what the mechanism declares, as solved and as read back from the cache's file format
+    schema = get_mechanism(name).diagnostics
+    if schema is None:
+        assert not r.diagnostics, f"{name} declares no diagnostics but reports {sorted(r.diagnostics)}"
+        return
+    assert undeclared(schema, r.diagnostics) == []
+    entry = tmp_path / "entry.npz"
+    entry.write_bytes(result_store.encode(r, {}))
+    assert undeclared(schema, result_store.read(entry)[1].diagnostics) == []
 
 
 def test_the_registry_is_covered() -> None:

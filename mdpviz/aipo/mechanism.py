@@ -371,17 +371,17 @@ AIPO = register(Mechanism(
          "points of the plane. The axis split is searched for the lowest true loss. Inside a cell a point's "
          "distribution is a blend of its corners', so outputs closer together than a cell are not told apart.",
     params=(epsilon_param(), _P, _CELLS, _CELL_KM, _STEPS, _LB_GRID, _METHOD), presets=(PAPER_PRESET,),
-    solve=lambda pb, prm, prog, tl: _solve("aipo", pb, prm, prog, tl)))
+    solve=lambda pb, prm, prog, tl: _solve("aipo", pb, prm, prog, tl), diagnostics=AipoDiagnostics))
 AIPO_E = register(Mechanism(
     name="aipo-e", label="AIPO-E (equal budget split)", family="aipo", paper=_PAPER,
     info="AIPO with ε₁ = ε₂ (no budget search): the paper's ablation.",
     params=(epsilon_param(), _P, _CELLS, _CELL_KM, _METHOD),
-    solve=lambda pb, prm, prog, tl: _solve("aipo-e", pb, prm, prog, tl)))
+    solve=lambda pb, prm, prog, tl: _solve("aipo-e", pb, prm, prog, tl), diagnostics=AipoDiagnostics))
 AIPO_R = register(Mechanism(
     name="aipo-r", label="AIPO-R (relaxed, not ε-mDP)", family="aipo", paper=_PAPER, exact=False,
     info="AIPO with the full ε on each axis and no normalisation halving: lower loss, but violates ε-mDP.",
     params=(epsilon_param(), _P, _CELLS, _CELL_KM, _METHOD),
-    solve=lambda pb, prm, prog, tl: _solve("aipo-r", pb, prm, prog, tl)))
+    solve=lambda pb, prm, prog, tl: _solve("aipo-r", pb, prm, prog, tl), diagnostics=AipoDiagnostics))
 LAPLACE_D = register(Mechanism(
     name="laplace-d", label="Discretised Laplace (AIPO's baseline)", family="aipo", paper=_PAPER,
     info="The AIPO paper's 'Laplace' baseline: exp(−ε′·d_p(x, y)) over the outputs, renormalised per row, in the "

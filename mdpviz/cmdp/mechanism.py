@@ -15,6 +15,7 @@ from typing import Any
 from ..contract import Mechanism, Param, Preset, Progress, Result, epsilon_param, register
 from ..deadline import OutOfTime
 from ..problem import Problem
+from .diagnostics import CmdpDiagnostics
 from .pipeline import CAVEAT, MAX_STATIONS, CmdpData, DataSettings, diagnostics, prepare, solve_context
 
 PAPER = ("Chen, Huang, Qiu: Context-aware metric differential privacy for vehicle trajectory data "
@@ -168,14 +169,17 @@ CONTEXTS_PRESET = Preset(
 CMDP = register(Mechanism(
     name="cmdp", label="LP + C-mDP (context-aware)", family="cmdp", paper=PAPER,
     info=_INFO + "Blankets: Algorithm 1 per (hour, speed, region) group, predicted by a classifier (Algorithm 2).",
-    params=(*_COMMON, _PREDICTOR), solve=_solve_cmdp, max_k=MAX_STATIONS, presets=(PAPER_PRESET, CONTEXTS_PRESET)))
+    params=(*_COMMON, _PREDICTOR), solve=_solve_cmdp, max_k=MAX_STATIONS, presets=(PAPER_PRESET, CONTEXTS_PRESET),
+    diagnostics=CmdpDiagnostics))
 
 CMDP_MARKOV = register(Mechanism(
     name="cmdp-markov", label="LP + Markov (first-order context)", family="cmdp", paper=PAPER,
     info=_INFO + "Blanket fixed to the previous location {X_t−1} for every report (the paper's LP+Markov1).",
-    params=_COMMON, solve=_solve_markov, max_k=MAX_STATIONS, presets=(PAPER_PRESET, CONTEXTS_PRESET)))
+    params=_COMMON, solve=_solve_markov, max_k=MAX_STATIONS, presets=(PAPER_PRESET, CONTEXTS_PRESET),
+    diagnostics=CmdpDiagnostics))
 
 CMDP_TRUEMB = register(Mechanism(
     name="cmdp-truemb", label="LP + TrueMB (oracle blanket)", family="cmdp", paper=PAPER,
     info=_INFO + "Blanket = the order the generator actually used (or Algorithm 1 per group): an oracle.",
-    params=(*_COMMON, _ORACLE), solve=_solve_truemb, max_k=MAX_STATIONS, presets=(PAPER_PRESET, CONTEXTS_PRESET)))
+    params=(*_COMMON, _ORACLE), solve=_solve_truemb, max_k=MAX_STATIONS, presets=(PAPER_PRESET, CONTEXTS_PRESET),
+    diagnostics=CmdpDiagnostics))

@@ -370,4 +370,5 @@ DISTA_LP = register(Mechanism(
          "user. Privacy is claimed only inside each neighbourhood. Our variant (upload = 'cell', preset 'ours', not "
          "the paper's): a user sends only a public cell chosen by the exponential mechanism, and reports from that "
          "cell's exact LP; ε-mDP on all pairs, and users M, |N_m| and the upload settings are unused.",
-    params=PARAMS, solve=_solve, max_k=5000, presets=(PAPER_RUN, PRIVATE_CELL)))
+    params=PARAMS, solve=_solve, max_k=5000, presets=(PAPER_RUN, PRIVATE_CELL),
+    diagnostics=DistaDiagnostics))

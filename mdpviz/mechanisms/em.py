@@ -93,7 +93,7 @@ EM_BR = register(Mechanism(
           "(PoPETs 2017)",
     info="EM (ε/2 exponent), then each output is remapped to the output with the least posterior expected cost. "
          "Remapping is post-processing, so ε-mDP is kept.",
-    params=(epsilon_param(),), solve=_solve_em_br))
+    params=(epsilon_param(),), solve=_solve_em_br, diagnostics=RemapDiagnostics))
 
 
 def _solve_tem(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:
@@ -126,4 +126,5 @@ TEM = register(Mechanism(
     paper="Carvalho, Vasiloudis, Feyisetan, Wang: TEM: high utility metric differential privacy on text (2023)",
     info="Scores −min(d, γ) with threshold γ = (2/ε)·ln((|Y|−1)(1−β)/β); weights exp(ε·score/2): ε-mDP.",
     params=(epsilon_param(), Param("beta", float, 0.1, "truncation parameter β (smaller: larger threshold)",
-                                   low=1e-6, high=0.99, log=True, label="β")), solve=_solve_tem))
+                                   low=1e-6, high=0.99, log=True, label="β")), solve=_solve_tem,
+    diagnostics=ThresholdDiagnostics))

@@ -224,4 +224,4 @@ LAPLACE = register(Mechanism(
     params=(epsilon_param(),
             Param("n_sub", int, 8, "angular sub-intervals per Voronoi edge (6 Gauss nodes each)", low=1, high=64,
                   unit="panels per edge", label="quadrature")),
-    solve=_solve_laplace))
+    solve=_solve_laplace, diagnostics=LaplaceDiagnostics))

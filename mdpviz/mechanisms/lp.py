@@ -221,7 +221,7 @@ LP = register(Mechanism(
          "cities, where every entry carries mass and K = 200 takes minutes (as does Rome at ε = 1); the "
          "monolithic LP has K²·|Y| constraints.",
     params=(epsilon_param(), _SOLVER, _GAP, _ENGINE, _PAIRS, _SPANNER_T, _METHOD, _REPAIR, _SCOPE, _ETA),
-    solve=_solve_lp, max_k=1000))
+    solve=_solve_lp, max_k=1000, diagnostics=EngineDiagnostics))
 
 LP_CA = register(Mechanism(
     name="lp-ca", label="LP + coarse approximation (LP+CA)", family="lp", exact=False,
@@ -229,4 +229,4 @@ LP_CA = register(Mechanism(
     info="Grid of G×G cells over the region; one representative secret per non-empty cell; the optimal LP over "
          "representatives; each secret uses its cell's row. Fast, but real pairs may violate ε-mDP.",
     params=(epsilon_param(), Param("grid", int, 8, "cells per side of the grid", low=2, high=20, label="grid G"),
-            _SOLVER, _METHOD), solve=_solve_lp_ca))
+            _SOLVER, _METHOD), solve=_solve_lp_ca, diagnostics=EngineDiagnostics))

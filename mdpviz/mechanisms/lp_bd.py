@@ -257,4 +257,4 @@ LP_BD = register(Mechanism(
                   "dominates)", low=1, high=32,
                   label="subproblem threads"),
             Param("seed", int, 0, "seed of the partitioner's k-means", low=0, high=2**31 - 1, label="seed")),
-    solve=_solve_lp_bd, max_k=1000, presets=PRESETS))
+    solve=_solve_lp_bd, max_k=1000, presets=PRESETS, diagnostics=LpBdDiagnostics))

@@ -254,4 +254,4 @@ LP_EM = register(Mechanism(
                   "(artifact: 38)", low=2, high=10000, label="neighbours r"),
             Param("method", str, "simplex", "HiGHS algorithm (the other one is tried if it fails)",
                   choices=METHODS, label="LP method")),
-    solve=_solve_lp_em, max_k=2000))
+    solve=_solve_lp_em, max_k=2000, diagnostics=LpEmDiagnostics))

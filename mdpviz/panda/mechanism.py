@@ -562,7 +562,7 @@ def _make(variant: str, label: str, info: str) -> Mechanism:
         return _solve(problem, params, progress, time_limit, variant)
 
     return register(Mechanism(name=variant_name(variant), label=label, paper=PAPER, info=info, params=_PARAMS,
-                              solve=solve, family="panda", exact=False, max_k=5000,
+                              solve=solve, family="panda", exact=False, max_k=5000, diagnostics=PandaDiagnostics,
                               presets=_presets(variant)))
 
 
