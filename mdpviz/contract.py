@@ -3,7 +3,6 @@ every mechanism joins at import (filled by importing ``mdpviz.mechanisms``, whic
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -400,8 +399,6 @@ def get_mechanism(name: str) -> Mechanism:
     ParameterError
         An unknown name; the message lists the known ones.
     """
-    if name not in _REGISTRY:
-        _load_catalogue()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -417,13 +414,6 @@ def mechanisms() -> list[Mechanism]:
     list of Mechanism
         By family (``FAMILY_ORDER``, unknown families last), then in registration order.
     """
-    _load_catalogue()
     rank = {family: i for i, family in enumerate(FAMILY_ORDER)}
     return sorted(_REGISTRY.values(), key=lambda m: rank.get(m.family, len(rank)))
 
-
-def _load_catalogue() -> None:
-    """Import ``mdpviz.mechanisms``, which imports (and so registers) every mechanism. A paper's module that looks
-    another mechanism up (DISTA-LP solves its cells with ``lp``) then finds it even when only that module was
-    imported; it cannot import the catalogue itself, which imports it."""
-    importlib.import_module("mdpviz.mechanisms")

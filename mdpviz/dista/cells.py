@@ -82,7 +82,7 @@ def _em_rows(problem: Problem, cand: NDArray[np.int64], eps: float) -> NDArray[n
 def run(problem: Problem, eps: float, n_cells: int, cell_share: float, candidates: int, seed: int,
         solve_lp: Any, progress: Progress, time_limit: float | None) -> CellRun:
     """Solve every cell's LP and assemble the release. ``solve_lp(problem, eps, time_limit)`` returns a Result
-    (the registry's ``lp``; passed in so this package does not import the mechanisms).
+    (DISTA-LP passes the exact LP of :func:`mdpviz.lp.optimal.optimal_rows`).
 
     Each cell's LP gets an equal share of the time left. A cell whose LP stops with a kept feasible point uses it
     (exactly private, not optimal); one with no point falls back to the exponential mechanism over its candidates

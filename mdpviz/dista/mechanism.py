@@ -23,8 +23,9 @@ from typing import Any, Self
 import numpy as np
 from numpy.typing import NDArray
 
-from ..contract import Mechanism, Param, Preset, Result, epsilon_param, get_mechanism, register
+from ..contract import Mechanism, Param, Preset, Result, epsilon_param, register
 from ..deadline import OutOfTime
+from ..lp.optimal import optimal_rows
 from ..problem import Problem
 from ..progress import Progress
 from . import cells as private_cells
@@ -260,8 +261,14 @@ def _solve_cells(problem: Problem, params: dict[str, Any], progress: Progress, t
     eps = params["eps"]
 
     def solve_lp(cell_problem: Problem, eps_pt: float, left: float | None) -> Result:
-        lp = get_mechanism("lp")  # registered by mdpviz.mechanisms, which imports this module too
-        return lp.solve(cell_problem, lp.validate({"eps": eps_pt}), progress, left)
+        """The cell's exact LP (the structured engine at its default gap): Z only when optimal, else a kept point."""
+        t_cell = time.perf_counter()
+        timings: dict[str, float] = {}
+        Z, f = optimal_rows(cell_problem.d, cell_problem.p, cell_problem.c, {"eps": eps_pt}, progress, left, timings,
+                            out_rows=cell_problem.y_index)
+        timings["total_s"] = time.perf_counter() - t_cell
+        return Result("lp", {"eps": eps_pt}, Z, f.status, eps_pt, timings=timings, lp_size=f.size,
+                      objective_m=f.objective, bound_m=f.bound, diagnostics=f.diagnostics, message=f.message)
 
     t0 = time.perf_counter()
     try:

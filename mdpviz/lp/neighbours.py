@@ -41,7 +41,7 @@ def solve_by_components(d_path: NDArray[np.float64], weights: NDArray[np.float64
     """Solve the LP with metric ``d_path`` (inf = unconstrained) one connected component at a time.
 
     ``solve_rows(d, weights, c, time_limit)`` solves one component and returns (Z or None, its
-    :class:`RowsFacts`), as ``mechanisms.lp._optimal_rows`` does. A component of one
+    :class:`RowsFacts`), as :func:`mdpviz.lp.optimal.optimal_rows` does. A component of one
     row has no constraint: it takes its cheapest output. Facts are summed (objective, bound, sizes); the status is
     ``optimal`` only when every component is.
     """

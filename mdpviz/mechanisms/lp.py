@@ -9,12 +9,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..contract import Mechanism, Param, Progress, Result, epsilon_param, register
-from ..deadline import OutOfTime, deadline_of, time_left
-from ..lp.cone import repair_into_cone
-from ..lp.mdp_lp import PAIR_SETS, all_pairs, greedy_spanner, implied_free_pairs, solve_mdp_lp
+from ..lp.mdp_lp import PAIR_SETS
 from ..lp.neighbours import neighbour_path_km, solve_by_components
-from ..lp.outcome import EngineDiagnostics, RowsFacts
-from ..lp.structured import ENGINES, no_privacy_floor, solve_structured
+from ..lp.optimal import GAP_TOL, optimal_rows
+from ..lp.outcome import EngineDiagnostics
+from ..lp.structured import ENGINES
 from ..problem import Problem
 from .neighbour_scope import all_pairs_verdict, neighbour_claim
 
@@ -35,7 +34,6 @@ _SOLVER = Param("solver", str, "structured",
                 "column generation where most entries matter (small cities); 'monolithic': one HiGHS LP over all "
                 "pairs' rows (slow beyond K ≈ 100)",
                 choices=SOLVERS, label="LP engine")
-GAP_TOL = 1e-4
 _ENGINE = Param("engine", str, "auto", "structured engine: 'rows' (row-and-column generation), 'conic' (conic column "
                 "generation, faster when most entries carry mass: small cities) or 'auto' (conic on such dense "
                 "instances, rows otherwise and as its fallback)", choices=ENGINES, label="structured engine")
@@ -52,82 +50,6 @@ _REPAIR = Param("repair", bool, True, "monolithic engine: raise entries that sol
                 label="repair columns")
 
 
-def _pair_set(d: NDArray[np.float64], eps: float, how: str, t: float, deadline: float | None = None
-              ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
-    """Pairs to constrain and their exponents (``OutOfTime`` once ``deadline`` passes)."""
-    if how == "all":
-        pi, pj = all_pairs(len(d))
-        return pi, pj, eps * d[pi, pj]
-    if how == "exact":
-        pi, pj = implied_free_pairs(d, deadline=deadline)
-        return pi, pj, eps * d[pi, pj]
-    pi, pj = greedy_spanner(d, t, deadline)
-    return pi, pj, (eps / t) * d[pi, pj]
-
-
-def _optimal_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArray[np.float64],
-                  params: dict[str, Any], progress: Progress, time_limit: float | None,
-                  timings: dict[str, float], out_rows: NDArray[np.int64] | None = None,
-                  ) -> tuple[NDArray[np.float64] | None, RowsFacts]:
-    """The optimal rows of the mDP LP with metric d (km) and costs c (metres), by the engine ``params`` names:
-    ``lp.structured.solve_structured`` or ``lp.mdp_lp.solve_mdp_lp`` (then repaired into the cone). Returns Z (or None)
-    and its :class:`~mdpviz.lp.outcome.RowsFacts` (objective in m, of the returned Z; bound in m, certified).
-
-    ``params`` carries eps and the engine choice (``solver``: structured / monolithic, with their options).
-    """
-    eps = params["eps"]
-    W = weights[:, None] * c
-    if params.get("solver", "structured") == "structured":
-        outcome = solve_structured(W, eps * d, closed=True, tol=params.get("gap_tol", GAP_TOL),
-                                   time_limit=time_limit, progress=progress, out_rows=out_rows,
-                                   engine=params.get("engine", "auto"))
-        timings.update({k: v for k, v in outcome.timings.items() if k != "total_s"})
-        diag: EngineDiagnostics = outcome.diagnostics.copy()
-        msg = outcome.message
-        Z = outcome.Z
-        if outcome.status != "optimal" and Z is not None:
-            # never hand back a non-optimal point as the mechanism: keep it, labelled, in the diagnostics
-            diag["feasible_Z"] = Z
-            diag["feasible_objective_m"] = outcome.objective
-            msg = (msg + "; " if msg else "") + ("diagnostics['feasible_Z'] holds a feasible, exactly private "
-                                                 "point (not the optimum)")
-            Z = None
-        return Z, RowsFacts(outcome.status, outcome.objective if Z is not None else None, outcome.bound,
-                            outcome.size, msg, diag)
-    progress("constraint pairs", None)
-    t0 = time.perf_counter()
-    deadline = deadline_of(time_limit)
-    try:
-        pi, pj, expo = _pair_set(d, eps, params["pairs"], params["spanner_t"], deadline)
-    except OutOfTime as e:
-        return None, RowsFacts("time limit", bound=no_privacy_floor(W),
-                               message=f"time limit while {e}, before the LP; bound from the no-privacy floor")
-    timings["pairs_s"] = time.perf_counter() - t0
-    Z, out = solve_mdp_lp(weights, c, pi, pj, expo, method=params["method"], time_limit=time_left(deadline),
-                          progress=progress)
-    timings["build_s"] = time.perf_counter() - t0 - out.solve_s
-    timings["solve_s"] = out.solve_s
-    diag = EngineDiagnostics(pairs=len(pi))
-    objective = out.objective
-    if Z is not None and params["repair"]:
-        progress("repair", None)
-        t0 = time.perf_counter()
-        try:
-            Z, facts = repair_into_cone(Z, eps * d, W, deadline=deadline)
-        except OutOfTime as e:  # an unrepaired LP point is no mechanism
-            return None, RowsFacts("time limit", bound=no_privacy_floor(W), size=out.size,
-                                   message=f"time limit while {e} (the LP had solved); bound from the no-privacy floor",
-                                   diagnostics=diag)
-        diag["cone_repair"] = facts
-        timings["repair_s"] = time.perf_counter() - t0
-        objective = float(np.sum(W * Z))
-    if Z is None:  # a stop or a failure of the monolithic LP: the floor is the certified bound it has
-        return None, RowsFacts(out.status, bound=no_privacy_floor(W), size=out.size,
-                               message="; ".join(filter(None, [out.message, "bound from the no-privacy floor"])),
-                               diagnostics=diag)
-    return Z, RowsFacts(out.status, objective, None, out.size, out.message, diag)
-
-
 def collapsed(Z: NDArray[np.float64] | None) -> str:
     """The degenerate verdict of an LP mechanism whose rows are all the same distribution (it reveals nothing)."""
     if Z is None or len(Z) < 2 or float(np.ptp(Z, axis=0).max()) > 1e-12:
@@ -141,10 +63,10 @@ def _solve_lp(problem: Problem, params: dict[str, Any], progress: Progress, time
     near = params["scope"] == "neighbours"
     if near:  # E = ε·d on pairs d ≤ η, +inf elsewhere: its closure is ε × the path metric through neighbours
         Z, f = solve_by_components(neighbour_path_km(problem.d, params["eta"]), problem.p, problem.c,
-                                   lambda d, w, c, left: _optimal_rows(d, w, c, params, progress, left, timings),
+                                   lambda d, w, c, left: optimal_rows(d, w, c, params, progress, left, timings),
                                    time_limit)
     else:
-        Z, f = _optimal_rows(problem.d, problem.p, problem.c, params, progress, time_limit, timings,
+        Z, f = optimal_rows(problem.d, problem.p, problem.c, params, progress, time_limit, timings,
                              out_rows=problem.y_index)
     claim, message, degenerate = "all pairs", f.message, ""
     if near:
@@ -200,7 +122,7 @@ def _solve_lp_ca(problem: Problem, params: dict[str, Any], progress: Progress, t
     c_cell = (member @ problem.c) / np.where(weights > 0, weights, 1.0)[:, None]
     timings["grid_s"] = time.perf_counter() - t0
     lp_params = {**params, "pairs": "all", "spanner_t": 1.5, "repair": True, "gap_tol": 1e-8}
-    Zr, f = _optimal_rows(problem.d[np.ix_(reps, reps)], weights, c_cell, lp_params, progress, time_limit, timings)
+    Zr, f = optimal_rows(problem.d[np.ix_(reps, reps)], weights, c_cell, lp_params, progress, time_limit, timings)
     Z = None if Zr is None else Zr[cell_of]
     degenerate = "" if Z is None else coarse_verdict(n_cells, problem.k, params["grid"])
     message = "; ".join(m for m in (f.message, degenerate) if m)
