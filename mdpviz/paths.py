@@ -131,14 +131,23 @@ def _break_stale(path: Path, stale_s: float, wait_s: float) -> None:
     """Delete the lock file ``path``, judged stale, unless it changed hands since: the judgement is made again and
     the file deleted under an OS lock on the folder's :data:`BREAK_GUARD` (``filelock``), so two processes that
     both judged the same dead holder's lock stale cannot delete each other's fresh one. Waits at most ``wait_s``
-    for that OS lock (then leaves the file to the caller's next look); ``OSError`` when the file or the guard
-    cannot be written (a read-only or sticky folder)."""
+    for that OS lock (then leaves the file to the caller's next look). A guard that cannot be opened (another
+    account's, in a shared folder; a read-only folder) is done without: the file is judged again and deleted
+    unguarded, as before the guard. ``OSError`` when the lock file cannot be deleted."""
+    lock = FileLock(path.parent / BREAK_GUARD, timeout=wait_s)
+    guard: FileLock | None = lock
     try:
-        with FileLock(path.parent / BREAK_GUARD, timeout=wait_s):
-            if _lock_owner(path, stale_s) == "stale":
-                path.unlink(missing_ok=True)
-    except Timeout:
-        pass
+        lock.acquire()
+    except Timeout:  # another waiter is breaking it: the caller looks again (Timeout is an OSError: caught first)
+        return
+    except OSError:
+        guard = None
+    try:
+        if _lock_owner(path, stale_s) == "stale":
+            path.unlink(missing_ok=True)
+    finally:
+        if guard is not None:
+            guard.release()
 
 
 @contextlib.contextmanager

@@ -232,7 +232,7 @@ def test_the_stop_button_asks_the_running_solve_to_stop() -> None:
     assert cancel.is_set() and ss["_stopped"] == "Optimal LP"
 
 
-def test_two_processes_breaking_one_stale_lock_do_not_both_hold_it(monkeypatch: pytest.MonkeyPatch,
+def test_two_waiters_breaking_one_stale_lock_do_not_both_hold_it(monkeypatch: pytest.MonkeyPatch,
                                                                    tmp_path: Path) -> None:
     """B judges a dead holder's lock stale; before B deletes it, A deletes it and takes the lock. B must not then
     delete A's live lock and take it too (the break is re-checked under a lock of its own)."""
@@ -277,3 +277,20 @@ def test_two_processes_breaking_one_stale_lock_do_not_both_hold_it(monkeypatch: 
     a.join(HANG_GUARD_S)
     b.join(HANG_GUARD_S)
     assert held == {"A": True, "B": False}, f"both held the lock at once: {held}"
+
+
+def test_a_guard_that_cannot_be_opened_still_lets_a_stale_lock_be_broken(tmp_path: Path) -> None:
+    """Another account's guard file in a shared folder (here: a folder where the guard file belongs, which no
+    process can open as a file) must not turn a dead holder's lock into one nobody can clear."""
+    import subprocess
+    import sys
+
+    from mdpviz.paths import BREAK_GUARD
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    lock = tmp_path / "key.lock"
+    lock.write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname(), "since": time.time()}))
+    (tmp_path / BREAK_GUARD).mkdir()
+    with file_lock(lock, 1.0) as state:
+        assert state and state.problem == ""

@@ -14,7 +14,7 @@ from .cone import RepairFacts, RowFix
 
 
 class EngineDiagnostics(TypedDict, total=False):
-    """What the exact LP engines report beside Z (``Result.diagnostics`` of ``lp`` and ``lp-coarse``), by engine:
+    """What the exact LP engines report beside Z (``Result.diagnostics`` of ``lp`` and ``lp-ca``), by engine:
     the row-and-column engine (``engine`` = ``rows``), the conic engine (``conic``) and the monolithic LP, the
     row fix-up of the returned point and, on a stop, the point set aside.
     """
@@ -37,7 +37,7 @@ class EngineDiagnostics(TypedDict, total=False):
     pricing_pairs: list[NDArray[np.int64]]
     outputs_used: int
     box_dropped: bool
-    row_fix: RowFix  # how the returned point's rows were made to sum to 1 inside the cone
+    row_fix: RowFix | RepairFacts  # how the point's rows were made to sum to 1 (a stop's cells point: its repair)
     # the monolithic LP and its repair into the cone
     pairs: int
     cone_repair: RepairFacts
@@ -46,7 +46,7 @@ class EngineDiagnostics(TypedDict, total=False):
     all_pairs: dict[str, Any]  # neighbour scope: the point measured over all pairs of X
     feasible_Z: NDArray[np.float64]  # a stop: the feasible, exactly private point found, not the optimum
     feasible_objective_m: float | None
-    cells: int  # lp-coarse
+    cells: int  # lp-ca
     representatives: NDArray[np.int64]
     cell_of: NDArray[np.int64]
 

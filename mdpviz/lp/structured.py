@@ -162,7 +162,7 @@ POINT_GRACE_S = 0.5  # seconds past the deadline a stop may spend on the cells' 
 
 
 def stop_point(Wn: NDArray[np.float64], Es: NDArray[np.float64], reach: NDArray[np.float64],
-               deadline: float | None) -> tuple[NDArray[np.float64], RowFix, str]:
+               deadline: float | None) -> tuple[NDArray[np.float64], RowFix | RepairFacts, str]:
     """The exactly private point of a stop before any LP solved, and what it is: the cells' starting point, given
     ``POINT_GRACE_S`` past the deadline (its repair is O(n²·|Y|): about 3.6 CPU s at K = 1,500, |Y| = 100), else
     the best constant mechanism (every secret reports the one output of least expected cost: all rows equal, so
@@ -191,7 +191,7 @@ class _RowAndColumnGeneration:
         self.deadline, self.tol, self.progress, self.t_start = deadline, tol, progress, t_start
         self.caps = [c for c in PAIR_CAPS if c > cap] + [np.inf]
         self.cap = cap
-        self.best: tuple[NDArray[np.float64], RowFix, float] | None = None
+        self.best: tuple[NDArray[np.float64], RowFix | RepairFacts, float] | None = None
         self.ub = np.inf
         self.lb = no_privacy_floor(self.Wn)  # certified before any LP: the pricing bound at μ_x = min_y Wn[x, y]
         self.history: list[tuple[float, float, float, int, int]] = []

@@ -31,6 +31,8 @@ SCOPES = ("neighbours", "all-pairs")
 # with the authors' slack (never re-checked against ξ after the repair) there is nothing to keep it for
 REPAIR_RESERVE = 0.5
 STABILISED_LAMBDA = 0.3  # λ of the 'stabilised' preset (with row-sum cuts): `bench benders` measures it
+
+
 class LpBdDiagnostics(BendersDiagnostics, total=False):
     """What an LP+BD result reports: the Benders run's own diagnostics, the LP's pairs and scope, the exact repair
     of the point, the LP's own pairs checked on it and, for the neighbour scope, the point over all pairs of X."""
