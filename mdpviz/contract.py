@@ -146,10 +146,6 @@ class CountCheck(TypedDict):
     eps: NotRequired[float]
     distance: NotRequired[str]
     worst_factor: NotRequired[float]
-    excluded_same_secret: NotRequired[int]
-    users_without_surrogate: NotRequired[int]
-    alternatives_per_user: NotRequired[int]
-    sampled: NotRequired[bool]
 
 
 class PairCheck(TypedDict):

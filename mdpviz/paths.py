@@ -134,20 +134,16 @@ def _break_stale(path: Path, stale_s: float, wait_s: float) -> None:
     for that OS lock (then leaves the file to the caller's next look). A guard that cannot be opened (another
     account's, in a shared folder; a read-only folder) is done without: the file is judged again and deleted
     unguarded, as before the guard. ``OSError`` when the lock file cannot be deleted."""
-    lock = FileLock(path.parent / BREAK_GUARD, timeout=wait_s)
-    guard: FileLock | None = lock
+    guard: contextlib.AbstractContextManager[object]
     try:
-        lock.acquire()
+        guard = FileLock(path.parent / BREAK_GUARD).acquire(timeout=wait_s)  # releases when its block ends
     except Timeout:  # another waiter is breaking it: the caller looks again (Timeout is an OSError: caught first)
         return
     except OSError:
-        guard = None
-    try:
+        guard = contextlib.nullcontext()
+    with guard:
         if _lock_owner(path, stale_s) == "stale":
             path.unlink(missing_ok=True)
-    finally:
-        if guard is not None:
-            guard.release()
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ import numpy as np
 from .contract import Result
 from .explain import format_m, format_s
 from .metrics import Evaluation
-from .panda.mechanism import claim_refuted
+from .panda.evaluate import claim_refuted
 from .reference import own_model
 
 # a claim over every ordered pair of X: "all pairs", "all pairs in the planar projection", "all pairs of points of
@@ -116,7 +116,8 @@ def claim_check(result: Result) -> tuple[str, int, int, str] | None:
 
 def pmdp_allows(result: Result, check_name: str, violated: int, checked: int) -> bool:
     """For PAnDA's V_pair (an (ε, δ)-PmDP claim): are ``violated`` of ``checked`` user pairs within what δ allows?
-    Its own test decides (``panda.claim_refuted``: more than δ·n + 3 binomial standard deviations refute it)."""
+    Its own test decides (``panda.evaluate.claim_refuted``: more than δ·n + 3 binomial standard deviations refute
+    it)."""
     delta = result.params.get("delta")
     if "v_pair" not in check_name.lower() or not isinstance(delta, (int, float)):
         return False

@@ -46,13 +46,23 @@ class RelaxedBound(TypedDict):
     note: NotRequired[str]
 
 
+class PandaCheck(CountCheck):
+    """V_pair, V_pure or V_cf: a :class:`~mdpviz.contract.CountCheck` with what it left out (V_pair and V_pure: user
+    pairs with the same secret, users without a surrogate) or how it sampled (V_cf: alternatives per user)."""
+
+    excluded_same_secret: NotRequired[int]
+    users_without_surrogate: NotRequired[int]
+    alternatives_per_user: NotRequired[int]
+    sampled: NotRequired[bool]
+
+
 class PandaViolations(TypedDict):
     """``diagnostics["violations"]``: the release measured between users (V_pair against PAnDA's own (ε, δ)-PmDP
     exponent, V_pure against plain ε·d), against alternative secrets (V_cf), and the LP's own pairs (enforced)."""
 
-    V_pair: CountCheck
-    V_cf: CountCheck
-    V_pure: CountCheck
+    V_pair: PandaCheck
+    V_cf: PandaCheck
+    V_pure: PandaCheck
     enforced: PairCheck
 
 

@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..contract import CountCheck
 from ..deadline import check_deadline
 from ..metrics import TOLERANCE
 from ..metrics import rows_breach as _violated
+from .diagnostics import PandaCheck
 
 
 def sample_reports(rows: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.int64]:
@@ -33,14 +33,14 @@ def sample_reports(rows: NDArray[np.float64], rng: np.random.Generator) -> NDArr
     return y
 
 
-def _rate(violated: int, checked: int, exponent: str) -> CountCheck:
+def _rate(violated: int, checked: int, exponent: str) -> PandaCheck:
     return {"violated": int(violated), "checked": int(checked), "ratio": (violated / checked) if checked else None,
             "tolerance": TOLERANCE, "exponent": exponent}
 
 
 def user_pair_violations(user_rows: NDArray[np.float64], secrets: NDArray[np.int64], has: NDArray[np.bool_],
                          d: NDArray[np.float64], cost: NDArray[np.float64],
-                         eps: float) -> tuple[CountCheck, CountCheck]:
+                         eps: float) -> tuple[PandaCheck, PandaCheck]:
     """V_pair and V_pure over ordered pairs of users with a surrogate and different secrets."""
     idx = np.flatnonzero(has)
     n = len(idx)
@@ -61,7 +61,7 @@ def user_pair_violations(user_rows: NDArray[np.float64], secrets: NDArray[np.int
 def counterfactual_violations(z_anchor: NDArray[np.float64], anchors: NDArray[np.int64],
                               member: NDArray[np.bool_], secrets: NDArray[np.int64], d: NDArray[np.float64],
                               cost: NDArray[np.float64], eps: float, samples: int,
-                              rng: np.random.Generator, deadline: float | None = None) -> CountCheck:
+                              rng: np.random.Generator, deadline: float | None = None) -> PandaCheck:
     """V_cf: per user, alternatives x' (``samples`` drawn without replacement from X \\ {x_n}; 0 = all of them).
     Past ``deadline`` (checked per user) ``OutOfTime`` is raised."""
     k = len(d)
@@ -88,6 +88,12 @@ def counterfactual_violations(z_anchor: NDArray[np.float64], anchors: NDArray[np
     v_cf["alternatives_per_user"] = per_user
     v_cf["sampled"] = per_user < k - 1
     return v_cf
+
+
+def claim_refuted(violated: int, checked: int, delta: float) -> bool:
+    """Does a measured V_pair refute (ε, δ)-PmDP? Yes when the count exceeds δ·n by more than 3 binomial standard
+    deviations (for δ = 1e-7 and a few thousand pairs: any violation at all)."""
+    return checked > 0 and violated > delta * checked + 3.0 * np.sqrt(delta * (1.0 - delta) * checked)
 
 
 def budget_split(d_a: NDArray[np.float64], cost_a: NDArray[np.float64], xi_a: NDArray[np.float64],

@@ -22,7 +22,14 @@ from ..problem import Problem
 from .anpo import SOLVERS, AnpoOutcome, anpo_exponents, solve_anpo
 from .budget import EPS_BAR_RULES, ball_lists, empty_probability, phase1_cost, phase1_cost_last_factor
 from .diagnostics import AnpoFacts, PandaDiagnostics, PandaUsers, PandaUtility, PandaViolations, RelaxedBound
-from .evaluate import budget_split, counterfactual_violations, histogram, sample_reports, user_pair_violations
+from .evaluate import (
+    budget_split,
+    claim_refuted,
+    counterfactual_violations,
+    histogram,
+    sample_reports,
+    user_pair_violations,
+)
 from .margins import PS_RULES, S_RULES, MarginReport, safety_margins
 from .selection import (
     EMPTY_RULES,
@@ -470,12 +477,6 @@ def _relaxed_bound(d_a: np.ndarray, far: np.ndarray, weights: np.ndarray, c_a: n
         relaxed["message"] = (f"relaxed AnPO gave no bound (status {r.status}{': ' + r.message if r.message else ''}"
                               "); the no-constraint bound is shown")
     return relaxed
-
-
-def claim_refuted(violated: int, checked: int, delta: float) -> bool:
-    """Does a measured V_pair refute (ε, δ)-PmDP? Yes when the count exceeds δ·n by more than 3 binomial standard
-    deviations (for δ = 1e-7 and a few thousand pairs: any violation at all)."""
-    return checked > 0 and violated > delta * checked + 3.0 * np.sqrt(delta * (1.0 - delta) * checked)
 
 
 def _verdict(params: dict[str, Any], n_anchors: int, rows: int, lp_info: AnpoFacts, diag: PandaDiagnostics,
