@@ -180,4 +180,26 @@ def test_dense_instance_falls_back_to_rows_when_conic_pricing_fails(monkeypatch)
     monkeypatch.setattr(conic._Pricer, "price", lambda self, y, g, t: (np.zeros(self.n), 0.0, "Unknown"))
     res = solve(problem, "lp", {"eps": 5.0}, use_cache=False)
     _assert_exact(problem, res, 5.0)
-    assert res.diagnostics["engine"] == "rows" and "conic engine failed (A pricing LP failed (Unknown).)" in res.message
+    assert res.diagnostics["engine"] == "rows" and "conic engine failed (11 pricing LPs failed (Unknown).)" in res.message
+
+
+def test_one_failed_conic_pricing_lp_costs_a_column_not_the_engine(monkeypatch):
+    """A pricing LP that fails (after its retry) gives no column that round and the box bound; the conic engine goes
+    on to a certified optimum, with the failure counted."""
+    import mdpviz.lp.conic as conic
+
+    problem = build_problem("helsinki", 30, n_outputs=10, seed=0)
+    price = conic._Pricer.price
+    calls = []
+
+    def fail_once(self, y, g, t):
+        calls.append(y)
+        return (np.zeros(self.n), 0.0, "Unknown") if len(calls) == 1 else price(self, y, g, t)
+
+    monkeypatch.setattr(conic._Pricer, "price", fail_once)
+    res = solve(problem, "lp", {"eps": 5.0}, use_cache=False)
+    _assert_exact(problem, res, 5.0)
+    assert res.status == "optimal" and res.diagnostics["engine"] == "conic"
+    assert res.diagnostics["pricing_failures"] == 1 and "1 pricing LP failed twice" in res.message
+    reference = solve(problem, "lp", {"eps": 5.0, "engine": "rows"}, use_cache=False)
+    assert abs(res.objective_m - reference.objective_m) <= 2e-4 * reference.objective_m

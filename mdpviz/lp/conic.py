@@ -16,9 +16,11 @@ In the code: :func:`solve_conic` checks and scales the input, ``_initial_atoms``
 ``_Master`` holds the master LP and its atoms, ``_Pricer`` the per-output pricing LPs, and ``_ColumnGeneration``
 runs the loop (price, repair, share atoms, bound, purge) and assembles the exact Z.
 
-Its pricing LPs carry coefficients up to 1e9 and can end in numerical trouble when ε·d is large (HiGHS "Unknown");
-it then raises :class:`~mdpviz.errors.SolverError` and ``solve_structured`` falls back to the row-and-column
-engine. This is the project's earlier default engine, kept for the dense regime.
+Its pricing LPs carry coefficients up to 1e9 and can end in numerical trouble when ε·d is large (HiGHS "Unknown").
+A failed pricing LP is solved again from scratch; if that fails too, its output gives no column that round and its
+bound is the box's (min over [0, 1]^n), so the round's bound stays valid. Only when more pricing LPs fail than there
+are outputs does it raise :class:`~mdpviz.errors.SolverError`, and ``solve_structured`` falls back to the
+row-and-column engine. This is the project's earlier default engine, kept for the dense regime.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class _Pricer:
         self.pairs: list[set[int]] = [set() for _ in range(m)]
         self.models: list[highspy.Highs] = []
         self.n_rows = np.zeros(m, dtype=np.int64)
+        self.retries = 0  # pricing LPs solved again from scratch after numerical trouble
         for y in range(m):
             h = new_highs()
             h.setOptionValue("primal_feasibility_tolerance", 1e-9)
@@ -106,6 +109,14 @@ class _Pricer:
             h.setOptionValue("time_limit", float(h.getRunTime() + max(time_limit, 0.01)))
         h.run()
         st = h.getModelStatus()
+        if st not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit):
+            # numerical trouble of the warm start (coefficients up to 1e9): once more from scratch, by dual simplex
+            self.retries += 1
+            h.setOptionValue("simplex_strategy", 1)
+            h.clearSolver()
+            h.run()
+            h.setOptionValue("simplex_strategy", 4)
+            st = h.getModelStatus()
         if st == highspy.HighsModelStatus.kTimeLimit:
             return np.zeros(self.n), 0.0, "time limit"
         if st != highspy.HighsModelStatus.kOptimal:
@@ -326,6 +337,7 @@ class _ColumnGeneration:
         self.history: list[tuple[float, float, float, int]] = []
         self.t_price = self.t_repair = 0.0
         self.n_price = 0
+        self.failures = 0  # pricing LPs that failed after their retry (bounded by the box instead)
         self.status = "iteration limit"
         self.message = ""
         self.ub = np.inf
@@ -426,7 +438,13 @@ class _ColumnGeneration:
                 if st == "time limit" or (rem is not None and rem <= 0.05):
                     self.status, self.message = "time limit", f"time limit while pricing at iteration {it}"
                     break
-                raise SolverError(f"A pricing LP failed ({st}).")
+                # failed twice: no column from this output this round, and the box bound of its pricing LP
+                # (min over [0, 1]^n, below the LP's value) keeps the round's Lagrangian bound valid; trouble that
+                # persists (more failures than outputs) hands the solve to the row-and-column engine
+                self.failures += 1
+                if self.failures > self.m:
+                    raise SolverError(f"{self.failures} pricing LPs failed ({st}).")
+                v, val = np.zeros(self.n), float(np.minimum(G[:, y], 0.0).sum())
             V[:, y], vals[y] = v, val
             self.n_price += 1
         self.t_price += time.perf_counter() - t0
@@ -496,6 +514,10 @@ class _ColumnGeneration:
         objective = float(np.sum(W * Z))
         bound = self.lb_best * self.scale if np.isfinite(self.lb_best) else None
         message = self.message
+        if self.failures:
+            failed = (f"{self.failures} pricing LP{'s' if self.failures > 1 else ''} failed twice (no column from "
+                      "that output in that round; its bound taken over the box)")
+            message = f"{message}; {failed}" if message else failed
         slack = 10 * self.tol * abs(objective) + 1e-12
         if self.status == "optimal" and bound is not None and objective - bound > slack:
             message = (f"certified gap after assembly {(objective - bound) / objective:.2e} (row-sum fix-up); "
@@ -509,6 +531,7 @@ class _ColumnGeneration:
             "atoms_final": master.atom_store[:, use], "atom_owner_final": master.atom_owner[use],
             "pricing_pairs": [np.fromiter(p, dtype=np.int64) for p in pricer.pairs],
             "iterations": self.it, "history": self.history,
-            "outputs_used": len(np.unique(master.atom_owner[use])), "box_dropped": not master.box_on}
+            "outputs_used": len(np.unique(master.atom_owner[use])), "box_dropped": not master.box_on,
+            "pricing_retries": pricer.retries, "pricing_failures": self.failures}
         diagnostics["row_fix"] = fix
         return StructuredOutcome(Z, self.status, objective, bound, timings, size, diagnostics, message)
