@@ -18,7 +18,7 @@ from .benchmarks.grid import check_workers
 from .benchmarks.options import check_file, check_folder
 from .cities import bundled_cities, default_city, download_city, list_cities, slugify
 from .errors import MdpvizError, ParameterError
-from .export import FORMATS, check_output, write_result
+from .export import FORMATS, check_output, result_name, write_result
 from .mechanisms import get_mechanism, mechanisms
 from .problem import COST_MODELS, DEFAULT_TASKS, METRICS, PRIORS, build_problem, problem_from_points
 from .reference import own_model_words, reference
@@ -276,9 +276,8 @@ def cmd_solve(a: argparse.Namespace) -> int:
               f"(ratio {v['ratio']:.3g}, tolerance {v['tolerance']:g}, worst loss factor {v['worst_factor']:.4f}; "
               f"claim: {result.claim})")
         print(f"evaluated in   {time.perf_counter() - t1:.2f} s")
-    mech = get_mechanism(result.mechanism)
-    name = result.mechanism + ("" if mech.label_for(result.params) == mech.label else " (our variant, not the paper's)")
-    print(f"VERDICT        {verdict(result, evaluation, label=name).text()}".replace("\n", "\n               "))
+    print(f"VERDICT        {verdict(result, evaluation, label=result_name(result)).text()}".replace(
+        "\n", "\n               "))
     if a.out and result.Z is None:
         print(f"nothing written to {a.out}: the solve returned no mechanism (status {result.status}), so there is "
               "no Z to save.", file=sys.stderr)

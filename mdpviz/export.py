@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from . import metrics
-from .contract import Result
+from .contract import Result, get_mechanism
 from .errors import MdpvizError
 from .metrics import Evaluation
 from .paths import atomic_write, read_only
@@ -40,9 +40,19 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def result_name(result: Result) -> str:
+    """The mechanism's name, marked where the solve ran our variant of a paper's method (its preset ``ours``)."""
+    try:
+        mech = get_mechanism(result.mechanism)
+    except MdpvizError:  # a result of a mechanism this process has not registered: its name alone
+        return result.mechanism
+    ours = mech.label_for(result.params) != mech.label
+    return result.mechanism + (" (our variant, not the paper's)" if ours else "")
+
+
 def privacy(result: Result, evaluation: Evaluation | None) -> dict[str, Any]:
     """What the file must say about privacy: the verdict, the degenerate flag, the claim and its measured check."""
-    v = verdict(result, evaluation)
+    v = verdict(result, evaluation, label=result_name(result))
     out: dict[str, Any] = {"verdict": {"level": v.level, "headline": v.headline, "claim_line": v.claim_line,
                                        "short": v.short},
                            "degenerate": bool(degenerate_text(result)), "degenerate_why": degenerate_text(result),
@@ -88,7 +98,7 @@ def metadata(problem: Problem, result: Result, evaluation: Evaluation | None,
 def _csv_comments(meta: dict[str, Any]) -> str:
     """The lines a CSV starts with (``#``: skipped by ``numpy.loadtxt`` and ``pandas.read_csv(comment="#")``)."""
     lines = [f"verdict: {meta['verdict']['headline']}", f"degenerate: {meta['degenerate_why'] or 'no'}",
-             f"claim: {meta['claim']}"]
+             f"status: {meta['status']}", f"claim: {meta['claim']}"]
     if against := meta.get("against_claim"):
         lines.append(f"against the claim: {against['violated']} of {against['checked']} {against['unit']} violate "
                      f"epsilon-mDP ({against['check']})")
@@ -132,7 +142,7 @@ def _geo_bytes(fmt: str, problem: Problem, result: Result, meta: dict[str, Any])
     if fmt == ".geojson":
         both = pd.concat([secrets.assign(kind="secret"), outputs.assign(kind="output")], ignore_index=True)
         collection = json.loads(both.to_json(na="drop", drop_id=True))
-        return json.dumps({**collection, "mdpviz": meta}).encode()
+        return json.dumps({"type": collection.pop("type"), "mdpviz": meta, **collection}).encode()
     with tempfile.TemporaryDirectory(prefix="mdpviz-gpkg-") as folder:
         path = Path(folder) / "result.gpkg"
         secrets.to_file(path, layer="secrets", driver="GPKG", engine="pyogrio",

@@ -26,7 +26,11 @@ from .reference import own_model
 _ALL_PAIRS = re.compile(r"^all pairs($|[;,.]| in | of )")
 # statuses of a mechanism that was not proven optimal, in words ({took}: " after 1 min 0 s")
 UNFINISHED = {"time limit": "Stopped at the time limit{took}", "interrupted": "Interrupted{took}",
-              "iteration limit": "Stopped at its iteration limit{took}", "stalled": "Stalled{took}"}
+              "iteration limit": "Stopped at its iteration limit{took}", "stalled": "Stalled{took}",
+              "incomplete": "Incomplete{took} (some of its LPs stopped before their optimum)"}
+# a claim of ε-mDP at a larger budget than the ε asked for ("all pairs at 2ε = 10 km⁻¹ ..."): the mechanism's
+# literal form, not ε-mDP by design
+_OTHER_BUDGET = re.compile(r"^all pairs at ")
 # diagnostics that hold the measured check of a narrower claim, in order of preference: the mechanism's own claim
 # check; PAnDA's V_pair (its claim is (ε, δ)-PmDP between the users' true secrets, which is what V_pair measures,
 # leaks of the uploaded anchor sets included); last, the constraints the solver enforced
@@ -164,10 +168,12 @@ def _collapsed(Z: np.ndarray | None) -> bool:
 
 
 def degenerate_text(result: Result) -> str:
-    """Why the release is degenerate in plain words: the mechanism's own flag, else a collapse measured here;
-    empty for a genuine mechanism."""
+    """Why the release is degenerate in plain words: the mechanism's own flag, else a claim at a larger budget than
+    ε (a literal form, not ε-mDP by design), else a collapse measured here; empty for a genuine mechanism."""
     if result.degenerate:
         return result.degenerate
+    if _OTHER_BUDGET.match(result.claim.strip()):
+        return f"Not ε-mDP: by design it promises only a larger budget ({result.claim})."
     if _collapsed(result.Z):
         return ("Collapsed: every secret reports with the same distribution, so a report says nothing about where "
                 "the user is (private, but useless).")
@@ -351,8 +357,9 @@ def _promise(result: Result, evaluation: Evaluation) -> _Promise:
     all_txt = (f"{bad / checked:.2g} of all pairs ({bad:,} of {checked:,})" if bad
                else f"none of all {_pairs(checked)}")
     if measured is None:
+        scope = "at a larger budget" if _OTHER_BUDGET.match(result.claim.strip()) else "on some pairs"
         return _Promise("info", "unmeasured", (bad, checked, "pairs"),
-                        "claims ε-mDP only on some pairs; measured over all pairs, "
+                        f"claims ε-mDP only {scope}; measured over all pairs at {at_eps}, "
                         f"{all_txt} {'are' if bad else 'is'} violated.",
                         f"What it claims: {result.claim}.", "narrower claim, not measured")
     check_name, c_bad, c_total, unit = measured.check, measured.violated, measured.checked, measured.unit

@@ -3,6 +3,7 @@ privacy measured against it, in every format; and a GIS user can take secrets an
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -65,13 +66,35 @@ def test_a_collapsed_release_never_reads_as_a_plain_optimum(pb: Problem, fmt: st
 def test_the_csv_says_it_in_comment_lines_that_readers_skip(pb: Problem) -> None:
     r = collapsed(pb)
     text = result_bytes(".csv", pb, r, metrics.evaluate(pb, r.Z, r.eps)).decode()
-    head = text.splitlines()[:4]
+    head = text.splitlines()[:5]
     assert head[0].startswith("# verdict: panda-e: Collapsed") and head[1].startswith("# degenerate: Collapsed")
-    assert head[2] == "# claim: (ε, δ)-PmDP over anchors"
-    assert head[3] == "# against the claim: 7 of 40 user pairs violate epsilon-mDP (violations.claim)"
+    assert head[2] == f"# status: {r.status}"
+    assert head[3] == "# claim: (ε, δ)-PmDP over anchors"
+    assert head[4] == "# against the claim: 7 of 40 user pairs violate epsilon-mDP (violations.claim)"
     table = pd.read_csv(io.StringIO(text), comment="#")
     assert table.shape == (pb.k, 2 + pb.m) and np.allclose(table.iloc[:, 2:].sum(axis=1), 1.0)
-    assert np.loadtxt(io.StringIO(text), delimiter=",", skiprows=5).shape == (pb.k, 2 + pb.m)
+    assert np.loadtxt(io.StringIO(text), delimiter=",", skiprows=6).shape == (pb.k, 2 + pb.m)
+
+
+def test_an_unfinished_solve_says_so_in_every_file(pb: Problem) -> None:
+    """A mechanism whose LPs stopped before their optimum (status ``incomplete``) is not a plain success anywhere."""
+    r = dataclasses.replace(solve(pb, "em", {"eps": 2.0}), status="incomplete")
+    evaluation = metrics.evaluate(pb, r.Z, r.eps)
+    meta = json.loads(result_bytes(".json", pb, r, evaluation))
+    assert meta["verdict"]["level"] == "warning" and meta["verdict"]["headline"].startswith("Incomplete")
+    assert "# status: incomplete" in result_bytes(".csv", pb, r, evaluation).decode().splitlines()[:4]
+
+
+def test_files_name_our_variant_and_geojson_leads_with_the_verdict(pb: Problem) -> None:
+    from mdpviz.contract import get_mechanism
+
+    params = {**get_mechanism("dista-lp").defaults(), **dict(get_mechanism("dista-lp").preset("ours").params)}
+    r = solve(pb, "dista-lp", params, use_cache=False)
+    evaluation = metrics.evaluate(pb, r.Z, r.eps)
+    meta = json.loads(result_bytes(".json", pb, r, evaluation))
+    assert meta["verdict"]["headline"].startswith("dista-lp (our variant, not the paper's)")
+    geo = json.loads(result_bytes(".geojson", pb, r, evaluation))
+    assert list(geo)[:2] == ["type", "mdpviz"] and geo["mdpviz"]["verdict"] == meta["verdict"]
 
 
 def test_a_sound_release_says_it_kept_its_promise(pb: Problem) -> None:

@@ -93,7 +93,7 @@ def test_verdict_of_a_real_result() -> None:
 
 def test_an_unproven_mechanism_is_never_green() -> None:
     """Issue 27: a Z whose solve stopped at an iteration limit or stalled is a feasible mechanism, not an optimum."""
-    for status in ("iteration limit", "stalled", "time limit"):
+    for status in ("iteration limit", "stalled", "time limit", "incomplete"):
         v = verdict(Result("lp-bd", {}, _z(), status, 5.0), _ev(0, 3_540), label="LP+BD")
         assert v.level == "warning" and "not proven optimal" in v.headline and v.short.startswith(status)
 
@@ -123,3 +123,14 @@ def test_cmdp_verdict_states_its_privacy_cost_under_its_own_model() -> None:
             in cmdp.plain)
     em = verdict(Result("em", {}, _z(), "closed form", 1.0), ev, label="EM")
     assert "own model" not in em.plain
+
+
+def test_a_claim_at_a_larger_budget_is_not_eps_mdp_by_design() -> None:
+    """The literal forms (EM's exp(−ε·d), AIPO's discretised Laplace with ε′ = ε) promise 2ε only: degenerate, and said
+    so in the headline, never green."""
+    r = Result("em", {"eps": 5.0, "scale": "literal"}, _z(), "closed form", 5.0,
+               claim="all pairs at 2ε (literal exp(−ε·d) is not ε-mDP)")
+    v = verdict(r, _ev(4_942, 9_900), label="EM")
+    assert v.level == "warning" and v.headline.startswith("EM: Not ε-mDP: by design it promises only a larger budget")
+    assert "claims ε-mDP only at a larger budget; measured over all pairs at ε = 5 km⁻¹" in v.headline
+    assert v.short.startswith("degenerate")
