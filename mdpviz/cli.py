@@ -61,9 +61,25 @@ PRESET_OPTIONS = {"city": "city", "k": "k", "region": "region", "n_outputs": "ou
                   "cost": "cost", "n_tasks": "tasks"}
 
 
+def _refuse_ignored(a: argparse.Namespace) -> None:
+    """Refuse options another one would silently override: ``--points`` gives the secrets (no ``--k``, ``--region``,
+    ``--prior``), ``--all-outputs`` gives Y (no ``--outputs``)."""
+    if a.points:
+        unused = [opt for opt, given in (("--k", a.k is not None), ("--region", a.region is not None),
+                                         ("--prior", a.prior != "uniform"), ("--prior-points", bool(a.prior_points)))
+                  if given]
+        if unused:
+            raise ParameterError(f"`--points` gives the secrets and their weights, so {', '.join(unused)} would be "
+                                 "ignored; drop them (or drop --points to sample a city's road nodes).")
+    if a.all_outputs and a.outputs is not None:
+        raise ParameterError("`--all-outputs` makes every secret an output, so `--outputs` would be ignored; give one "
+                             "of them.")
+
+
 def apply_preset_problem(a: argparse.Namespace) -> list[str]:
     """Fill the problem options the user left out from ``--preset``'s problem (e.g. C-mDP's 16 stations in central
     Rome), then the usual defaults; returns the options the preset set (``--k 16``), to print."""
+    _refuse_ignored(a)
     taken: list[str] = []
     if getattr(a, "preset", None) and not a.points:
         mech = get_mechanism(a.mechanism)
@@ -96,6 +112,7 @@ def problem_from_args(a: argparse.Namespace) -> Any:
         text = str(e)
         for name, option in PROBLEM_OPTIONS.items():
             text = text.replace(f"`{name}` = ", f"`{option}` = ").replace(f"needs `{name}`", f"needs `{option}`")
+        text = text.replace("pass `city=`", "give `--city`").replace("`prior='points'`", "`--prior points`")
         if text == str(e):
             raise
         raise type(e)(text) from None
@@ -180,6 +197,8 @@ def mechanism_params(a: argparse.Namespace) -> dict[str, Any]:
             raise ParameterError(f"`--param {item}` must look like name=value, e.g. --param grid=10.")
         params[name.strip()] = _parse_value(value.strip())
     if a.eps is not None:
+        if any(item.partition("=")[0].strip() == "eps" for item in a.param or []):
+            raise ParameterError("ε is given twice (`--eps` and `--param eps=...`); give it once, with `--eps`.")
         params["eps"] = a.eps
     return params
 
@@ -190,8 +209,8 @@ def cmd_mechanisms(a: argparse.Namespace) -> int:
         print(f"{mech.name:<10} {mech.label}")
         print(f"{'':<10} {mech.paper}")
         for p in mech.params:
-            scale = ", log scale" if p.log else ""
-            print(f"{'':<12} {p.name:<12} {p.range_text():<26} default {p.default!s:<8} {p.unit}{scale}  {p.help}")
+            unit = ", ".join(w for w in (p.unit, "log scale" if p.log else "") if w)
+            print(f"{'':<12} {p.name:<12} {p.range_text():<26} default {p.default!s:<8} {unit}  {p.help}")
         for preset in mech.presets:
             print(f"{'':<12} --preset {preset.name:<14} {preset.label}")
         print()
@@ -261,8 +280,13 @@ def cmd_solve(a: argparse.Namespace) -> int:
         print(f"lower bound    {result.bound_m:.3f} m")
     evaluation, ref = None, None
     if result.Z is not None:
+        if a.reference:
+            limit = (f"its own time limit of {a.time_limit:g} s" if a.time_limit
+                     else "no time limit: --time-limit sets one")
+            print(f"reference      solving the exact LP at ε = {result.eps:g} km⁻¹ as the yardstick ({limit})",
+                  flush=True)
         ref = reference(problem, result.eps, time_limit=a.time_limit, use_cache=not a.no_cache,
-                        solve_lp=a.reference)
+                        solve_lp=a.reference, progress=progress)
         t1 = time.perf_counter()
         evaluation = metrics.evaluate(problem, result.Z, result.eps, result.check_metric)
         v = evaluation["violations"]

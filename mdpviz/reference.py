@@ -17,6 +17,7 @@ from .contract import Result
 from .explain import format_m
 from .metrics import floor_m, utility_loss_m
 from .problem import Problem
+from .progress import Progress, no_progress
 from .solve import cached_result, solve
 
 
@@ -83,14 +84,15 @@ def own_model_words(result: Result) -> str | None:
 
 
 def reference(problem: Problem, eps: float, *, time_limit: float | None = None, use_cache: bool = True,
-              solve_lp: bool = True) -> Reference:
+              solve_lp: bool = True, progress: Progress = no_progress) -> Reference:
     """The floor, and (with ``solve_lp``) the exact LP at ``eps`` solved through the cached solver layer within
-    ``time_limit`` seconds: its optimum, or its certified lower bound when it stops early."""
+    ``time_limit`` seconds (reported to ``progress``): its optimum, or its certified lower bound when it stops
+    early."""
     floor = floor_m(problem)
     if not solve_lp or not math.isfinite(eps):
         return Reference(floor)
     return _with_lp(problem, floor, solve(problem, "lp", {"eps": float(eps)}, time_limit=time_limit,
-                                          use_cache=use_cache))
+                                          use_cache=use_cache, progress=progress))
 
 
 def cached_reference(problem: Problem, eps: float) -> Reference:

@@ -120,6 +120,18 @@ CLI_CASES: dict[str, tuple[list[str], Any, str]] = {
     "tasks 0": (["problem", "--city", "kotka", "--k", "20", "--tasks", "0"], None, r"`--tasks` = 0"),
     "seed -1": (["problem", "--city", "kotka", "--k", "20", "--seed", "-1"], None, r"`--seed` = -1"),
     "metric unknown": (["problem", "--metric", "manhattan"], None, r"argument --metric: invalid choice"),
+    # options another one would silently override
+    "points with k": (["solve", "--points", "{csv}", "--k", "50", "--mechanism", "em"],
+                      _csv(b"lat,lon\n60.17,24.94\n60.18,24.95\n"), r"`--points` gives the secrets .* so --k would"),
+    "points with region and prior": (["problem", "--points", "{csv}", "--region", "centre:1", "--prior",
+                                      "street_count"], _csv(b"lat,lon\n60.17,24.94\n60.18,24.95\n"),
+                                     r"so --region, --prior would be ignored"),
+    "all outputs with outputs": (["problem", "--city", "kotka", "--k", "20", "--all-outputs", "--outputs", "5"],
+                                 None, r"`--all-outputs` makes every secret an output"),
+    "eps twice": (["solve", "--city", "kotka", "--k", "20", "--mechanism", "em", "--eps", "5", "--param", "eps=3"],
+                  None, r"ε is given twice"),
+    "road metric on points": (["solve", "--points", "{csv}", "--metric", "road", "--mechanism", "em"],
+                              _csv(b"lat,lon\n60.17,24.94\n60.18,24.95\n"), r"need a road network; give `--city`"),
     "prior points without file": (["problem", "--city", "kotka", "--k", "20", "--prior", "points"], None,
                                   r"needs `--prior-points`"),
     # regions (mdpviz/region.py)

@@ -180,7 +180,8 @@ def test_dense_instance_falls_back_to_rows_when_conic_pricing_fails(monkeypatch)
     monkeypatch.setattr(conic._Pricer, "price", lambda self, y, g, t: (np.zeros(self.n), 0.0, "Unknown"))
     res = solve(problem, "lp", {"eps": 5.0}, use_cache=False)
     _assert_exact(problem, res, 5.0)
-    assert res.diagnostics["engine"] == "rows" and "conic engine failed (11 pricing LPs failed (Unknown).)" in res.message
+    assert res.diagnostics["engine"] == "rows"
+    assert "conic engine failed (11 pricing LPs failed (Unknown).)" in res.message
 
 
 def test_one_failed_conic_pricing_lp_costs_a_column_not_the_engine(monkeypatch):
