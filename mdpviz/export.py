@@ -141,6 +141,8 @@ def _geo_bytes(fmt: str, problem: Problem, result: Result, meta: dict[str, Any])
     secrets, outputs = geo_frames(problem, result)
     if fmt == ".geojson":
         both = pd.concat([secrets.assign(kind="secret"), outputs.assign(kind="output")], ignore_index=True)
+        for column in ("secret", "likely_report", "breaches", "output"):  # whole numbers, not the concat's floats
+            both[column] = both[column].astype("Int64")
         collection = json.loads(both.to_json(na="drop", drop_id=True))
         return json.dumps({"type": collection.pop("type"), "mdpviz": meta, **collection}).encode()
     with tempfile.TemporaryDirectory(prefix="mdpviz-gpkg-") as folder:

@@ -95,6 +95,8 @@ def test_files_name_our_variant_and_geojson_leads_with_the_verdict(pb: Problem) 
     assert meta["verdict"]["headline"].startswith("dista-lp (our variant, not the paper's)")
     geo = json.loads(result_bytes(".geojson", pb, r, evaluation))
     assert list(geo)[:2] == ["type", "mdpviz"] and geo["mdpviz"]["verdict"] == meta["verdict"]
+    first, last = geo["features"][0]["properties"], geo["features"][-1]["properties"]
+    assert isinstance(first["secret"], int) and isinstance(first["breaches"], int) and isinstance(last["output"], int)
 
 
 def test_a_sound_release_says_it_kept_its_promise(pb: Problem) -> None:
