@@ -84,7 +84,7 @@ def test_iteration_histories_have_named_columns() -> None:
 
     structured = {"history": [(0.1, 15.0, 14.0, 3000, 14000)] * 3, "pair_cap": 15.0}
     names = array_columns(structured, "history", 5)
-    assert names == ["seconds since start", "best objective", "best bound", "LP variables", "LP pair rows"]
+    assert names == ["seconds since start", "best objective (m)", "best bound (m)", "LP variables", "LP pair rows"]
     assert array_columns({"history": [], "atoms_final": 1}, "history", 4)[-1] == "atoms"
     assert array_columns({"history": []}, "history", 5) == [f"column {j}" for j in range(1, 6)]
     fig = columns_chart(np.asarray(structured["history"], float), "Iteration history", names)

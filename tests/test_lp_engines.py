@@ -328,8 +328,18 @@ def test_a_stop_keeps_the_cells_starting_point_when_it_beats_the_repaired_lp_poi
     out = solve_structured(W, 1.0 * problem.d, closed=True, tol=1e-4, max_iter=1, out_rows=problem.y_index,
                            engine="rows")
     assert out.status == "iteration limit"
-    repaired_round_1 = out.diagnostics["history"][0][1] * float(np.abs(W).max())  # the history is in W / max|W|
+    repaired_round_1 = out.diagnostics["history"][0][1]  # the history is in W's unit, as the objective
     assert out.diagnostics["point_from"] == "the cells' starting point"
     assert out.objective < repaired_round_1 and out.bound <= out.objective
     assert violations(problem, out.Z, 1.0).violated_pairs == 0
     assert np.allclose(out.Z.sum(axis=1), 1.0, atol=1e-12)
+
+
+def test_the_row_engines_history_is_in_the_objectives_unit() -> None:
+    """Its last round's best objective and bound are the outcome's (the dashboard draws them in metres)."""
+    problem = build_problem("rome", 60, n_outputs=20, cost="distance", seed=1)
+    W = problem.p[:, None] * problem.c
+    out = solve_structured(W, 5.0 * problem.d, closed=True, tol=1e-4, out_rows=problem.y_index, engine="rows")
+    _, best, bound, _, _ = out.diagnostics["history"][-1]
+    assert out.status == "optimal" and abs(best - out.objective) <= 1e-9 * out.objective
+    assert abs(bound - out.bound) <= 1e-9 * out.objective

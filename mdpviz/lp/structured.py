@@ -472,7 +472,8 @@ def _finish(run: _RowAndColumnGeneration, status: str, message: str, W: NDArray[
     size = {"rows": n, "lp_variables": run.lp.n_vars, "lp_pair_rows": run.lp.n_pairs,
             "pricing_lps": run.pricer.lp_calls, "pricing_pairs_max": run.pricer.pairs_max, "variables": n * m}
     diagnostics: EngineDiagnostics = {
-        "iterations": run.rounds, "priced_rounds": run.priced_rounds, "history": run.history, "pair_cap": run.cap,
+        "iterations": run.rounds, "priced_rounds": run.priced_rounds, "pair_cap": run.cap,
+        "history": [(t, ub * scale, lb * scale, v, p) for t, ub, lb, v, p in run.history],  # in W's unit, as objective
         "gap": gap, "lp_retries": run.lp.retries, "pricing_retries": run.pricer.retries,
         "pricing_failures": len(failures), "bound_from": run.bound_from, "point_from": run.point_from}
     diagnostics["row_fix"] = fix

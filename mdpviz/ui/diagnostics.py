@@ -200,8 +200,8 @@ def diagnostics_panel(result: Result, k: int | None = None) -> None:
 # the columns of the LP engines' iteration histories, as their docstrings give them (mdpviz.lp.structured, .conic),
 # recognised by a key only that engine reports beside ``history``
 HISTORY_COLUMNS: tuple[tuple[str, int, tuple[str, ...]], ...] = (
-    ("pair_cap", 5, ("seconds since start", "best objective", "best bound", "LP variables", "LP pair rows")),
-    ("atoms_final", 4, ("seconds since start", "objective", "best lower bound", "atoms")))
+    ("pair_cap", 5, ("seconds since start", "best objective (m)", "best bound (m)", "LP variables", "LP pair rows")),
+    ("atoms_final", 4, ("seconds since start", "objective (m)", "best lower bound (m)", "atoms")))
 
 
 def array_columns(diag: dict[str, Any], name: str, n: int) -> list[str]:
@@ -209,7 +209,7 @@ def array_columns(diag: dict[str, Any], name: str, n: int) -> list[str]:
     ``column 1`` … (numbered from 1, as a person counts).
 
     >>> array_columns({"history": [], "pair_cap": 15}, "history", 5)[:2]
-    ['seconds since start', 'best objective']
+    ['seconds since start', 'best objective (m)']
     >>> array_columns({"path": []}, "path", 2)
     ['column 1', 'column 2']
     """
