@@ -94,8 +94,9 @@ with tab_curve:
     sweep = tv.sweep_preset(mech)
     eps_values = sweep.eps if sweep is not None else (float(values["eps"]),)
     glossary.caption(f"ε grid ({', '.join(f'{e:g}' for e in eps_values)} km⁻¹): "
-                     + (f"the preset *{sweep.label}*." if sweep is not None else "this page's ε (no preset sweeps "
-                        "ε)."))
+                     + (f"the ε values of the preset *{sweep.label}*, on this page's stations (its own problem "
+                        "is not loaded: the preset button does that)." if sweep is not None else
+                        "this page's ε (no preset sweeps ε)."))
     done = tv.cached_curves(city, k, seed, region, values_json, eps_values) is not None
     estimate = tv.curves_estimate_s(result, lp, len(eps_values))
     lines = tv.METHODS + tv.REFERENCES

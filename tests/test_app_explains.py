@@ -410,3 +410,14 @@ def test_every_glossary_term_a_page_shows_is_defined_there(page: str) -> None:
     where = " ".join(defined + shown)
     missing = {t for text in shown for t in terms_in(text) if t != "ε (km⁻¹)" and GLOSSARY[t] not in where}
     assert not missing, f"{page}: no definition on the page for {sorted(missing)}"
+
+
+def test_compare_bars_name_mechanisms_by_label() -> None:
+    """The review saw raw registry names (``em``, ``panda-e``) under Compare's bars beside a table of labels."""
+    import pandas as pd
+
+    from mdpviz.ui.charts import SWEEP_METRICS, metric_bars
+
+    df = pd.DataFrame({"mechanism": ["em", "panda-e"], "label": ["Exponential mechanism", "PAnDA-e"],
+                       **{col: [1.0, 2.0] for col, _ in SWEEP_METRICS}})
+    assert all(list(trace.x) == ["Exponential mechanism", "PAnDA-e"] for trace in metric_bars(df).data)

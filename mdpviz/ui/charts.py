@@ -53,11 +53,13 @@ TRADEOFF_METRICS = (("privacy_cost_m", "Privacy cost (m): loss − no-privacy fl
 
 
 def metric_bars(df: pd.DataFrame, height: int = 300) -> go.Figure:
-    """One bar group per metric (utility loss, violation ratio, adversary error, solve time) per mechanism."""
+    """One bar group per metric (utility loss, violation ratio, adversary error, solve time) per mechanism, named
+    by its ``label`` where the table has one (else its registry name)."""
     fig = make_subplots(rows=1, cols=len(SWEEP_METRICS), subplot_titles=[t for _, t in SWEEP_METRICS],
                         horizontal_spacing=0.07)
+    names = df["label"] if "label" in df else df["mechanism"]
     for c, (col, _) in enumerate(SWEEP_METRICS, start=1):
-        fig.add_trace(go.Bar(x=df["mechanism"], y=df[col], marker_color="#2563eb", showlegend=False,
+        fig.add_trace(go.Bar(x=names, y=df[col], marker_color="#2563eb", showlegend=False,
                              hovertemplate="%{x}: %{y:.4g}<extra></extra>"), row=1, col=c)
         zero_floor(fig, df[col].tolist(), row=1, col=c)
         if col == "violation_ratio":
@@ -229,9 +231,10 @@ def log_axis(fig: go.Figure, axis: str = "y", **where: int) -> None:
 
 
 def budget_curve(curve: Sequence[dict[str, Any]], chosen: tuple[float | None, float | None],
-                 lower_bound_m: float | None, eps: float, height: int = 300) -> go.Figure:
+                 lower_bound_m: float | None, eps: float, height: int = 300,
+                 bound_label: str = "universal lower bound") -> go.Figure:
     """AIPO's budget search: true loss (m) against ε₁ (km⁻¹); the chosen split, the equal split (AIPO-E) and the
-    universal lower bound (dashed) marked."""
+    lower bound (dashed, named by ``bound_label``) marked."""
     pts = sorted((float(c["eps1"]), float(c["eps2"]), float(c["loss_m"])) for c in curve
                  if c.get("loss_m") is not None)
     fig = go.Figure()
@@ -254,7 +257,7 @@ def budget_curve(curve: Sequence[dict[str, Any]], chosen: tuple[float | None, fl
                                      hovertemplate="chosen: ε₁ = %{x:.3g} km⁻¹<br>loss %{y:.1f} m<extra></extra>"))
     if lower_bound_m is not None:
         fig.add_hline(y=lower_bound_m, line_dash="dash", line_color="gray",
-                      annotation_text=f"universal lower bound {lower_bound_m:.1f} m", annotation_position="top left")
+                      annotation_text=f"{bound_label} {lower_bound_m:.1f} m", annotation_position="top left")
     fig.update_layout(height=height, margin=MARGIN, xaxis_title="ε₁: east–west budget (km⁻¹)",
                       yaxis_title="utility loss (m)", legend={"orientation": "h", "y": -0.3})
     return fig

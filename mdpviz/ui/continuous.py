@@ -144,6 +144,10 @@ def budget_curve_panel(result: Result) -> None:
         return
     chosen = (diag.get("eps1"), diag.get("eps2"))
     bound = diag.get("lower_bound_m")
+    universal = diag.get("universal_lower_bound_m")
+    # the bound shown is the paper's universal bound, or the no-privacy floor where that bound falls below it
+    what = ("universal lower bound" if not isinstance(universal, (int, float)) or universal == bound else
+            f"the no-privacy floor, above the paper's universal lower bound of {universal:.1f} m")
     solved = [c for c in curve if c.get("loss_m") is not None]
     failed = len(curve) - len(solved)
     if len(curve) < 2:  # a fixed split (equal split, relaxed variant, ℓ1): nothing was searched
@@ -152,11 +156,13 @@ def budget_curve_panel(result: Result) -> None:
             c = solved[0]
             st.caption(f"One fixed split, no search: ε₁ = {c['eps1']:.3g} km⁻¹ (east–west), ε₂ = {c['eps2']:.3g} "
                        f"km⁻¹ (north–south); utility loss {c['loss_m']:.1f} m"
-                       + (f"; no ε-mDP mechanism can go below {bound:.1f} m (universal lower bound)"
+                       + (f"; no ε-mDP mechanism can go below {bound:.1f} m ({what})"
                           if isinstance(bound, (int, float)) else "") + ".")
         return
     st.markdown("**Budget search: utility loss against the east–west budget ε₁**")
-    fig = charts.budget_curve(curve, chosen, bound if isinstance(bound, (int, float)) else None, result.eps)
+    fig = charts.budget_curve(curve, chosen, bound if isinstance(bound, (int, float)) else None, result.eps,
+                              bound_label="universal lower bound" if what == "universal lower bound" else
+                              "no-privacy floor")
     st.plotly_chart(fig, key="budget-curve", config={"displayModeBar": False})
     parts = [f"{len(curve)} candidate splits (ε₁ east–west, ε₂ north–south) of the budget, each one anchor LP"
              + (f"; {failed} ended without a solution and are not drawn" if failed else "")]
@@ -167,7 +173,7 @@ def budget_curve_panel(result: Result) -> None:
         if equal and len(solved) > 1:
             parts.append(f"equal split (AIPO-E) {equal[0]['loss_m']:.1f} m")
     if isinstance(bound, (int, float)):
-        parts.append(f"no ε-mDP mechanism can go below {bound:.1f} m (universal lower bound)")
+        parts.append(f"no ε-mDP mechanism can go below {bound:.1f} m ({what})")
     st.caption("; ".join(parts) + ". Loss is the true utility loss over the secrets, in metres.")
 
 

@@ -81,7 +81,7 @@ def metrics_panel(prob: Problem, result: Result, ev: Evaluation) -> None:
     loss = float(ev["utility_loss_m"])
     share = ref.share_of_lp(loss)
     st.metric("Privacy cost (m)", f"{ref.privacy_cost_m(loss):.1f}",
-              delta=None if share is None else f"{share:.3g}× the exact LP's", delta_color="off",
+              delta=None if share is None else f"{share:.3g}× the exact LP's", delta_color="off", delta_arrow="off",
               help="Utility loss minus the no-privacy floor, in metres: what privacy costs the user. The floor is "
                    "the loss if every secret reported its cheapest output (no privacy at all); no mechanism goes "
                    "below it. The exact LP (Optimal LP, ε-mDP on all pairs) has the least privacy cost of all.")
@@ -110,7 +110,12 @@ def metrics_panel(prob: Problem, result: Result, ev: Evaluation) -> None:
                        "PAnDA's uploaded anchor sets, included).")
         st.caption(f"of {measured.checked:,} claimed {measured.unit} checked. Over all pairs of secrets (not "
                    f"claimed): {viol['violated_pairs']:,} of {viol['checked_pairs']:,} violate ε-mDP")
-    st.caption(f"At ε = {result.eps:.3g} km⁻¹ in the {viol.get('metric', prob.metric)} metric")
+    checked = str(viol.get("metric", prob.metric))
+    where = (f"in the {checked} metric" if checked == prob.metric else
+             f"in ℓ{checked[1]} distance in the planar projection, the metric this mechanism claims (the problem's "
+             f"own is {prob.metric})" if checked.endswith("-planar") else
+             f"in the {checked} metric this mechanism claims (the problem's own is {prob.metric})")
+    st.caption(f"At ε = {result.eps:.3g} km⁻¹ {where}")
     st.metric("Adversary error (m)", f"{ev['adversary_error_m']:.1f}",
               help="Expected distance between the true location and the Bayes-optimal attacker's guess, metres: "
                    "higher is more private.")

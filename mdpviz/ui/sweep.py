@@ -32,8 +32,20 @@ def sweepable(mechs: list[Mechanism]) -> dict[str, Param]:
     return dict(sorted(found.items(), key=lambda kv: kv[0] != "eps"))
 
 
+LOG_DECADES = 7  # a log parameter whose range spans at most this many decades is swept over all of it
+
+
 def default_range(p: Param) -> tuple[float, float]:
-    """A useful default sweep range: ε 1–20 km⁻¹, log parameters over two decades, others the whole range."""
+    """A useful default sweep range: ε 1–20 km⁻¹; a log parameter over its whole range when that spans at most
+    ``LOG_DECADES`` decades (PAnDA's δ: 1e-7 to 0.15, the paper's sweep), else over two decades around its default;
+    others over the whole range.
+
+    >>> from mdpviz.contract import Param
+    >>> default_range(Param("delta", float, 1e-7, "δ", low=1e-7, high=0.15, log=True))
+    (1e-07, 0.15)
+    >>> default_range(Param("gap_tol", float, 1e-4, "gap", low=1e-10, high=0.1, log=True))
+    (1e-05, 0.001)
+    """
     # (mypy) a parameter offered for sweeping has both bounds
     lo, hi = float(p.low), float(p.high)  # type: ignore[arg-type]
     if p.open_high:
@@ -41,6 +53,8 @@ def default_range(p: Param) -> tuple[float, float]:
     if p.name == "eps":
         return max(lo, 1.0), min(hi, 20.0)
     if p.log and lo > 0:
+        if np.log10(hi / lo) <= LOG_DECADES:
+            return lo, hi
         return max(lo, float(p.default) / 10), min(hi, float(p.default) * 10)
     return lo, hi
 
