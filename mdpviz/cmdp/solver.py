@@ -47,7 +47,8 @@ class ViolationReport:
         """The report as plain values, with its ratio."""
         return CmdpCheck(violated=self.violated, checked=self.checked, ratio=self.ratio, domain=self.domain,
                          mean_excess=self.mean_excess, max_excess=self.max_excess,
-                         worst_log_ratio=self.worst_log_ratio, rtol=self.rtol, atol=self.atol)
+                         worst_log_ratio=self.worst_log_ratio, rtol=self.rtol, atol=self.atol,
+                         unit="triples (neighbouring pair of secrets, output)")
 
 
 def check(q: NDArray[np.float64], d: NDArray[np.float64], near: NDArray[np.bool_], eps: float,

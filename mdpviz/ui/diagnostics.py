@@ -165,7 +165,8 @@ def diagnostics_panel(result: Result, k: int | None = None) -> None:
     if not diag:
         st.caption("This mechanism reports no diagnostics.")
         return
-    panda_panel(diag, result.eps, k)
+    if result.mechanism not in SPECIFIC_PANELS:  # a specific panel draws its own budget (DISTA-LP: ε, not ε_pt)
+        panda_panel(diag, result.eps, k)
     checks = check_rows(diag)
     if checks:
         st.markdown("**Measured checks reported by the mechanism** (violated / checked)")

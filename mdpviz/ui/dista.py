@@ -108,7 +108,7 @@ def budget_figure(result: Result) -> go.Figure:
     """Stacked bar ε_dx + ε_dy + ε_cy + ε_pt = ε (km⁻¹), δ_total in the title."""
     d = _diag(result)
     parts = list(d["budget_split"]["km_inv"].items())
-    title = f"Budget split, ε = {d['budget']['eps']:g} km⁻¹, uploads' δ_total = {d['delta_total']:.3g}"
+    title = f"Budget split of ε = {d['budget']['eps']:g} (uploads' δ_total = {d['delta_total']:.3g})"
     return charts.stacked_split(parts, title, "km⁻¹")
 
 
