@@ -27,6 +27,7 @@ with st.sidebar:
                             help="About 2 minutes on 2 cores. Finished points are saved: pressing again after an "
                                  "interruption resumes.")
 
+st.markdown("#### Reproduce: the seed papers' claims, judged here")
 claims_tab, tables_tab = st.tabs(["Claims ledger", "Tables and reruns"])
 with claims_tab:
     rp.ledger_view()

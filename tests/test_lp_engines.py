@@ -343,3 +343,25 @@ def test_the_row_engines_history_is_in_the_objectives_unit() -> None:
     _, best, bound, _, _ = out.diagnostics["history"][-1]
     assert out.status == "optimal" and abs(best - out.objective) <= 1e-9 * out.objective
     assert abs(bound - out.bound) <= 1e-9 * out.objective
+
+
+def test_the_conic_engine_runs_on_one_blas_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its loop runs under a one-thread BLAS limit (spare OpenBLAS threads only spun there, costing CPU time), and
+    the limit is lifted afterwards."""
+    from threadpoolctl import threadpool_info
+
+    import mdpviz.lp.conic as conic
+
+    seen: list[list[int]] = []
+    run = conic._ColumnGeneration.run
+
+    def recording(self, max_iter):  # type: ignore[no-untyped-def]
+        seen.append([p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"])
+        return run(self, max_iter)
+
+    monkeypatch.setattr(conic._ColumnGeneration, "run", recording)
+    problem = build_problem("helsinki", 30, n_outputs=10, seed=0)
+    before = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+    out = conic.solve_conic(problem.p[:, None] * problem.c, 5.0 * problem.d, closed=True, tol=1e-4)
+    assert out.status == "optimal" and seen and seen[0] and all(n == 1 for n in seen[0])
+    assert [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"] == before

@@ -60,16 +60,27 @@ def chart(table: pd.DataFrame, method: str, label: str) -> Any:
         vs = rows[(rows["city"] == city) & (rows["K"] == k) & (rows["cost"] == cost)].pivot_table(
             index="region", columns="eps", values="vs_em", aggfunc="first").reindex(index=grid.index,
                                                                                   columns=grid.columns)
-        text = [[f"{o}<br>{v:.2f}× EM" if pd.notna(v) and pd.notna(o) else (o if pd.notna(o) else "")
-                 for o, v in zip(orow, vrow, strict=True)] for orow, vrow in zip(grid.to_numpy(), vs.to_numpy(),
-                                                                                strict=True)]
+        # in the cell: the loss against EM's, large enough to read; the outcome is the colour (key below) and
+        # both are in the hover
+        text = [[f"{v:.2f}×" if pd.notna(v) else "" for v in vrow] for vrow in vs.to_numpy()]
+        hover = [[f"{o}, {v:.2f}× EM's loss" if pd.notna(v) and pd.notna(o) else (o if pd.notna(o) else "")
+                  for o, v in zip(orow, vrow, strict=True)] for orow, vrow in zip(grid.to_numpy(), vs.to_numpy(),
+                                                                                 strict=True)]
         fig.add_trace(go.Heatmap(z=z, x=[f"ε = {e:g}" for e in grid.columns],
                                  y=[region_label(r) for r in grid.index], text=text, texttemplate="%{text}",
-                                 colorscale=scale, zmin=0, zmax=len(OUTCOMES) - 1, showscale=False,
-                                 hovertemplate="%{y}, %{x}<br>%{text}<extra></extra>"),
+                                 textfont={"size": 12}, customdata=hover, colorscale=scale, zmin=0,
+                                 zmax=len(OUTCOMES) - 1, showscale=False,
+                                 hovertemplate="%{y}, %{x}<br>%{customdata}<extra></extra>"),
                       row=n // cols + 1, col=n % cols + 1)
-    fig.update_layout(title=f"{label}: where it beats the exponential mechanism (loss relative to EM's)",
-                      template="plotly_white", height=320 * n_rows + 80, margin={"l": 90, "r": 20, "t": 90, "b": 40})
+    shown = [o for o in OUTCOMES if (rows["outcome"] == o).any()]
+    for o in shown:  # the colour key: one legend entry per outcome present
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=o, showlegend=True,
+                                 marker={"symbol": "square", "size": 12, "color": COLOURS[o]}), row=1, col=1)
+    fig.update_layout(title=f"{label}: where it beats the exponential mechanism (in each cell: its loss relative to "
+                            "EM's; colour: the outcome)",
+                      template="plotly_white", height=320 * n_rows + 110, legend={"orientation": "h", "y": 1.0,
+                                                                                   "yanchor": "bottom", "x": 0},
+                      margin={"l": 90, "r": 20, "t": 120, "b": 40})
     return fig
 
 

@@ -64,6 +64,8 @@ def metric_bars(df: pd.DataFrame, height: int = 300) -> go.Figure:
         zero_floor(fig, df[col].tolist(), row=1, col=c)
         if col == "violation_ratio":
             fig.update_yaxes(tickformat=RATIO_FORMAT, row=1, col=c)
+        elif col == "solve_s":
+            fig.update_yaxes(tickformat="~g", row=1, col=c)  # seconds as decimals, not SI prefixes (600μ)
     fig.update_layout(height=height, margin=MARGIN)
     fig.update_annotations(font_size=12)
     return fig

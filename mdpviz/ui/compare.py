@@ -131,8 +131,10 @@ def shown_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
 def table_and_bars(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """The metrics table and the bar charts; returns the table (the CSV's columns, with raw numbers)."""
     df = pd.DataFrame(rows)
-    st.dataframe(shown_table(rows), hide_index=True, width="stretch",
-                 column_config={"privacy promise": st.column_config.TextColumn(width="medium")})
+    small = {name: st.column_config.TextColumn(width="small") for name in
+             ("privacy cost", "utility loss", "adversary error", "violated / checked pairs", "time")}
+    st.dataframe(shown_table(rows), hide_index=True, width="stretch",  # every column in view at 1280 px
+                 column_config={"privacy promise": st.column_config.TextColumn(width="medium"), **small})
     st.download_button("Comparison table (CSV)", data=df.to_csv(index=False), file_name="mdpviz-compare.csv",
                        mime="text/csv", on_click="ignore", icon=":material/download:")
     solved = df.dropna(subset=["utility_loss_m"])
