@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 from typing import IO, Any, TypeAlias
 
@@ -89,7 +90,24 @@ def read_table(source: PointsSource, what: str, expected: str, **read_csv: Any) 
     except FileNotFoundError as e:
         raise ProblemError(f"{what} file `{source}` does not exist.") from e
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as e:
-        raise ProblemError(f"{what} file could not be read as CSV ({e}). Expected columns {expected}.") from e
+        raise ProblemError(f"{what} file could not be read as CSV ({_why_unreadable(e)}). Expected columns "
+                           f"{expected}.") from e
+
+
+def _why_unreadable(e: Exception) -> str:
+    """Why pandas could not read a CSV, in words (its parser's own text names C internals).
+
+    >>> _why_unreadable(pd.errors.ParserError("Error tokenizing data. C error: Expected 1 fields in line 3, saw 2"))
+    'a row has 2 fields where the header has 1 (near line 3)'
+    """
+    found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(e))
+    if found:
+        return f"a row has {found[3]} fields where the header has {found[1]} (near line {found[2]})"
+    if isinstance(e, UnicodeDecodeError):
+        return f"it is not UTF-8 text: byte {e.start} cannot be decoded"
+    if isinstance(e, pd.errors.EmptyDataError):
+        return "it is empty"
+    return str(e)
 
 
 def find_columns(raw: pd.DataFrame, aliases: dict[str, tuple[str, ...]], what: str,
@@ -109,7 +127,7 @@ def find_columns(raw: pd.DataFrame, aliases: dict[str, tuple[str, ...]], what: s
                                "(WGS 84 degrees).")
         if found is None and key not in optional:
             msg = (f"{what} need a `{names[0]}` column (or one of {', '.join(names)}); "
-                   f"found columns: {list(raw.columns)}.")
+                   f"found columns: {', '.join(str(c) for c in raw.columns) or 'none'}.")
             raise ProblemError(msg)
         cols[key] = found
     return cols

@@ -145,7 +145,7 @@ def test_sample_by_prior_needs_enough_positive_weights() -> None:
 
 
 @pytest.mark.parametrize(("csv", "match"), [
-    ("", "could not be read as CSV"),
+    ("", r"could not be read as CSV \(it is empty\)"),
     ("lat,lon\n", "has no rows"),
     ("latitude,foo\n1,2\n", "need a `lon` column"),
     ("lat,lon\n60.5,abc\n", "`lon` has 1 missing or non-numeric value.*line 2"),
