@@ -76,11 +76,10 @@ def chart(table: pd.DataFrame, method: str, label: str) -> Any:
     for o in shown:  # the colour key: one legend entry per outcome present
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=o, showlegend=True,
                                  marker={"symbol": "square", "size": 12, "color": COLOURS[o]}), row=1, col=1)
-    fig.update_layout(title=f"{label}: where it beats the exponential mechanism (in each cell: its loss relative to "
-                            "EM's; colour: the outcome)",
-                      template="plotly_white", height=320 * n_rows + 110, legend={"orientation": "h", "y": 1.0,
-                                                                                   "yanchor": "bottom", "x": 0},
-                      margin={"l": 90, "r": 20, "t": 120, "b": 40})
+    fig.update_layout(title=f"{label}: where it beats EM (in a cell: its loss ÷ EM's; colour: the outcome)",
+                      template="plotly_white", height=320 * n_rows + 130,
+                      legend={"orientation": "h", "y": -40 / (320 * n_rows), "yanchor": "top", "x": 0},
+                      margin={"l": 90, "r": 20, "t": 90, "b": 90})
     return fig
 
 
