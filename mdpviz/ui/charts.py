@@ -48,7 +48,7 @@ SWEEP_METRICS = (("utility_loss_m", "Utility loss (m)"), ("violation_ratio", "mD
                  ("adversary_error_m", "Adversary error (m)"), ("solve_s", "Solve time (s)"))
 # the Trade-off page's panels: what privacy costs first; the solve time only where times differ measurably
 TRADEOFF_METRICS = (("privacy_cost_m", "Privacy cost (m): loss − no-privacy floor"),
-                    ("violation_ratio", "mDP violation ratio (all pairs)"),
+                    ("claim_violation_ratio", "Violation ratio of its own claim"),
                     ("adversary_error_m", "Adversary error (m)"))
 
 
@@ -103,7 +103,7 @@ def sweep_curves(df: pd.DataFrame, param_label: str, current: float | None, log_
     for idx, (col, _) in enumerate(metrics):
         r, c = divmod(idx, 2)
         zero_floor(fig, df[col].tolist() if col in df else [], row=r + 1, col=c + 1)
-        if col == "violation_ratio":
+        if col in ("violation_ratio", "claim_violation_ratio"):
             fig.update_yaxes(tickformat=RATIO_FORMAT, row=r + 1, col=c + 1)
     fig.update_layout(height=560, margin=MARGIN, legend={"orientation": "h", "y": -0.12})
     fig.update_annotations(font_size=12)

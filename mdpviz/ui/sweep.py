@@ -81,7 +81,8 @@ class Sweep:
     def frame(self) -> pd.DataFrame:
         """The finished rows as a table, one per (mechanism, value)."""
         cols = ["mechanism", "param", "value", "status", "verdict", "utility_loss_m", "privacy_cost_m",
-                "violation_ratio", "violated_pairs", "checked_pairs", "adversary_error_m", "solve_s"]
+                "claim_violation_ratio", "violation_ratio", "violated_pairs", "checked_pairs", "adversary_error_m",
+                "solve_s"]
         return pd.DataFrame(list(self.rows.values()), columns=cols)
 
 
@@ -160,9 +161,25 @@ def _row(sweep: Sweep, mech: str, value: float, record: dict[str, Any]) -> dict[
     return {"mechanism": mech, "param": sweep.param, "value": value, "status": status,
             "verdict": row.get("verdict", ""),
             "utility_loss_m": row.get("loss_m", nan), "privacy_cost_m": row.get("privacy_cost_m", nan),
+            "claim_violation_ratio": claim_ratio(row),
             "violation_ratio": row.get("violation_ratio", nan),
             "violated_pairs": row.get("violated_pairs", nan), "checked_pairs": row.get("checked_pairs", nan),
             "adversary_error_m": row.get("adversary_error_m", nan), "solve_s": row.get("time_s", nan)}
+
+
+def claim_ratio(row: dict[str, Any]) -> float:
+    """The share of its own claim's cases a point broke: the narrower check where the mechanism reports one (PAnDA's
+    user pairs, DISTA-LP's triples ...), else the all-pairs ratio; NaN without a check.
+
+    >>> claim_ratio({"claim_violated": 3, "claim_checked": 12, "violation_ratio": 0.0})
+    0.25
+    >>> claim_ratio({"violation_ratio": 0.5})
+    0.5
+    """
+    checked = row.get("claim_checked")
+    if isinstance(checked, (int, float)) and checked > 0:
+        return float(row["claim_violated"]) / float(checked)
+    return float(row.get("violation_ratio", float("nan")))
 
 
 def current(sweep: Sweep | None) -> Sweep | None:
