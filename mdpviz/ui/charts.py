@@ -21,15 +21,19 @@ RATIO_FORMAT = ".2~g"  # plain decimals for ratios: plotly's default SI prefixes
 
 
 def nice_log_ticks(low: float, high: float) -> list[float]:
-    """1, 2, 5 per decade between ``low`` and ``high`` (and the ends when few fit): readable log-axis ticks.
+    """1, 2, 5 per decade between ``low`` and ``high`` (powers of ten alone over more than three decades; the
+    ends when few fit): readable log-axis ticks.
 
     >>> nice_log_ticks(1, 20)
     [1.0, 2.0, 5.0, 10.0, 20.0]
     >>> nice_log_ticks(2.5, 3.5)
     [2.5, 3.5]
+    >>> nice_log_ticks(1e-7, 0.15)
+    [1e-07, 1e-06, 1e-05, 0.0001, 0.001, 0.01, 0.1]
     """
+    steps = (1.0,) if high > 1000 * low else (1.0, 2.0, 5.0)
     ticks = [m * 10.0 ** e for e in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1)
-             for m in (1.0, 2.0, 5.0) if low * (1 - 1e-9) <= m * 10.0 ** e <= high * (1 + 1e-9)]
+             for m in steps if low * (1 - 1e-9) <= m * 10.0 ** e <= high * (1 + 1e-9)]
     ticks = [float(f"{t:.12g}") for t in ticks]
     return ticks if len(ticks) >= 3 else sorted({float(f"{low:.3g}"), *ticks, float(f"{high:.3g}")})
 
