@@ -8,7 +8,7 @@ import streamlit as st
 from mdpviz.cmdp.pipeline import CAVEAT
 from mdpviz.cmdp_comparison import BEST_LP_LABEL, vs_lp_pct
 from mdpviz.explain import format_s
-from mdpviz.ui import cache, glossary, solving
+from mdpviz.ui import cache, glossary, maps, solving
 from mdpviz.ui import trajectories as tv
 
 ss = st.session_state
@@ -88,6 +88,10 @@ with right:
     glossary.caption(f"{BEST_LP_LABEL} row for station {ex['station']}")
     if lp.ok:
         st.pydeck_chart(tv.row_deck(prob, roads, lp.Z[ex["station"]], ex["station"]), key="traj-lp")
+    st.html(maps.symbol_legend_html([(f"station {ex['station']}: the true location x(t)", maps.TRUE, "dot"),
+                                     ("other stations", maps.SECRET, "dot")])
+            + '<div style="font-size:0.8rem">Circles: where the row reports; larger and redder is more likely '
+              "(probability, each map on its own scale).</div>")
 
 tab_curve, tab_blanket, tab_table = st.tabs(["Loss vs ε", "Blankets", "Per-context rows"])
 with tab_curve:
