@@ -41,11 +41,13 @@ def test_one_rule_for_k_and_outputs() -> None:
 
 def test_split_diagnostics_sorts_scalars_and_histograms() -> None:
     scalars, arrays, other = split_diagnostics({
-        "anchors": np.array([1, 5, 9]), "eps_bar": np.array([0.1, 0.2, 0.4]),
+        "anchors": np.array([1, 5, 9]), "eps_bar": np.array([0.1, 0.2, 0.4, 0.8, 1.6]),
+        "pooled_p": np.array([0.25, 0.5]),
         "budget_split": {"phase1": 23.9, "margin": 9.1, "phase2": 67.0}, "status": "ok", "grid": np.eye(2)})
-    assert set(arrays) == {"eps_bar"}
-    assert scalars["budget_split.phase1"] == 23.9 and "3 integers" in scalars["anchors"]
-    assert other == {"grid": "array of shape (2, 2)"}
+    assert set(arrays) == {"eps_bar"}  # a histogram needs a few values; two are listed instead
+    assert scalars["pooled_p"] == "0.25, 0.5"
+    assert scalars["budget_split.phase1"] == 23.9 and scalars["anchors"] == "3 whole numbers (in the downloads)"
+    assert other == {"grid": "a 2 × 2 table (in the downloads)"}
 
 
 def test_anchor_and_budget_helpers() -> None:

@@ -73,6 +73,9 @@ def check_rows(diag: dict[str, Any]) -> list[dict[str, Any]]:
             for name, bad, total, v in measured_checks(diag)]
 
 
+MIN_HISTOGRAM = 5  # a float diagnostic with fewer values is listed in the table, not drawn
+
+
 def _flatten(prefix: str, value: Any, scalars: dict[str, Any], arrays: dict[str, np.ndarray],
              other: dict[str, str]) -> None:
     if is_binned(value) or is_check(value):  # drawn as bar charts / listed in the checks table
@@ -92,14 +95,17 @@ def _flatten(prefix: str, value: Any, scalars: dict[str, Any], arrays: dict[str,
         other[prefix] = type(value).__name__
         return
     if arr.ndim == 1 and arr.dtype.kind in "fiu" and len(arr):
-        if arr.dtype.kind == "f":
+        if arr.dtype.kind == "f" and len(arr) >= MIN_HISTOGRAM:
             arrays[prefix] = arr.astype(float)
+        elif arr.dtype.kind == "f":  # too few values for a histogram to say anything: list them
+            scalars[prefix] = ", ".join(f"{v:.4g}" for v in arr)
         else:
-            scalars[prefix] = f"{len(arr):,} integers (e.g. indices)"
+            scalars[prefix] = f"{len(arr):,} whole numbers (in the downloads)"
     elif arr.ndim == 0 and arr.dtype.kind in "fiub":
         scalars[prefix] = arr.item()
     else:
-        other[prefix] = f"array of shape {arr.shape}"
+        shape = " × ".join(f"{n:,}" for n in arr.shape)
+        other[prefix] = f"a {shape} table (in the downloads)"
 
 
 def split_diagnostics(diag: dict[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, str]]:
