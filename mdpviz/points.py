@@ -122,7 +122,8 @@ def find_columns(raw: pd.DataFrame, aliases: dict[str, tuple[str, ...]], what: s
     for key, names in aliases.items():
         found = next((lower[n] for n in names if n in lower), None)
         if found is None and key in ("lat", "lon") and (vague := [lower[n] for n in _AMBIGUOUS if n in lower]):
-            raise ProblemError(f"{what}: the columns {vague} do not say which is latitude and which longitude, nor "
+            named = " and ".join(f"`{c}`" for c in vague)
+            raise ProblemError(f"{what}: the columns {named} do not say which is latitude and which longitude, nor "
                                "that they are degrees (they may be planar metres); name them `lat` and `lon` "
                                "(WGS 84 degrees).")
         if found is None and key not in optional:

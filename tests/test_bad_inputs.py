@@ -181,7 +181,7 @@ CLI_CASES: dict[str, tuple[list[str], Any, str]] = {
     "csv wrong columns": (["solve", "--points", "{csv}", "--mechanism", "em"], _csv(b"a,b\n1,2\n3,4\n"),
                           r"Points need a `lat` column"),
     "csv x,y header": (["solve", "--points", "{csv}", "--mechanism", "em"], _csv(b"x,y\n24.94,60.17\n24.95,60.18\n"),
-                       r"the columns \['x', 'y'\] do not say which is latitude and which longitude"),
+                       r"the columns `x` and `y` do not say which is latitude and which longitude"),
     "csv NaN": (["solve", "--points", "{csv}", "--mechanism", "em"], _csv(b"lat,lon\n60.17,nan\n60.18,24.94\n"),
                 r"Column `lon` has 1 missing or non-numeric value\(s\), the first on CSV line 2"),
     "csv text": (["solve", "--points", "{csv}", "--mechanism", "em"], _csv(b"lat,lon\nabc,def\n60.1,24.9\n"),
