@@ -29,7 +29,7 @@ UNFINISHED = {"time limit": "Stopped at the time limit{took}", "interrupted": "I
               "iteration limit": "Stopped at its iteration limit{took}", "stalled": "Stalled{took}",
               "incomplete": "Incomplete{took} (some of its LPs stopped before their optimum)"}
 # a claim of ε-mDP at a larger budget than the ε asked for ("all pairs at 2ε = 10 km⁻¹ ..."): the mechanism's
-# literal form, not ε-mDP by design
+# literal form, flagged degenerate by the mechanism itself; the promise sentence says which budget
 _OTHER_BUDGET = re.compile(r"^all pairs at ")
 # diagnostics that hold the measured check of a narrower claim, in order of preference: the mechanism's own claim
 # check; PAnDA's V_pair (its claim is (ε, δ)-PmDP between the users' true secrets, which is what V_pair measures,
@@ -168,12 +168,10 @@ def _collapsed(Z: np.ndarray | None) -> bool:
 
 
 def degenerate_text(result: Result) -> str:
-    """Why the release is degenerate in plain words: the mechanism's own flag, else a claim at a larger budget than
-    ε (a literal form, not ε-mDP by design), else a collapse measured here; empty for a genuine mechanism."""
+    """Why the release is degenerate in plain words: the mechanism's own flag (a literal form at a larger budget
+    than ε says "Not ε-mDP"), else a collapse measured here; empty for a genuine mechanism."""
     if result.degenerate:
         return result.degenerate
-    if _OTHER_BUDGET.match(result.claim.strip()):
-        return f"Not ε-mDP: by design it promises only a larger budget ({result.claim})."
     if _collapsed(result.Z):
         return ("Collapsed: every secret reports with the same distribution, so a report says nothing about where "
                 "the user is (private, but useless).")

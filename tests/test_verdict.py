@@ -126,11 +126,17 @@ def test_cmdp_verdict_states_its_privacy_cost_under_its_own_model() -> None:
 
 
 def test_a_claim_at_a_larger_budget_is_not_eps_mdp_by_design() -> None:
-    """The literal forms (EM's exp(−ε·d), AIPO's discretised Laplace with ε′ = ε) promise 2ε only: degenerate, and said
-    so in the headline, never green."""
-    r = Result("em", {"eps": 5.0, "scale": "literal"}, _z(), "closed form", 5.0,
-               claim="all pairs at 2ε (literal exp(−ε·d) is not ε-mDP)")
-    v = verdict(r, _ev(4_942, 9_900), label="EM")
-    assert v.level == "warning" and v.headline.startswith("EM: Not ε-mDP: by design it promises only a larger budget")
+    """The literal forms (EM's exp(−ε·d), AIPO's discretised Laplace with ε′ = ε) promise 2ε only: the mechanisms flag
+    themselves degenerate, the headline says so first, never green."""
+    from mdpviz.solve import solve
+
+    prob = build_problem("rome", 40, n_outputs=20, cost="distance")
+    r = solve(prob, "em", {"eps": 5.0, "scale": "literal"}, use_cache=False)
+    v = verdict(r, evaluate(prob, r.Z, r.eps), label="EM")
+    assert v.level == "warning" and v.headline.startswith("EM: Not ε-mDP: the literal weights")
+    assert "only 2ε-mDP" in r.degenerate and r.message == r.degenerate
     assert "claims ε-mDP only at a larger budget; measured over all pairs at ε = 5 km⁻¹" in v.headline
     assert v.short.startswith("degenerate")
+    lap = solve(prob, "laplace-d", {"eps": 5.0, "eps_prime": "eps"}, use_cache=False)
+    assert lap.degenerate.startswith("Not ε-mDP: with ε′ = ε it is only 2ε-mDP")
+    assert not solve(prob, "em", {"eps": 5.0}, use_cache=False).degenerate

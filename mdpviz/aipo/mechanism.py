@@ -343,14 +343,17 @@ def _solve_laplace_d(problem: Problem, params: dict[str, Any], progress: Progres
     d = np.linalg.norm(xy[:, None, :] - xy[None, problem.y_index, :], ord=p, axis=2)
     factor = 0.5 if params["eps_prime"] == "eps/2" else 1.0
     Z = exp_rows(-factor * eps * d)
+    degenerate = ""
     if factor == 0.5:
         claim, check_eps, message = f"all pairs, ℓ{p} distance in the planar projection", eps, ""
     else:
         claim, check_eps = f"all pairs at 2ε = {2 * eps:g} km⁻¹ (ℓ{p} planar): ε′ = ε is not ε-mDP", 2 * eps
         message = (f"ε′ = ε: exp(−ε·d) renormalised over Y is only 2ε-mDP, so this result is checked at "
                    f"{2 * eps:g} km⁻¹; at the requested ε it may breach.")
+        degenerate = (f"Not ε-mDP: with ε′ = ε it is only 2ε-mDP (ε-mDP at {2 * eps:g} km⁻¹, not {eps:g}); "
+                      "ε′ = ε/2 is the ε-mDP form.")
     return Result("laplace-d", params, Z, "closed form", check_eps, claim=claim, check_metric=f"l{p}-planar",
-                  timings={"build_s": time.perf_counter() - t0}, message=message)
+                  timings={"build_s": time.perf_counter() - t0}, message=message, degenerate=degenerate)
 
 
 _PAPER = ("Interpolation-based optimization for enforcing ℓp-norm mDP in continuous and fine-grained domains "

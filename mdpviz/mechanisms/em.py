@@ -57,9 +57,13 @@ def bayes_remap(problem: Problem, Z: NDArray[np.float64]) -> tuple[NDArray[np.fl
 def _solve_em(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:
     t0 = time.perf_counter()
     Z = em_matrix(problem, params["eps"], params["scale"])
-    claim = "all pairs" if params["scale"] == "half" else "all pairs at 2ε (literal exp(−ε·d) is not ε-mDP)"
-    return Result("em", params, Z, "closed form", params["eps"], claim=claim,
-                  timings={"build_s": time.perf_counter() - t0})
+    literal = params["scale"] == "literal"
+    claim = "all pairs at 2ε (literal exp(−ε·d) is not ε-mDP)" if literal else "all pairs"
+    degenerate = (f"Not ε-mDP: the literal weights exp(−ε·d), renormalised over Y, are only 2ε-mDP (ε-mDP at "
+                  f"{2 * params['eps']:g} km⁻¹, not {params['eps']:g}); scale = 'half' is the ε-mDP form."
+                  if literal else "")
+    return Result("em", params, Z, "closed form", params["eps"], claim=claim, degenerate=degenerate,
+                  message=degenerate, timings={"build_s": time.perf_counter() - t0})
 
 
 def _solve_em_br(problem: Problem, params: dict[str, Any], progress: Progress, time_limit: float | None) -> Result:
