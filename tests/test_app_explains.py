@@ -423,3 +423,15 @@ def test_compare_bars_name_mechanisms_by_label() -> None:
     df = pd.DataFrame({"mechanism": ["em", "panda-e"], "label": ["Exponential mechanism", "PAnDA-e"],
                        **{col: [1.0, 2.0] for col, _ in SWEEP_METRICS}})
     assert all(list(trace.x) == ["Exponential mechanism", "PAnDA-e"] for trace in metric_bars(df).data)
+
+
+def test_compare_bars_lead_with_the_privacy_cost_when_the_table_has_it() -> None:
+    """A loss is read against the no-privacy floor: Compare's first panel is the privacy cost, as its table's."""
+    import pandas as pd
+
+    from mdpviz.ui.charts import SWEEP_METRICS, metric_bars
+
+    df = pd.DataFrame({"mechanism": ["em", "lp"], "label": ["EM", "LP"], "privacy_cost_m": [162.0, 15.0],
+                       **{col: [1.0, 2.0] for col, _ in SWEEP_METRICS}})
+    fig = metric_bars(df)
+    assert fig.layout.annotations[0].text.startswith("Privacy cost (m)") and list(fig.data[0].y) == [162.0, 15.0]

@@ -51,18 +51,21 @@ def zero_floor(fig: go.Figure, values: Sequence[float], **where: int) -> None:
 SWEEP_METRICS = (("utility_loss_m", "Utility loss (m)"), ("violation_ratio", "mDP violation ratio (pairs)"),
                  ("adversary_error_m", "Adversary error (m)"), ("solve_s", "Solve time (s)"))
 # the Trade-off page's panels: what privacy costs first; the solve time only where times differ measurably
-TRADEOFF_METRICS = (("privacy_cost_m", "Privacy cost (m): loss − no-privacy floor"),
+PRIVACY_COST = ("privacy_cost_m", "Privacy cost (m): loss − no-privacy floor")
+TRADEOFF_METRICS = (PRIVACY_COST,
                     ("claim_violation_ratio", "Violation ratio of its own claim"),
                     ("adversary_error_m", "Adversary error (m)"))
 
 
 def metric_bars(df: pd.DataFrame, height: int = 300) -> go.Figure:
-    """One bar group per metric (utility loss, violation ratio, adversary error, solve time) per mechanism, named
-    by its ``label`` where the table has one (else its registry name)."""
-    fig = make_subplots(rows=1, cols=len(SWEEP_METRICS), subplot_titles=[t for _, t in SWEEP_METRICS],
-                        horizontal_spacing=0.07)
+    """One bar group per metric (privacy cost where the table has it, else utility loss; violation ratio,
+    adversary error, solve time) per mechanism, named by its ``label`` where the table has one (else its registry
+    name)."""
+    panels = [(PRIVACY_COST if col == "utility_loss_m" and PRIVACY_COST[0] in df else (col, title))
+              for col, title in SWEEP_METRICS]
+    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[t for _, t in panels], horizontal_spacing=0.07)
     names = df["label"] if "label" in df else df["mechanism"]
-    for c, (col, _) in enumerate(SWEEP_METRICS, start=1):
+    for c, (col, _) in enumerate(panels, start=1):
         fig.add_trace(go.Bar(x=names, y=df[col], marker_color="#2563eb", showlegend=False,
                              hovertemplate="%{x}: %{y:.4g}<extra></extra>"), row=1, col=c)
         zero_floor(fig, df[col].tolist(), row=1, col=c)
