@@ -73,7 +73,8 @@ def test_binned_histograms_and_checks_are_found_anywhere() -> None:
     assert list(binned_histograms(diag)) == ["eps_bar.hist"]
     rows = check_rows(diag)
     assert [(r["check"], r["violated"], r["checked"], r["ratio"]) for r in rows] == [
-        ("violations · V_pair (between users)", "3", "12", "0.25"), ("LP · pairs its LP binds", "0", "6", "0")]
+        ("violations · V_pair (between users)", "3", "12", "0.25"),
+        ("LP · against its LP's constraints", "0", "6", "0")]
     scalars, arrays, _other = split_diagnostics(diag)
     assert set(scalars) == {"eps_bar.median"} and not arrays
 

@@ -239,7 +239,7 @@ KEY_WORDS = {
     "v_cf": "V_cf (counterfactual anchors)", "v_pure": "V_pure (pure ε-mDP between users)", "p_s": "p_s",
     "anpo": "AnPO", "pl": "privacy loss", "relerr": "relative error", "lb": "lower bound",
     "violations_claim": "against its claim", "violations_enforced": "against the constraints it enforces",
-    "enforced": "pairs its LP binds", "claim_check": "against its claim",
+    "enforced": "against its LP's constraints", "claim_check": "against its claim",
 }
 UNIT_SUFFIXES = {"m": "m", "km": "km", "s": "s", "mb": "MB", "km_inv": "km⁻¹", "bytes": "bytes"}
 STAT_SUFFIXES = ("max", "min", "mean", "median", "total")
