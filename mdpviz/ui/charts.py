@@ -61,8 +61,8 @@ def metric_bars(df: pd.DataFrame, height: int = 300) -> go.Figure:
     """One bar group per metric (privacy cost where the table has it, else utility loss; violation ratio,
     adversary error, solve time) per mechanism, named by its ``label`` where the table has one (else its registry
     name)."""
-    panels = [(PRIVACY_COST if col == "utility_loss_m" and PRIVACY_COST[0] in df else (col, title))
-              for col, title in SWEEP_METRICS]
+    panels = [(("privacy_cost_m", "Privacy cost (m)") if col == "utility_loss_m" and "privacy_cost_m" in df
+               else (col, title)) for col, title in SWEEP_METRICS]
     fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[t for _, t in panels], horizontal_spacing=0.07)
     names = df["label"] if "label" in df else df["mechanism"]
     for c, (col, _) in enumerate(panels, start=1):
