@@ -8,6 +8,15 @@
 R holds the entries that can carry non-negligible mass, S the pair rows that bind or were found broken. Both only
 grow (variables and rows are appended, so HiGHS keeps its basis between solves). The solver never trusts this
 LP's own optimality: its solution is repaired into the cone and its row duals are certified by pricing.
+
+*Held entries.* An entry (j, y) expected to sit at the least value its *holder* (h, y) allows is solved in the
+variable s = z[j, y] − e^{−E_hj} z[h, y] ≥ 0: that pair row becomes a bound, and the holder's column carries the
+held entries' row sums and costs. This is the same LP in other variables. It matters at small ε, where a column's
+tail is thousands of entries each held up by one nearer its output's cell: as rows, every one of those binding
+pair rows is in the simplex basis and each iteration's solves fill along them; as bounds they cost nothing
+(whole-city Rome, ε = 2 km⁻¹, K = 500, the last LP solved cold: 21.6 s of CPU as rows, 5.8 s held by the cells'
+rows; ``docs/WHAT-WE-LEARNED.md``). A holder is never itself held, so z = v + a·v[hold] is one step. Should HiGHS
+fail on the held form, the LP is rebuilt with every pair row a row and solved again.
 """
 
 from __future__ import annotations
@@ -16,8 +25,10 @@ import time
 
 import highspy
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from ..errors import SolverError
 from .highs import INF, new_highs
 
 # a solve is warm dual simplex (rows are added as cuts: the basis stays dual feasible); when that ends in numerical
@@ -25,6 +36,14 @@ from .highs import INF, new_highs
 _DUAL: dict[str, str | int] = {"solver": "simplex", "simplex_strategy": 1}
 _IPM: dict[str, str | int] = {"solver": "ipm", "run_crossover": "on"}
 _PRIMAL: dict[str, str | int] = {"solver": "simplex", "simplex_strategy": 4}
+# HiGHS refuses a coefficient above 1e15; a pair row's e^{E_ij} is capped below it (only a tighter row: the LP is
+# never trusted, its point is repaired and its bound computed by hand with the true coefficient)
+ROW_COEF_CAP = 1e14
+
+
+def _check(status: highspy.HighsStatus, what: str) -> None:
+    if status == highspy.HighsStatus.kError:
+        raise SolverError(f"HiGHS refused the restricted LP's new {what}")
 
 
 class RestrictedLP:
@@ -33,30 +52,23 @@ class RestrictedLP:
     def __init__(self, Wn: NDArray[np.float64], Es: NDArray[np.float64], tolerance: float = 1e-7) -> None:
         self.Wn, self.Es = Wn, Es
         self.n, self.m = Wn.shape
+        self.tolerance = tolerance
         self.var = np.full((self.n, self.m), -1, dtype=np.int64)  # column index of entry (x, y), −1: not in R
         self.xs = np.zeros(0, dtype=np.int64)
         self.ys = np.zeros(0, dtype=np.int64)
+        self.hold = np.zeros(0, dtype=np.int64)  # each entry's holder entry (−1: none), fixed when the model is built
         self.pair_codes = np.zeros(0, dtype=np.int64)  # sorted (i·n + j)·m + y of the rows in S
-        # the pair rows in HiGHS's order (after the n row sums): the columns of z[i,y] and z[j,y], and e^{E_ij}
+        # the pair rows of S in the order added: the entries z[i,y] and z[j,y], e^{E_ij}, and the HiGHS row (−1: the
+        # bound of a held entry)
         self.row_hi = np.zeros(0, dtype=np.int64)
         self.row_lo = np.zeros(0, dtype=np.int64)
         self.row_coef = np.zeros(0)
-        h = new_highs()
-        h.setOptionValue("solver", "simplex")
-        h.setOptionValue("simplex_strategy", 1)  # dual simplex: rows are added as cuts, the basis stays dual feasible
-        h.setOptionValue("presolve", "off")
-        # Devex pricing: dual steepest edge recomputes its weights from scratch after rows are added (about a second
-        # per re-solve at K = 1,000, for a handful of iterations); Devex is also faster from scratch here
-        h.setOptionValue("simplex_dual_edge_weight_strategy", 1)
-        # a pair row met only to HiGHS's tolerance leaves an entry that much too low; the repair then raises it and
-        # the row fix-up spreads the excess, so the tolerance must be below the certified gap asked for
-        h.setOptionValue("primal_feasibility_tolerance", tolerance)
-        h.setOptionValue("dual_feasibility_tolerance", tolerance)
-        h.addRows(self.n, np.ones(self.n), np.ones(self.n), 0, np.zeros(self.n, dtype=np.int32),
-                  np.zeros(0, dtype=np.int32), np.zeros(0))
-        self.h = h
+        self.row_at = np.zeros(0, dtype=np.int64)
+        self.h: highspy.Highs | None = None
+        self.built = (0, 0)  # entries and pair rows of S handed to HiGHS so far
         self.solves = 0
         self.retries = 0
+        self.rebuilt = False  # the held form failed and the LP was rebuilt with every pair row a row
         self.z = np.zeros(0)
         self.mu = np.zeros(self.n)
         self.pair_duals = np.zeros(0)
@@ -72,6 +84,11 @@ class RestrictedLP:
         """Number of mDP pair rows in the restricted LP."""
         return len(self.pair_codes)
 
+    @property
+    def n_held(self) -> int:
+        """Number of entries solved as held (their holder's pair row a bound)."""
+        return int(np.count_nonzero(self.hold >= 0))
+
     def add_vars(self, xs: NDArray[np.int64], ys: NDArray[np.int64]) -> int:
         """Add entries (x, y) not yet in R; returns how many were new."""
         new = self.var[xs, ys] < 0
@@ -82,8 +99,7 @@ class RestrictedLP:
             k = len(xs)
             self.var[xs, ys] = self.n_vars + np.arange(k)
             self.xs, self.ys = np.concatenate([self.xs, xs]), np.concatenate([self.ys, ys])
-            self.h.addCols(k, self.Wn[xs, ys], np.zeros(k), np.ones(k), k, np.arange(k, dtype=np.int32),
-                           xs.astype(np.int32), np.ones(k))
+            self.hold = np.concatenate([self.hold, np.full(k, -1, dtype=np.int64)])
         return len(xs)
 
     def add_pairs(self, i: NDArray[np.int64], j: NDArray[np.int64], y: NDArray[np.int64]) -> int:
@@ -97,24 +113,117 @@ class RestrictedLP:
         y = code % self.m
         i, j = (code // self.m) // self.n, (code // self.m) % self.n
         self.add_vars(np.concatenate([i, j]), np.concatenate([y, y]))
-        r = len(code)
-        hi, lo, coef = self.var[i, y], self.var[j, y], np.exp(self.Es[i, j])
-        idx = np.column_stack([hi, lo]).ravel().astype(np.int32)
-        val = np.column_stack([np.ones(r), -coef]).ravel()
-        self.row_hi, self.row_lo = np.concatenate([self.row_hi, hi]), np.concatenate([self.row_lo, lo])
-        self.row_coef = np.concatenate([self.row_coef, coef])
-        self.h.addRows(r, np.full(r, -INF), np.zeros(r), 2 * r, (2 * np.arange(r)).astype(np.int32), idx, val)
+        self.row_hi = np.concatenate([self.row_hi, self.var[i, y]])
+        self.row_lo = np.concatenate([self.row_lo, self.var[j, y]])
+        self.row_coef = np.concatenate([self.row_coef, np.exp(self.Es[i, j])])
+        self.row_at = np.concatenate([self.row_at, np.full(len(code), -1, dtype=np.int64)])
         self.pair_codes = np.union1d(self.pair_codes, code)
-        return r
+        return len(code)
+
+    def hold_by(self, i: NDArray[np.int64], j: NDArray[np.int64], y: NDArray[np.int64]) -> int:
+        """Add the pair rows z[i,y] ≤ e^{E_ij} z[j,y] and solve each z[j,y] as held by z[i,y] (that row a bound; see
+        the module's text). An entry gets one holder, and holders are not held: pairs that would break that stay
+        plain rows. Only before the first solve; returns how many entries are held in all."""
+        if self.h is not None:
+            raise RuntimeError("entries are held only before the first solve")
+        self.add_pairs(i, j, y)
+        keep = i != j
+        hi, lo = self.var[i[keep], y[keep]], self.var[j[keep], y[keep]]
+        _, first = np.unique(lo, return_index=True)  # one holder per entry
+        hi, lo = hi[first], lo[first]
+        ok = (self.hold[hi] < 0) & (self.hold[lo] < 0) & ~np.isin(hi, lo) & ~np.isin(lo, self.hold[self.hold >= 0])
+        self.hold[lo[ok]] = hi[ok]
+        return self.n_held
+
+    # ---- the HiGHS model: the entries and pair rows of R and S not yet handed over ----
+    def _factor(self, e: NDArray[np.int64]) -> NDArray[np.float64]:
+        """e^{−E_hj} of held entries e (z[j] = s[j] + that · z[h])."""
+        return np.exp(-self.Es[self.xs[self.hold[e]], self.xs[e]])
+
+    def _in_columns(self, e: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+        """z[e[k]] as a combination of model columns: triplets (k, column, coefficient)."""
+        held = np.flatnonzero(self.hold[e] >= 0)
+        return (np.concatenate([np.arange(len(e)), held]), np.concatenate([e, self.hold[e[held]]]),
+                np.concatenate([np.ones(len(e)), self._factor(e[held])]))
+
+    def _sync(self) -> None:
+        """Hand HiGHS the entries and pair rows added since the last solve (a new model at the first)."""
+        n = self.n
+        if self.h is None:
+            h = new_highs()
+            h.setOptionValue("presolve", "off")
+            # Devex pricing: dual steepest edge recomputes its weights from scratch after rows are added (about a
+            # second per re-solve at K = 1,000, for a handful of iterations); Devex is also faster from scratch here
+            h.setOptionValue("simplex_dual_edge_weight_strategy", 1)
+            # a pair row met only to HiGHS's tolerance leaves an entry that much too low; the repair then raises it
+            # and the row fix-up spreads the excess, so the tolerance must be below the certified gap asked for
+            h.setOptionValue("primal_feasibility_tolerance", self.tolerance)
+            h.setOptionValue("dual_feasibility_tolerance", self.tolerance)
+            for key, value in _DUAL.items():
+                h.setOptionValue(key, value)
+            h.addRows(n, np.ones(n), np.ones(n), 0, np.zeros(n, dtype=np.int32), np.zeros(0, dtype=np.int32),
+                      np.zeros(0))
+            self.h, self.built = h, (0, 0)
+        h = self.h
+        v0, p0 = self.built
+        if v0 < self.n_vars:  # new columns: the entry's row sum, and those of the entries it holds
+            new = np.arange(v0, self.n_vars)
+            held = np.flatnonzero(self.hold >= v0)
+            rows = np.concatenate([self.xs[new], self.xs[held]])
+            cols = np.concatenate([new, self.hold[held]]) - v0
+            vals = np.concatenate([np.ones(len(new)), self._factor(held)])
+            A = sp.csc_matrix((vals, (rows, cols)), shape=(n, len(new)))
+            A.sum_duplicates()
+            ents = np.concatenate([new, held])
+            cost = np.bincount(cols, vals * self.Wn[self.xs[ents], self.ys[ents]], minlength=len(new))
+            cost = cost.astype(np.float64)
+            _check(h.addCols(len(new), cost, np.zeros(len(new)), np.full(len(new), INF), A.nnz,
+                             A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32), A.data), "entries")
+        if p0 < len(self.row_hi):  # new pair rows, except the bounds of held entries
+            idx = np.arange(p0, len(self.row_hi))
+            idx = idx[self.hold[self.row_lo[idx]] != self.row_hi[idx]]
+            r = len(idx)
+            self.row_at[idx] = h.getNumRow() + np.arange(r)
+            k1, c1, a1 = self._in_columns(self.row_hi[idx])
+            k2, c2, a2 = self._in_columns(self.row_lo[idx])
+            coef = np.minimum(self.row_coef[idx], ROW_COEF_CAP)
+            A = sp.csr_matrix((np.concatenate([a1, -coef[k2] * a2]),
+                               (np.concatenate([k1, k2]), np.concatenate([c1, c2]))), shape=(r, self.n_vars))
+            A.sum_duplicates()
+            _check(h.addRows(r, np.full(r, -INF), np.zeros(r), A.nnz, A.indptr[:-1].astype(np.int32),
+                             A.indices.astype(np.int32), A.data), "pair rows")
+        self.built = (self.n_vars, len(self.row_hi))
+
+    def _rebuild_unheld(self) -> None:
+        """Drop the held form: a new model with every entry its own column and every pair row a row."""
+        self.hold[:] = -1
+        self.row_at[:] = -1
+        self.h = None
+        self.rebuilt = True
+        self._sync()
+
+    @property
+    def n_rows_solved(self) -> int:
+        """Pair rows the next solve holds as rows (not as the bounds of held entries)."""
+        return int(np.count_nonzero(self.hold[self.row_lo] != self.row_hi))
 
     def solve(self, deadline: float | None, cold_ipm: bool = False) -> str:
         """Solve; ``optimal``, ``time limit`` or HiGHS's status text. Sets ``z`` (values on R) and ``mu``.
 
         ``cold_ipm`` starts with interior point (faster than simplex from scratch on a large first LP).
         """
+        self._sync()
+        st = self._run([_IPM, _PRIMAL] if cold_ipm else [_DUAL, _IPM, _PRIMAL], deadline)
+        if st not in ("optimal", "time limit") and self.n_held:
+            self._rebuild_unheld()
+            st = self._run([_IPM, _PRIMAL], deadline)
+        return st
+
+    def _run(self, attempts: list[dict[str, str | int]], deadline: float | None) -> str:
         h = self.h
+        assert h is not None
         st = highspy.HighsModelStatus.kNotset
-        for k, options in enumerate([_IPM, _PRIMAL] if cold_ipm else [_DUAL, _IPM, _PRIMAL]):
+        for k, options in enumerate(attempts):
             if deadline is not None:
                 left = deadline - time.perf_counter()
                 if left <= 0:
@@ -132,15 +241,30 @@ class RestrictedLP:
                 h.setOptionValue(key, value)
             st = h.getModelStatus()
             if st == highspy.HighsModelStatus.kOptimal:
-                sol = h.getSolution()
-                self.z = np.clip(np.array(sol.col_value), 0.0, 1.0)
-                duals = np.array(sol.row_dual)
-                self.mu, self.pair_duals = duals[:self.n], duals[self.n:]
-                self.objective = float(h.getInfo().objective_function_value)
+                self._read(h.getSolution(), float(h.getInfo().objective_function_value))
                 return "optimal"
             if st == highspy.HighsModelStatus.kTimeLimit:
                 return "time limit"
         return h.modelStatusToString(st)
+
+    def _read(self, sol: highspy.HighsSolution, objective: float) -> None:
+        """Entries z = v + e^{−E_hj}·v[holder], row duals μ, and the pair rows' duals: a held entry's bound row has
+        dual −(reduced cost of s)/e^{E_hj} (≤ 0), which makes z[j]'s reduced cost in the LP with that row 0 or the
+        same as s's."""
+        v = np.array(sol.col_value)
+        z = v.copy()
+        held = np.flatnonzero(self.hold >= 0)
+        z[held] += self._factor(held) * v[self.hold[held]]
+        self.z = np.clip(z, 0.0, 1.0)
+        duals = np.array(sol.row_dual)
+        self.mu = duals[:self.n]
+        rows = self.row_at >= 0
+        lam = np.empty(len(self.row_at))
+        lam[rows] = duals[self.row_at[rows]]
+        bound = np.flatnonzero(~rows)
+        lam[bound] = -np.maximum(np.array(sol.col_dual)[self.row_lo[bound]], 0.0) / self.row_coef[bound]
+        self.pair_duals = lam
+        self.objective = objective
 
     def dual_bound(self) -> float:
         """A lower bound on the whole LP's optimum from the last solve's duals, certified by weak duality alone.

@@ -108,8 +108,9 @@ def _cells(Wn: NDArray[np.float64], Es: NDArray[np.float64],
 
 def _first_lp(lp: RestrictedLP, reach: NDArray[np.float64], holder: NDArray[np.int64], knn: int,
               cap: float) -> None:
-    """Entries within REACH of their output's cell; pair rows from each entry's holder and from its k nearest
-    neighbours, in the direction that holds the entry farther from the cell up (both directions inside a cell)."""
+    """Entries within REACH of their output's cell, each held by its holder (that pair row a bound:
+    ``RestrictedLP.hold_by``); pair rows from its k nearest neighbours, in the direction that holds the entry farther
+    from the cell up (both directions inside a cell)."""
     Es = lp.Es
     n, m = reach.shape
     R = reach <= REACH
@@ -117,7 +118,7 @@ def _first_lp(lp: RestrictedLP, reach: NDArray[np.float64], holder: NDArray[np.i
     lp.add_vars(xs, ys)
     hi = holder[xs, ys]
     ok = (hi != xs) & (Es[hi, xs] <= cap)
-    lp.add_pairs(hi[ok], xs[ok], ys[ok])
+    lp.hold_by(hi[ok], xs[ok], ys[ok])  # each entry held by its holder: those pair rows are bounds
     k = min(knn, n - 1)
     if k <= 0:
         return
@@ -275,8 +276,8 @@ class _RowAndColumnGeneration:
         for r in range(1, max_rounds + 1):
             self.rounds = r
             self.progress(f"LP round {r}", self._fraction())
-            # interior point beats dual simplex from scratch on a large first LP (small ε: rows use many outputs)
-            st = self._solve_lp(cold_ipm=(r == 1 and self.lp.n_vars > 20 * n))
+            # interior point beats dual simplex from scratch on a first LP with many pair rows (a dense instance)
+            st = self._solve_lp(cold_ipm=(r == 1 and self.lp.n_rows_solved > 20 * n))
             if st == "Infeasible" and not self.whole_column:
                 # every row reporting one output is feasible whatever pair rows there are: add that column
                 self.whole_column = True
