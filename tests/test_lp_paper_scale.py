@@ -138,6 +138,26 @@ def test_infeasible_restricted_lp_gets_a_whole_column(monkeypatch):
     assert out.size["lp_variables"] >= problem.k
 
 
+def test_a_held_form_that_highs_fails_on_is_rebuilt_with_every_pair_row_a_row(monkeypatch):
+    """Should HiGHS fail on the LP with held entries, the LP is rebuilt unheld and solved again: the same optimum,
+    exactly private, and the message and diagnostics say so."""
+    real_run = restricted.RestrictedLP._run
+
+    def fail_while_held(self, attempts, deadline):
+        return "Unknown" if self.n_held else real_run(self, attempts, deadline)
+
+    problem = build_problem("rome", 80, n_outputs=20, cost="distance", seed=2)
+    W = problem.p[:, None] * problem.c
+    held = solve_structured(W, 2.0 * problem.d, closed=True, tol=1e-6, out_rows=problem.y_index, engine="rows")
+    monkeypatch.setattr(restricted.RestrictedLP, "_run", fail_while_held)
+    out = solve_structured(W, 2.0 * problem.d, closed=True, tol=1e-6, out_rows=problem.y_index, engine="rows")
+    assert held.diagnostics["held_entries"] > 0 and not held.diagnostics["lp_rebuilt"]
+    assert out.status == "optimal" and out.diagnostics["lp_rebuilt"] and out.diagnostics["held_entries"] == 0
+    assert "rebuilt with every pair row a row" in out.message
+    assert out.objective == pytest.approx(held.objective, rel=2e-6)
+    assert violations(problem, out.Z, 2.0).violated_pairs == 0
+
+
 def test_time_limit_returns_no_mechanism():
     problem = build_problem("rome", 300, cost="distance", seed=3)
     lp = get_mechanism("lp")

@@ -29,6 +29,8 @@ class EngineDiagnostics(TypedDict, total=False):
     priced_rounds: int
     pair_cap: float  # largest exponent kept on a pair row
     lp_retries: int
+    held_entries: int  # entries solved as held by their cell's row (that pair row a bound), 0 once rebuilt unheld
+    lp_rebuilt: bool  # HiGHS failed on the held form and the LP was rebuilt with every pair row a row
     pricing_retries: int
     pricing_failures: int
     # the conic engine

@@ -14,8 +14,8 @@ At the papers' scale (a city 40–60 km wide, ε = 5 km⁻¹) a row's mass sits 
 one of the K²·|Y| pair rows is slack, so it works on the LP itself, restricted:
 
 * **Restricted LP** (``mdpviz.lp.restricted``): the entries (x, y) within reach of the rows for which y is
-  cheapest, and the pair rows that hold an entry up (from its nearest cell row and its nearest neighbours),
-  solved by warm dual simplex.
+  cheapest, and the pair rows that hold an entry up (from its nearest cell row, as a bound: the entry is *held*,
+  and from its nearest neighbours), solved by warm dual simplex.
 * **Upper bound**: its solution, Lipschitz-repaired and made row-stochastic inside the cone, is an exactly private
   mechanism; its objective is an upper bound.
 * **Lower bound**, two certified kinds. Every round, the LP's own duals (:meth:`RestrictedLP.dual_bound`): weak
@@ -465,6 +465,8 @@ def _finish(run: _RowAndColumnGeneration, status: str, message: str, W: NDArray[
     words.append(f"certified gap {gap:.1e} (tolerance {run.tol:g}) after {run.rounds} LP rounds")
     if status != "optimal":
         words.append(f"bound from {run.bound_from}, point from {run.point_from}")
+    if run.lp.rebuilt:
+        words.append("HiGHS failed on the LP with held entries, so it was rebuilt with every pair row a row")
     failures = run.pricer.failures
     if failures:
         words.append(f"{len(failures)} pricing LPs failed ({', '.join(sorted(set(failures)))}) and were bounded by "
@@ -475,7 +477,8 @@ def _finish(run: _RowAndColumnGeneration, status: str, message: str, W: NDArray[
     diagnostics: EngineDiagnostics = {
         "iterations": run.rounds, "priced_rounds": run.priced_rounds, "pair_cap": run.cap,
         "history": [(t, ub * scale, lb * scale, v, p) for t, ub, lb, v, p in run.history],  # in W's unit, as objective
-        "gap": gap, "lp_retries": run.lp.retries, "pricing_retries": run.pricer.retries,
+        "gap": gap, "lp_retries": run.lp.retries, "held_entries": run.lp.n_held, "lp_rebuilt": run.lp.rebuilt,
+        "pricing_retries": run.pricer.retries,
         "pricing_failures": len(failures), "bound_from": run.bound_from, "point_from": run.point_from}
     diagnostics["row_fix"] = fix
     return StructuredOutcome(Z, status, objective, bound, timings, size, diagnostics, "; ".join(words), gap)

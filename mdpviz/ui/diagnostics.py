@@ -235,6 +235,8 @@ KEY_WORDS = {
     "deficit_max": "row-sum repair: largest deficit added", "row_sum_max_before": "row sums before repair (max)",
     "row_sum_min_before": "row sums before repair (min)", "gap": "certified relative gap", "lp": "LP",
     "row_fix": "LP point", "cone_repair": "repair into the cone",
+    "held_entries": "LP entries held by their cell's row (that pair row a bound)",
+    "lp_rebuilt": "LP rebuilt with every pair row a row (HiGHS failed on the held form)",
     "cy": "cost block", "dx": "x-distance block", "dy": "y-distance block", "v_pair": "V_pair (between users)",
     "v_cf": "V_cf (counterfactual anchors)", "v_pure": "V_pure (pure ε-mDP between users)", "p_s": "p_s",
     "anpo": "AnPO", "pl": "privacy loss", "relerr": "relative error", "lb": "lower bound",
