@@ -175,8 +175,8 @@ class RestrictedLP:
             A = sp.csc_matrix((vals, (rows, cols)), shape=(n, len(new)))
             A.sum_duplicates()
             ents = np.concatenate([new, held])
-            cost = np.bincount(cols, vals * self.Wn[self.xs[ents], self.ys[ents]], minlength=len(new))
-            cost = cost.astype(np.float64)
+            cost = np.asarray(np.bincount(cols, vals * self.Wn[self.xs[ents], self.ys[ents]], minlength=len(new)),
+                              dtype=np.float64)
             _check(h.addCols(len(new), cost, np.zeros(len(new)), np.full(len(new), INF), A.nnz,
                              A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32), A.data), "entries")
         if p0 < len(self.row_hi):  # new pair rows, except the bounds of held entries
