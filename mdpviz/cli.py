@@ -269,8 +269,9 @@ def cmd_solve(a: argparse.Namespace) -> int:
     print(f"mechanism      {result.mechanism}  {json.dumps(result.params)}")
     print(f"problem        {problem.city or 'points'}: K = {problem.k}, |Y| = {problem.m}, metric {problem.metric}, "
           f"built in {build_s:.2f} s")
-    print(f"status         {result.status}" + (f" ({result.message})" if result.message else ""))
     degenerate = degenerate_text(result)
+    said = result.message and result.message != degenerate  # a degenerate release's own words have their line
+    print(f"status         {result.status}" + (f" ({result.message})" if said else ""))
     if degenerate:
         print(f"DEGENERATE     {degenerate}")
     print("timings        " + ", ".join(f"{k} {v:.3f}" for k, v in result.timings.items()))

@@ -183,6 +183,17 @@ def test_the_cli_says_a_collapsed_release_is_degenerate_in_its_verdict(tmp_path:
     assert meta["against_claim"]["check"] == "violations.V_pair" and meta["against_claim"]["violated"] > 0
 
 
+def test_the_cli_states_a_literal_forms_flag_once_before_its_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    """EM's literal form flags itself degenerate with its message: the DEGENERATE line says it, the status line does
+    not say it again."""
+    assert main(["solve", "--city", "rome", "--k", "40", "--outputs", "20", "--cost", "distance", "--mechanism",
+                 "em", "--param", "scale=literal", "--eps", "1", "--no-cache"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    status = next(line for line in lines if line.startswith("status"))
+    assert status.split() == ["status", "closed", "form"]
+    assert sum(line.startswith("DEGENERATE     Not ε-mDP: the literal weights") for line in lines) == 1
+
+
 def test_solve_runs_a_mechanisms_preset(capsys: pytest.CaptureFixture[str]) -> None:
     """`--preset NAME` starts from the mechanism's preset; --eps and --param apply on top; `mechanisms` lists them."""
     assert main(["solve", "--city", "rome", "--k", "60", "--outputs", "20", "--cost", "distance", "--mechanism",
