@@ -177,7 +177,7 @@ class RestrictedLP:
             ents = np.concatenate([new, held])
             cost = np.asarray(np.bincount(cols, vals * self.Wn[self.xs[ents], self.ys[ents]], minlength=len(new)),
                               dtype=np.float64)
-            _check(h.addCols(len(new), cost, np.zeros(len(new)), np.full(len(new), INF), A.nnz,
+            _check(h.addCols(len(new), cost, np.zeros(len(new)), np.ones(len(new)), A.nnz,  # z ≤ 1, so v ≤ 1
                              A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32), A.data), "entries")
         if p0 < len(self.row_hi):  # new pair rows, except the bounds of held entries
             idx = np.arange(p0, len(self.row_hi))
