@@ -200,6 +200,23 @@ def format_m(metres: float) -> str:
     return f"{metres / 1000:.3g} km" if abs(metres) >= 1000 else f"{metres:.0f} m"
 
 
+def format_m_pair(a: float, b: float) -> tuple[str, str]:
+    """Two lengths as :func:`format_m` labels, with as many decimals (up to 4) as it takes to tell them apart: a
+    bound and a point that differ by centimetres must not both read '765 m'.
+
+    >>> format_m_pair(764.618, 764.6375), format_m_pair(138.6, 1250.0), format_m_pair(5.0, 5.0)
+    (('764.62 m', '764.64 m'), ('139 m', '1.25 km'), ('5 m', '5 m'))
+    """
+    fa, fb = format_m(a), format_m(b)
+    if fa != fb or a == b or not (math.isfinite(a) and math.isfinite(b)):
+        return fa, fb
+    for decimals in range(1, 5):
+        fa, fb = f"{a:,.{decimals}f} m", f"{b:,.{decimals}f} m"
+        if fa != fb:
+            break
+    return fa, fb
+
+
 def format_s(seconds: float) -> str:
     """Seconds as a short label: ``'4 ms'``, ``'1.3 s'``, ``'2 min 5 s'``.
 

@@ -8,6 +8,7 @@ metrics and the CLI can print it; no Streamlit here.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .contract import Result
-from .explain import format_m, format_s
+from .explain import format_m, format_m_pair, format_s
 from .metrics import Evaluation
 from .panda.evaluate import claim_refuted
 from .reference import own_model
@@ -294,20 +295,21 @@ def _took(result: Result) -> str:
 
 def _no_mechanism(result: Result, name: str, took: str) -> Verdict:
     """The verdict on a result without a mechanism: why (its status), and the bound or feasible point it kept."""
-    bound = f" The best certified lower bound on the loss is {format_m(result.bound_m)}." if result.bound_m else ""
     kept = result.diagnostics.get("feasible_objective_m")
-    if isinstance(kept, (int, float)) and result.status != "stopped":
-        bound += (f" The best feasible point found costs {format_m(kept)} (kept in the diagnostics, not proven "
-                  "optimal).")
+    has_point = isinstance(kept, (int, float))
+    low, high = format_m_pair(result.bound_m or math.nan, kept if has_point else math.nan)
+    bound = f" The best certified lower bound on the loss is {low}." if result.bound_m else ""
+    if has_point and result.status != "stopped":
+        bound += f" The best feasible point found costs {high} (kept in the diagnostics, not proven optimal)."
     what = {"time limit": f"time limit{took}, no mechanism to show.",
             "stopped": f"stopped at your request{took}, no mechanism to show.",
             "infeasible": "no mechanism exists for these settings (the LP is infeasible).",
             "error": f"the solver failed{took}; no mechanism to show."}.get(
         result.status, f"status {result.status}{took}, no mechanism to show.")
     found = ""
-    if isinstance(kept, (int, float)) and result.status == "time limit":
-        found = (f" before proving one optimal: the best it found costs {format_m(kept)} a report"
-                 + (f", and the optimum costs at least {format_m(result.bound_m)}" if result.bound_m else "")
+    if has_point and result.status == "time limit":
+        found = (f" before proving one optimal: the best it found costs {high} a report"
+                 + (f", and the optimum costs at least {low}" if result.bound_m else "")
                  + " (that point is kept in the diagnostics, not shown)")
     plain = {"time limit": f"{name} gave no mechanism: it reached its time limit{took}"
                            + (found or " before finding one") + ".",

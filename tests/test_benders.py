@@ -255,6 +255,32 @@ def _run_state(pb, stabilise: float = 1.0, row_cuts: bool = False, reserve: floa
                                stabilise=stabilise, floor=1e-9, row_cuts=row_cuts, reserve=reserve)
 
 
+def test_a_repeated_separation_point_moves_towards_the_master_then_stops(rome, monkeypatch) -> None:
+    """Cuts that leave the master's point where it was would come back every round: each repeat moves the in-out
+    point towards the master's (λ's distance to 1 quartered), and a repeat at the master's own point stops the run
+    as stalled, instead of looping to the iteration cap."""
+    pb, _ = rome
+    run = _run_state(pb, stabilise=0.3)
+    pt = run._solve_master(1)
+    assert not isinstance(pt, tuple)
+    seen: list[tuple[float, np.ndarray]] = []
+
+    def separate(it, zY, pt_, lam, row_cut):
+        seen.append((lam, zY.copy()))
+        return benders._Round(np.inf, violated_out=True, feasible=False)  # a cut of the master's point, no move
+
+    monkeypatch.setattr(run, "_solve_master", lambda it: pt)
+    monkeypatch.setattr(run, "_separate", separate)
+    monkeypatch.setattr(run, "_add_round_cuts", lambda it, lam, rnd: None)
+    stops = [run.iterate(it) for it in range(1, 10)]
+    lams = [lam for lam, _ in seen]
+    assert lams[:3] == [0.3, 0.825, 1 - 0.175 / 4] and lams[-1] == 1.0
+    assert all(a < b for a, b in zip(lams, lams[1:]))
+    assert np.array_equal(seen[-1][1], pt.z_out) and not np.array_equal(seen[0][1], pt.z_out)
+    end = next(k for k, s in enumerate(stops) if s is not None)
+    assert end == len(seen) and stops[end][0] == "stalled" and "did not move" in stops[end][1]
+
+
 def test_the_master_adds_its_pair_rows_lazily_and_solves_the_same_lp(rome) -> None:
     """Row generation in the master: its point meets every pair row (present or not), fewer rows are in HiGHS than
     the master has, and the optimum equals the master's with every row."""

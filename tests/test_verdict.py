@@ -68,6 +68,10 @@ def test_no_mechanism_time_limit_and_degenerate() -> None:
                    label="Benders")
     assert none.level == "error" and none.headline == ("Benders: time limit after 1 min 0 s, no mechanism to show. "
                                                        "The best certified lower bound on the loss is 373 m.")
+    # a bound and a kept point centimetres apart are told apart, not both '765 m'
+    close = verdict(Result("lp-bd", {}, None, "error", 10.0, bound_m=764.618,
+                           diagnostics={"feasible_objective_m": 764.6375}), label="Benders")
+    assert "lower bound on the loss is 764.62 m" in close.headline and "costs 764.64 m" in close.headline
     partial = verdict(Result("lp-bd", {}, _z(), "time limit", 5.0, timings={"total_s": 60.0}), _ev(0, 6))
     assert partial.level == "warning" and partial.headline.startswith("Stopped at the time limit after 1 min 0 s")
     said = verdict(Result("panda-e", {}, _z(), "optimal", 5.0, degenerate="Collapsed: all 151 anchor rows merged."),

@@ -81,6 +81,7 @@ from .highs import check_lp_rows
 __all__ = ["CUT_RULES", "PARTITIONERS", "BendersOutcome", "components", "master_pairs", "partition", "solve_benders"]
 
 PARTITIONERS = ("kmeans-dv", "kmeans-rec", "kmeans-adj", "spectral")
+LAMBDA_TOP = 0.999  # an in-out λ raised past this is 1 (plain Benders from then on)
 OPTIMAL_REL = 1e-4  # a certified gap within ξ is called optimal only if it is also this small against UB
 _H = highspy.HighsModelStatus
 
@@ -213,6 +214,7 @@ class _BendersRun:
         # threads > 1 they are solved at once (same cuts, same iterations, in the same order)
         self.pool = ThreadPoolExecutor(max_workers=threads) if threads > 1 else None
         self.deadline, self.progress, self.stabilise, self.floor = deadline, progress, stabilise, floor
+        self.lam = stabilise  # the in-out λ in use: raised towards 1 when the separation point repeats
         self.timings: dict[str, float] = {}
         n, m = W.shape
         self.n, self.m = n, m
@@ -253,6 +255,8 @@ class _BendersRun:
         stop = gap_m - self.reserve
         self.target = stop - self.floor_cost if (slack == 0 and self.floor_cost < 0.5 * stop) else stop
         self.at_out = False
+        # the last round's separation point and the master's estimates w there
+        self.last_sep: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
         self.history: list[dict[str, float]] = []
         self.lb = -np.inf
         self.ub_best = np.inf
@@ -269,7 +273,7 @@ class _BendersRun:
         pt = self._solve_master(it)
         if isinstance(pt, tuple):
             return pt
-        lam = 1.0 if (self.zc is None or self.at_out) else self.stabilise
+        lam = 1.0 if (self.zc is None or self.at_out) else self.lam
         row_cut = False
         if self.rowsum is not None:
             added = self._row_sum_cuts(it, self.rowsum, pt.z_out)
@@ -279,10 +283,21 @@ class _BendersRun:
             if row_cut and lam >= 1.0:  # the subproblems would be solved at this very point: re-solve the master
                 self._record(it, pt, np.nan, 0.0)
                 return None
-        if lam >= 1.0 or self.zc is None:
-            zY = pt.z_out
-        else:
-            zY = lam * pt.z_out + (1.0 - lam) * self.zc
+        zY = self._separation_point(pt.z_out, lam)
+        if self.last_sep is not None and all(map(np.array_equal, (zY, pt.w_out), self.last_sep)):
+            # the last round's cuts left the master's point (and the core) where they were: they cut it only within
+            # the master's tolerances, and the same point would give the same cuts again (Rome, K = 500, travel
+            # cost, stabilised: 270 such rounds). Move the separation point towards the master's (λ's distance
+            # to 1 quartered each time), and stop once the master's own point repeats
+            if lam >= 1.0:
+                dropped = (f"; {self.n_dropped} cuts left out for coefficients above {CUT_CAP:.0e}"
+                           if self.n_dropped else "")
+                return "stalled", (f"the master's point did not move after the cuts of iteration {it - 1} (UB − LB = "
+                                   f"{self.ub_best - self.lb:.3g}{dropped}): its cuts cut it only within the solver's "
+                                   "tolerances")
+            self.lam = lam = 1.0 - (1.0 - lam) / 4.0 if lam < LAMBDA_TOP else 1.0
+            zY = self._separation_point(pt.z_out, lam)
+        self.last_sep = (zY, pt.w_out)
         rnd = self._separate(it, zY, pt, lam, row_cut)
         if rnd.failed:
             return ("time limit", rnd.failed) if "Time limit" in rnd.failed else ("error", rnd.failed)
@@ -296,6 +311,10 @@ class _BendersRun:
         if stop is not None:
             return stop
         return self._add_round_cuts(it, lam, rnd)
+
+    def _separation_point(self, z_out: NDArray[np.float64], lam: float) -> NDArray[np.float64]:
+        """Where the subproblems are solved: λ·z_out + (1 − λ)·z_core (the master's point itself at λ = 1)."""
+        return z_out if (lam >= 1.0 or self.zc is None) else lam * z_out + (1.0 - lam) * self.zc
 
     def _solve_master(self, it: int) -> _MasterPoint | _Stop:
         """Solve the master (:meth:`_master_rounds`) and raise the lower bound by its safe bound; a stop when HiGHS
