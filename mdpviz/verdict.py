@@ -297,7 +297,7 @@ def _no_mechanism(result: Result, name: str, took: str) -> Verdict:
     """The verdict on a result without a mechanism: why (its status), and the bound or feasible point it kept."""
     kept = result.diagnostics.get("feasible_objective_m")
     has_point = isinstance(kept, (int, float))
-    low, high = format_m_pair(result.bound_m or math.nan, kept if has_point else math.nan)
+    low, high = format_m_pair(result.bound_m or math.nan, float(kept) if isinstance(kept, (int, float)) else math.nan)
     bound = f" The best certified lower bound on the loss is {low}." if result.bound_m else ""
     if has_point and result.status != "stopped":
         bound += f" The best feasible point found costs {high} (kept in the diagnostics, not proven optimal)."
