@@ -296,10 +296,10 @@ def _took(result: Result) -> str:
 def _no_mechanism(result: Result, name: str, took: str) -> Verdict:
     """The verdict on a result without a mechanism: why (its status), and the bound or feasible point it kept."""
     kept = result.diagnostics.get("feasible_objective_m")
-    has_point = isinstance(kept, (int, float))
-    low, high = format_m_pair(result.bound_m or math.nan, float(kept) if isinstance(kept, (int, float)) else math.nan)
+    point = float(kept) if isinstance(kept, (int, float)) else None
+    low, high = format_m_pair(result.bound_m or math.nan, math.nan if point is None else point)
     bound = f" The best certified lower bound on the loss is {low}." if result.bound_m else ""
-    if has_point and result.status != "stopped":
+    if point is not None and result.status != "stopped":
         bound += f" The best feasible point found costs {high} (kept in the diagnostics, not proven optimal)."
     what = {"time limit": f"time limit{took}, no mechanism to show.",
             "stopped": f"stopped at your request{took}, no mechanism to show.",
@@ -307,7 +307,7 @@ def _no_mechanism(result: Result, name: str, took: str) -> Verdict:
             "error": f"the solver failed{took}; no mechanism to show."}.get(
         result.status, f"status {result.status}{took}, no mechanism to show.")
     found = ""
-    if has_point and result.status == "time limit":
+    if point is not None and result.status == "time limit":
         found = (f" before proving one optimal: the best it found costs {high} a report"
                  + (f", and the optimum costs at least {low}" if result.bound_m else "")
                  + " (that point is kept in the diagnostics, not shown)")
