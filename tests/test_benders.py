@@ -158,6 +158,7 @@ def test_iteration_limit_returns_no_mechanism(rome) -> None:
     assert "'stabilised' preset" in res.message  # plain Benders points to the faster path for the same LP
     res = solve(pb, "lp-bd", {"eps": EPS, "max_iter": 1, "stabilise": 0.3, "row_cuts": True}, use_cache=False)
     assert res.status == "iteration limit" and "'stabilised' preset" not in res.message
+    assert "`lp` with the constraint set 'neighbours' solves the same LP exactly" in res.message
 
 
 def test_presets_are_valid_parameters() -> None:

@@ -122,6 +122,10 @@ def _lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, deadlin
             notes.append("plain Benders, as in the paper, converges slowly on large domains; the 'stabilised' preset "
                          f"(ours: in-out λ = {STABILISED_LAMBDA:g} and row-sum cuts) solves the same LP in fewer "
                          "iterations (`python -m mdpviz bench benders`)")
+        elif not everyone and params["scope"] == "neighbours":
+            notes.append("`lp` with the constraint set 'neighbours' solves the same LP exactly, one connected "
+                         "component of the neighbour graph at a time (Rome, K = 500, travel cost: certified in under "
+                         "a second where this preset stops; `docs/benchmarks/benders_travel.md`)")
     return Result("lp-bd", params, Z, status, eps, claim=claim, timings=timings, lp_size=out.size,
                   objective_m=objective, bound_m=out.lower, message="; ".join(notes), degenerate=degenerate,
                   diagnostics=diag)
