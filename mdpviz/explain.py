@@ -201,19 +201,22 @@ def format_m(metres: float) -> str:
 
 
 def format_m_pair(a: float, b: float) -> tuple[str, str]:
-    """Two lengths as :func:`format_m` labels, with as many decimals (up to 4) as it takes to tell them apart: a
-    bound and a point that differ by centimetres must not both read '765 m'.
+    """Two lengths as :func:`format_m` labels, with as many more digits (up to a tenth of a millimetre) as it takes
+    to tell them apart: a bound and a point that differ by centimetres must not both read '765 m'.
 
-    >>> format_m_pair(764.618, 764.6375), format_m_pair(138.6, 1250.0), format_m_pair(5.0, 5.0)
-    (('764.62 m', '764.64 m'), ('139 m', '1.25 km'), ('5 m', '5 m'))
+    >>> format_m_pair(764.618, 764.6375), format_m_pair(1264.749, 1264.7537), format_m_pair(138.6, 1250.0)
+    (('764.62 m', '764.64 m'), ('1.2647 km', '1.2648 km'), ('139 m', '1.25 km'))
+    >>> format_m_pair(5.0, 5.0), format_m_pair(5.0, 5.000001)
+    (('5 m', '5 m'), ('5 m', '5 m'))
     """
     fa, fb = format_m(a), format_m(b)
-    if fa != fb or a == b or not (math.isfinite(a) and math.isfinite(b)):
+    if fa != fb or not (math.isfinite(a) and math.isfinite(b)):
         return fa, fb
-    for decimals in range(1, 5):
-        fa, fb = f"{a:,.{decimals}f} m", f"{b:,.{decimals}f} m"
-        if fa != fb:
-            break
+    km = abs(a) >= 1000
+    for extra in range(1, 5):
+        pa, pb = ((f"{x / 1000:.{3 + extra}f} km" if km else f"{x:.{extra}f} m") for x in (a, b))
+        if pa != pb:
+            return pa, pb
     return fa, fb
 
 

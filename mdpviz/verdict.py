@@ -297,9 +297,10 @@ def _no_mechanism(result: Result, name: str, took: str) -> Verdict:
     """The verdict on a result without a mechanism: why (its status), and the bound or feasible point it kept."""
     kept = result.diagnostics.get("feasible_objective_m")
     point = float(kept) if isinstance(kept, (int, float)) else None
-    low, high = format_m_pair(result.bound_m or math.nan, math.nan if point is None else point)
+    shown = None if result.status == "stopped" else point  # a stop at the user's request shows no point
+    low, high = format_m_pair(result.bound_m or math.nan, math.nan if shown is None else shown)
     bound = f" The best certified lower bound on the loss is {low}." if result.bound_m else ""
-    if point is not None and result.status != "stopped":
+    if shown is not None:
         bound += f" The best feasible point found costs {high} (kept in the diagnostics, not proven optimal)."
     what = {"time limit": f"time limit{took}, no mechanism to show.",
             "stopped": f"stopped at your request{took}, no mechanism to show.",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import highspy
 import numpy as np
@@ -273,13 +274,36 @@ def test_a_repeated_separation_point_moves_towards_the_master_then_stops(rome, m
     monkeypatch.setattr(run, "_solve_master", lambda it: pt)
     monkeypatch.setattr(run, "_separate", separate)
     monkeypatch.setattr(run, "_add_round_cuts", lambda it, lam, rnd: None)
-    stops = [run.iterate(it) for it in range(1, 10)]
+    stops = []
+    for it in range(1, 12):  # as solve_benders does: until a stop
+        stops.append(run.iterate(it))
+        if stops[-1] is not None:
+            break
     lams = [lam for lam, _ in seen]
     assert lams[:3] == [0.3, 0.825, 1 - 0.175 / 4] and lams[-1] == 1.0
     assert all(a < b for a, b in zip(lams, lams[1:]))
     assert np.array_equal(seen[-1][1], pt.z_out) and not np.array_equal(seen[0][1], pt.z_out)
     end = next(k for k, s in enumerate(stops) if s is not None)
     assert end == len(seen) and stops[end][0] == "stalled" and "did not move" in stops[end][1]
+    assert len(run.history) == end + 1  # the stopping iteration is recorded too
+
+    # estimates that rise with the same z_Y are progress, not a repeat: λ stays
+    run = _run_state(pb, stabilise=0.3)
+    seen.clear()
+    moving = iter([replace(pt, w_out=pt.w_out + k) for k in range(5)])
+    monkeypatch.setattr(run, "_solve_master", lambda it: next(moving))
+    monkeypatch.setattr(run, "_separate", separate)
+    monkeypatch.setattr(run, "_add_round_cuts", lambda it, lam, rnd: None)
+    assert [run.iterate(it) for it in range(1, 6)] == [None] * 5 and {lam for lam, _ in seen} == {0.3}
+
+    # a repeat at the master's own point whose bound has closed the gap is certified, not stalled
+    run = _run_state(pb, stabilise=1.0)
+    monkeypatch.setattr(run, "_solve_master", lambda it: pt)
+    monkeypatch.setattr(run, "_separate", separate)
+    monkeypatch.setattr(run, "_add_round_cuts", lambda it, lam, rnd: None)
+    assert run.iterate(1) is None
+    run.lb, run.ub_best = 1000.0, 1000.0 + 0.5 * run.target
+    assert run.iterate(2)[0] in ("optimal", "gap reached")
 
 
 def test_the_master_adds_its_pair_rows_lazily_and_solves_the_same_lp(rome) -> None:

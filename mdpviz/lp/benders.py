@@ -81,7 +81,7 @@ from .highs import check_lp_rows
 __all__ = ["CUT_RULES", "PARTITIONERS", "BendersOutcome", "components", "master_pairs", "partition", "solve_benders"]
 
 PARTITIONERS = ("kmeans-dv", "kmeans-rec", "kmeans-adj", "spectral")
-LAMBDA_TOP = 0.999  # an in-out λ raised past this is 1 (plain Benders from then on)
+LAMBDA_TOP = 0.999  # an in-out λ at or above this goes to 1 at its next raise (plain Benders from then on)
 OPTIMAL_REL = 1e-4  # a certified gap within ξ is called optimal only if it is also this small against UB
 _H = highspy.HighsModelStatus
 
@@ -255,8 +255,8 @@ class _BendersRun:
         stop = gap_m - self.reserve
         self.target = stop - self.floor_cost if (slack == 0 and self.floor_cost < 0.5 * stop) else stop
         self.at_out = False
-        # the last round's separation point and the master's estimates w there
-        self.last_sep: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
+        # the last two rounds' separation points and the master's estimates w there, latest first
+        self.last_seps: list[tuple[NDArray[np.float64], NDArray[np.float64]]] = []
         self.history: list[dict[str, float]] = []
         self.lb = -np.inf
         self.ub_best = np.inf
@@ -284,20 +284,25 @@ class _BendersRun:
                 self._record(it, pt, np.nan, 0.0)
                 return None
         zY = self._separation_point(pt.z_out, lam)
-        if self.last_sep is not None and all(map(np.array_equal, (zY, pt.w_out), self.last_sep)):
-            # the last round's cuts left the master's point (and the core) where they were: they cut it only within
-            # the master's tolerances, and the same point would give the same cuts again (Rome, K = 500, travel
-            # cost, stabilised: 270 such rounds). Move the separation point towards the master's (λ's distance
-            # to 1 quartered each time), and stop once the master's own point repeats
-            if lam >= 1.0:
+        if self._repeats(zY, pt.w_out):
+            # the cuts since that round left the master's point (and the core) where they were: they cut it only
+            # within the master's tolerances, and the same point would give the same cuts again (Rome, K = 500,
+            # travel cost, stabilised: 270 such rounds). The bound may still have risen: test the gap first; then
+            # move the separation point towards the master's (λ's distance to 1 quartered each time), and stop once
+            # the master's own point repeats
+            stop = self._stopping_test(it, lam, violated_out=True)
+            if stop is None and lam >= 1.0:
                 dropped = (f"; {self.n_dropped} cuts left out for coefficients above {CUT_CAP:.0e}"
                            if self.n_dropped else "")
-                return "stalled", (f"the master's point did not move after the cuts of iteration {it - 1} (UB − LB = "
-                                   f"{self.ub_best - self.lb:.3g}{dropped}): its cuts cut it only within the solver's "
-                                   "tolerances")
+                stop = "stalled", (f"the master's point did not move after the cuts of iteration {it - 1} (UB − LB "
+                                   f"= {self.ub_best - self.lb:.3g}{dropped}): its cuts cut it only within the "
+                                   "solver's tolerances")
+            if stop is not None:
+                self._record(it, pt, np.nan, 0.0)
+                return stop
             self.lam = lam = 1.0 - (1.0 - lam) / 4.0 if lam < LAMBDA_TOP else 1.0
             zY = self._separation_point(pt.z_out, lam)
-        self.last_sep = (zY, pt.w_out)
+        self.last_seps = [(zY, pt.w_out), *self.last_seps[:1]]
         rnd = self._separate(it, zY, pt, lam, row_cut)
         if rnd.failed:
             return ("time limit", rnd.failed) if "Time limit" in rnd.failed else ("error", rnd.failed)
@@ -311,6 +316,11 @@ class _BendersRun:
         if stop is not None:
             return stop
         return self._add_round_cuts(it, lam, rnd)
+
+    def _repeats(self, zY: NDArray[np.float64], w_out: NDArray[np.float64]) -> bool:
+        """Whether the master's estimates and the separation point are those of one of the last two rounds (two:
+        a round at the master's own point, forced by ``at_out``, can alternate with one at the in-out point)."""
+        return any(np.array_equal(zY, z) and np.array_equal(w_out, w) for z, w in self.last_seps)
 
     def _separation_point(self, z_out: NDArray[np.float64], lam: float) -> NDArray[np.float64]:
         """Where the subproblems are solved: λ·z_out + (1 − λ)·z_core (the master's point itself at λ = 1)."""

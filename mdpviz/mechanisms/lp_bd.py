@@ -124,8 +124,8 @@ def _lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, deadlin
                          "iterations (`python -m mdpviz bench benders`)")
         elif not everyone and params["scope"] == "neighbours":
             notes.append("`lp` with the constraint set 'neighbours' solves the same LP exactly, one connected "
-                         "component of the neighbour graph at a time (Rome, K = 500, travel cost: certified in under "
-                         "a second where this preset stops; `docs/benchmarks/benders_travel.md`)")
+                         "component of the neighbour graph at a time (`python -m mdpviz bench benders` compares "
+                         "the two)")
     return Result("lp-bd", params, Z, status, eps, claim=claim, timings=timings, lp_size=out.size,
                   objective_m=objective, bound_m=out.lower, message="; ".join(notes), degenerate=degenerate,
                   diagnostics=diag)
