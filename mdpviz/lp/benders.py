@@ -285,22 +285,10 @@ class _BendersRun:
                 return None
         zY = self._separation_point(pt.z_out, lam)
         if self._repeats(zY, pt.w_out):
-            # the cuts since that round left the master's point (and the core) where they were: they cut it only
-            # within the master's tolerances, and the same point would give the same cuts again (Rome, K = 500,
-            # travel cost, stabilised: 270 such rounds). The bound may still have risen: test the gap first; then
-            # move the separation point towards the master's (λ's distance to 1 quartered each time), and stop once
-            # the master's own point repeats
-            stop = self._stopping_test(it, lam, violated_out=True)
-            if stop is None and lam >= 1.0:
-                dropped = (f"; {self.n_dropped} cuts left out for coefficients above {CUT_CAP:.0e}"
-                           if self.n_dropped else "")
-                stop = "stalled", (f"the master's point did not move after the cuts of iteration {it - 1} (UB − LB "
-                                   f"= {self.ub_best - self.lb:.3g}{dropped}): its cuts cut it only within the "
-                                   "solver's tolerances")
-            if stop is not None:
-                self._record(it, pt, np.nan, 0.0)
-                return stop
-            self.lam = lam = 1.0 - (1.0 - lam) / 4.0 if lam < LAMBDA_TOP else 1.0
+            raised = self._after_repeat(it, pt, lam)
+            if isinstance(raised, tuple):
+                return raised
+            self.lam = lam = raised
             zY = self._separation_point(pt.z_out, lam)
         self.last_seps = [(zY, pt.w_out), *self.last_seps[:1]]
         rnd = self._separate(it, zY, pt, lam, row_cut)
@@ -316,6 +304,23 @@ class _BendersRun:
         if stop is not None:
             return stop
         return self._add_round_cuts(it, lam, rnd)
+
+    def _after_repeat(self, it: int, pt: _MasterPoint, lam: float) -> float | _Stop:
+        """A separation point that repeats: the cuts since then left the master's point (and the core) where they
+        were, cutting it only within the master's tolerances, and the same point would give the same cuts again
+        (Rome, K = 500, travel cost, stabilised: 270 such rounds). The bound may still have risen, so the gap is
+        tested first; then the in-out λ to use (its distance to 1 quartered), or ``stalled`` at the master's own
+        point."""
+        stop = self._stopping_test(it, lam, violated_out=True)
+        if stop is None and lam >= 1.0:
+            dropped = f"; {self.n_dropped} cuts left out for coefficients above {CUT_CAP:.0e}" if self.n_dropped else ""
+            stop = "stalled", (f"the master's point did not move after the cuts of iteration {it - 1} (UB − LB = "
+                               f"{self.ub_best - self.lb:.3g}{dropped}): its cuts cut it only within the solver's "
+                               "tolerances")
+        if stop is not None:
+            self._record(it, pt, np.nan, 0.0)
+            return stop
+        return 1.0 - (1.0 - lam) / 4.0 if lam < LAMBDA_TOP else 1.0
 
     def _repeats(self, zY: NDArray[np.float64], w_out: NDArray[np.float64]) -> bool:
         """Whether the master's estimates and the separation point are those of one of the last two rounds (two:
