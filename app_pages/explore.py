@@ -32,6 +32,8 @@ result, error = (None, None) if upload_error and not solve_now else solving.solv
 heading = explore.headline(prob, mech, params)
 st.markdown(heading, help=glossary.help_for(heading))
 solving.stopped_notice()
+if result is not None and not result.ok:
+    result = explore.kept_point_choice(prob, result)
 if upload_error and result is None:  # in the main area, in place of the previous result
     st.error(f"Your points were not loaded: {upload_error} Fix the file or remove it in the sidebar; Solve runs on "
              "the sampled road nodes meanwhile.", icon=":material/upload_file:")

@@ -266,6 +266,10 @@ def cmd_solve(a: argparse.Namespace) -> int:
 
     result = solve(problem, a.mechanism, mechanism_params(a), progress=progress, time_limit=a.time_limit,
                    use_cache=not a.no_cache)
+    if a.kept and (kept := result.kept_point(problem.k, problem.m)) is not None:
+        print("kept point     the solve stopped without a mechanism; what follows is the feasible point it kept (not "
+              "the optimum)")
+        result = kept
     print(f"mechanism      {result.mechanism}  {json.dumps(result.params)}")
     print(f"problem        {problem.city or 'points'}: K = {problem.k}, |Y| = {problem.m}, metric {problem.metric}, "
           f"built in {build_s:.2f} s")
@@ -353,6 +357,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="FILE",
                    help=f"write Z and metadata, the format by extension: {', '.join(FORMATS)} (checked before "
                         "solving; the folder must exist; nothing is written when the solve gives no Z)")
+    p.add_argument("--kept", action="store_true",
+                   help="when the solve stops without a mechanism but kept a feasible point (the exact LP at a time "
+                        "limit, ...), evaluate that point and write it with --out; its status stays the stop's and "
+                        "its message says it is not the optimum")
     p.add_argument("-v", "--verbose", action="store_true", help="print progress to stderr")
     p.set_defaults(func=cmd_solve)
 

@@ -3,6 +3,7 @@ every mechanism joins at import (filled by importing ``mdpviz.mechanisms``, whic
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -240,6 +241,32 @@ class Result:
     def ok(self) -> bool:
         """True when Z is a usable mechanism."""
         return self.Z is not None
+
+    def kept_point(self, k: int, m: int) -> Result | None:
+        """The feasible point a solve kept when it stopped without a mechanism (``diagnostics['feasible_Z']``,
+        (k, m) for a problem with K = k and |Y| = m), as a result of its own to look at: the same status, Z that
+        point, the objective its cost, no rows for other points of the plane, and a message that says it is not the
+        optimum. None when there is no such point, or when the user stopped the solve (that shows nothing).
+
+        >>> Z = np.full((2, 2), 0.5)
+        >>> r = Result("lp", {}, None, "time limit", 5.0, diagnostics={"feasible_Z": Z, "feasible_objective_m": 9.0})
+        >>> kept = r.kept_point(2, 2)
+        >>> kept.status, kept.ok, kept.objective_m
+        ('time limit', True, 9.0)
+        >>> r.kept_point(3, 2) is None, kept.kept_point(2, 2) is None
+        (True, True)
+        """
+        Z = self.diagnostics.get("feasible_Z")
+        if self.ok or self.status == "stopped" or not isinstance(Z, np.ndarray) or Z.shape != (k, m):
+            return None
+        cost = self.diagnostics.get("feasible_objective_m")
+        cost = float(cost) if isinstance(cost, (int, float)) else None
+        shown = ("Shown: the feasible point the solve kept when it stopped"
+                 + ("" if cost is None else f" ({cost:,.1f} m a report)")
+                 + ", not the optimum" + ("" if self.bound_m is None else
+                                           f", which costs at least {self.bound_m:,.1f} m (certified bound)"))
+        return dataclasses.replace(self, Z=Z, objective_m=cost, rows=None,
+                                   message="; ".join(filter(None, [shown, self.message])))
 
 
 SolveFn = Callable[[Problem, dict[str, Any], Progress, float | None], Result]

@@ -227,8 +227,8 @@ def _plain(name: str, level: str, kind: str, degenerate: str, unfinished: str, e
     why = plain_degenerate(degenerate) if degenerate else ""
     if why and not (kind == "unmeasured" and why == PLAIN_DEGENERATE["claim covers only"]):
         first = f"{name} is degenerate ({why}), and {what}."
-    if unfinished:
-        first = f"{unfinished.split(':')[0]}: {first[0].lower()}{first[1:]}"
+    if unfinished:  # the name keeps its capitals (PAnDA, LP)
+        first = f"{unfinished.split(':')[0]}, not proven optimal: {first}"
     loss, floor = evaluation.get("utility_loss_m"), evaluation.get("floor_m")
     if not isinstance(loss, (int, float)):
         return first

@@ -348,6 +348,40 @@ def test_time_limit_without_mechanism_is_explained() -> None:
         _REGISTRY.pop("test-slow", None)
 
 
+def test_a_stop_that_kept_a_feasible_point_offers_to_show_it_labelled() -> None:
+    """Issue 28: a stop's feasible, private point is one toggle away, shown as not optimal (status, verdict,
+    message) and measured like any mechanism; off, the page is the no-mechanism page."""
+    from mdpviz.contract import _REGISTRY, epsilon_param
+    from mdpviz.mechanisms import Mechanism, Result, register
+    from mdpviz.mechanisms.em import em_matrix
+
+    def solve(problem, params, progress, time_limit):
+        Z = em_matrix(problem, params["eps"])
+        cost = float(np.sum(problem.p[:, None] * problem.c * Z))
+        return Result("test-kept", params, None, "time limit", params["eps"], bound_m=0.5 * cost,
+                      message="time limit in LP round 3", timings={"total_s": 1.0},
+                      diagnostics={"feasible_Z": Z, "feasible_objective_m": cost})
+
+    register(Mechanism(name="test-kept", label="Test kept point", paper="(test)", info="test only",
+                       params=(epsilon_param(),), solve=solve, family="lp"))
+    try:
+        at = app("app_pages/explore.py", query={"mech": "test-kept", "k": "40", "m": "10"})
+        solve_button(at).click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        toggle = at.toggle(key="show_kept")
+        assert not toggle.value and "not the optimum" in toggle.label and "the optimum at least" in toggle.label
+        assert "Test kept point gave no mechanism" in texts(at.error) and not at.metric
+        toggle.set_value(True).run()
+        assert not at.exception, [e.value for e in at.exception]
+        said = "Stopped at the time limit after 1.0 s, not proven optimal: Test kept point kept its promise"
+        assert said in texts(at.warning)
+        assert metric(at, "Utility loss (m)")
+        assert "**What happened:** Shown: the feasible point the solve kept when it stopped (" in texts(at.caption)
+        assert "certified bound); time limit in LP round 3" in texts(at.caption)
+    finally:
+        _REGISTRY.pop("test-kept", None)
+
+
 def test_out_of_range_k_is_brought_into_range_with_a_notice() -> None:
     at = app("app_pages/explore.py", query={"city": "west-oakland", "k": "100", "m": "20"})
     at.number_input(key="k").set_value(500)

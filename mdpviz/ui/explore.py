@@ -9,7 +9,7 @@ import numpy as np
 import streamlit as st
 
 from mdpviz.cities import city_info
-from mdpviz.explain import format_m, radius_km
+from mdpviz.explain import format_m, format_m_pair, radius_km
 from mdpviz.geo import haversine_km
 from mdpviz.mechanisms import Result
 from mdpviz.metrics import Evaluation, posterior
@@ -61,6 +61,23 @@ def _on_click(map_key: str) -> None:
         return
     # a fresh chart key drops pydeck's selection, which would otherwise dim every other point on the map
     st.session_state["map_generation"] = st.session_state.get("map_generation", 0) + 1
+
+
+def kept_point_choice(prob: Problem, result: Result) -> Result:
+    """A solve that stopped without a mechanism may have kept a feasible point (``Result.kept_point``): a toggle
+    offers to show it (a result of its own, labelled as not optimal by its status and message); returns the result
+    to show."""
+    kept = result.kept_point(prob.k, prob.m)
+    if kept is None:
+        return result
+    low, high = format_m_pair(result.bound_m or float("nan"), kept.objective_m or float("nan"))
+    cost = "" if kept.objective_m is None else f": {high} a report"
+    bound = "" if result.bound_m is None else f", the optimum at least {low}"
+    shown = st.toggle(f"Show the feasible point it kept (not the optimum{cost}{bound})", key="show_kept",
+                      help="The solve stopped before proving a mechanism optimal, but kept the best feasible point it "
+                           "had found. Its privacy is measured like any mechanism's; its loss is above the optimum "
+                           "by at most the gap between the two numbers.")
+    return kept if shown else result
 
 
 def clamp_secret(prob: Problem) -> int:

@@ -85,8 +85,14 @@ def metrics_panel(prob: Problem, result: Result, ev: Evaluation) -> None:
               help="Utility loss minus the no-privacy floor, in metres: what privacy costs the user. The floor is "
                    "the loss if every secret reported its cheapest output (no privacy at all); no mechanism goes "
                    "below it. The exact LP (Optimal LP, ε-mDP on all pairs) has the least privacy cost of all.")
-    lp_text = (f"; the exact LP's privacy cost is {ref.lp_m - ref.floor_m:.1f} m" if ref.lp_m is not None else
-               "; solve the Optimal LP on this problem to compare with the least possible")
+    if ref.lp_m is not None:
+        lp_text = f"; the exact LP's privacy cost is {ref.lp_m - ref.floor_m:.1f} m"
+    elif ref.lp_bound_m is not None:  # the LP stopped early: its certified bound is what is known
+        lp_text = f"; the exact LP's is at least {ref.lp_bound_m - ref.floor_m:.1f} m (its solve: {ref.lp_status})"
+    elif result.mechanism == "lp":  # the point an exact LP's solve kept when it stopped
+        lp_text = f"; this is the exact LP's solve, stopped before its optimum ({result.status})"
+    else:
+        lp_text = "; solve the Optimal LP on this problem to compare with the least possible"
     st.caption(f"= utility loss {loss:.1f} m − no-privacy floor {ref.floor_m:.1f} m{lp_text}")
     if own := own_model_words(result):
         st.caption(own[0].upper() + own[1:])
