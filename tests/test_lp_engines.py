@@ -207,7 +207,7 @@ def test_a_stopped_component_reports_the_whole_problems_bound() -> None:
 @pytest.mark.parametrize("engine", ["rows", "conic"])
 def test_every_stop_returns_a_certified_bound_and_an_exactly_private_point(engine: str) -> None:
     """Issue 28: a stop before the first LP (a deadline already passed) still returns the no-privacy floor as the
-    certified bound and the cells' starting point, checked over all pairs, each labelled."""
+    certified bound and the cheapest cells' point, checked over all pairs, each labelled."""
     problem = build_problem("rome", 120, n_outputs=30, cost="distance", seed=4)
     eps = 1.0
     W = problem.p[:, None] * problem.c
@@ -219,9 +219,9 @@ def test_every_stop_returns_a_certified_bound_and_an_exactly_private_point(engin
     assert violations(problem, out.Z, eps).violated_pairs == 0
     assert out.objective == pytest.approx(float(np.sum(W * out.Z))) and out.objective >= out.bound
     assert out.diagnostics["bound_from"] == "the no-privacy floor"
+    assert out.diagnostics["point_from"].startswith("the cells' point at share ")
     if engine == "rows":
-        assert out.diagnostics["point_from"] == "the cells' starting point"
-        assert "bound from the no-privacy floor, point from the cells' starting point" in out.message
+        assert "bound from the no-privacy floor, point from the cells' point at share " in out.message
 
 
 def test_the_lp_mechanism_stopped_gives_its_bound_and_kept_point_in_the_verdict() -> None:
@@ -257,7 +257,7 @@ def test_a_stopped_lp_says_in_plain_words_what_it_found() -> None:
 
 def test_a_stop_whose_starting_point_would_outlast_its_grace_returns_the_best_constant_mechanism(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The cells' starting point costs O(n²·|Y|) (3.6 CPU s at K = 1,500); a stop may spend only POINT_GRACE_S on it
+    """A cells' point costs O(n²·|Y|) (3.6 CPU s at K = 1,500); a stop may spend only POINT_GRACE_S on them
     past its deadline, then returns the best constant mechanism instead, exactly private and labelled. With the grace
     at 0 the deadline has passed before the first block: no clock is read for the outcome."""
     import mdpviz.lp.structured as structured
@@ -271,7 +271,7 @@ def test_a_stop_whose_starting_point_would_outlast_its_grace_returns_the_best_co
     assert np.array_equal(out.Z[:, best], np.ones(problem.k)) and out.Z.sum() == problem.k
     assert violations(problem, out.Z, 1.0).violated_pairs == 0
     assert out.diagnostics["point_from"].startswith(f"the best constant mechanism (every secret reports output {best}")
-    assert "the cells' starting point needed more than" in out.message
+    assert "the cells' points needed more than" in out.message
 
 
 def test_lazy_pricing_certifies_the_same_optimum_with_fewer_pricing_rounds() -> None:
@@ -330,10 +330,57 @@ def test_a_stop_keeps_the_cells_starting_point_when_it_beats_the_repaired_lp_poi
                            engine="rows")
     assert out.status == "iteration limit"
     repaired_round_1 = out.diagnostics["history"][0][1]  # the history is in W's unit, as the objective
-    assert out.diagnostics["point_from"] == "the cells' starting point"
+    assert out.diagnostics["point_from"].startswith("the cells' point at share ")
     assert out.objective < repaired_round_1 and out.bound <= out.objective
     assert violations(problem, out.Z, 1.0).violated_pairs == 0
     assert np.allclose(out.Z.sum(axis=1), 1.0, atol=1e-12)
+
+
+def test_a_stops_cells_point_is_the_cheapest_share_and_exactly_private() -> None:
+    """The cells' points at the shares of CELL_SHARES (1/2: the exponential mechanism over the outputs' cells) are
+    each exactly private; a stop keeps the cheapest, which at small ε is not the exponential mechanism's share."""
+    from mdpviz.lp.structured import CELL_SHARES, _cells, _setup, cells_point, starting_point
+
+    problem = build_problem("rome", 150, n_outputs=40, cost="distance", seed=4)
+    W = problem.p[:, None] * problem.c
+    Es, Wn, _ = _setup(W, 1.0 * problem.d, closed=True)
+    reach, _ = _cells(Wn, Es, None)
+    costs = {}
+    for share in CELL_SHARES:
+        Z, _ = starting_point(Wn, Es, reach, None, share)
+        assert violations(problem, Z, 1.0).violated_pairs == 0 and np.allclose(Z.sum(axis=1), 1.0, atol=1e-12)
+        costs[share] = float(np.sum(Wn * Z))
+    Z, _, label = cells_point(Wn, Es, reach, None)
+    best = min(costs, key=costs.__getitem__)
+    assert float(np.sum(Wn * Z)) == pytest.approx(costs[best], rel=1e-12) and best != 0.5
+    assert label.startswith(f"the cells' point at share {best:g} ")
+
+
+def test_a_solve_past_half_its_time_makes_its_stop_point_ahead() -> None:
+    """Once half the time limit is used, the cells' points are made (within a tenth of it) and the cheapest becomes
+    the best point when it beats the repaired LP points, so a stop needs no time past its deadline for them; before
+    half the time, nothing is made. The clock is set by the start time given, not measured."""
+    import time
+
+    from mdpviz.lp.pricing import Pricer
+    from mdpviz.lp.restricted import RestrictedLP
+    from mdpviz.lp.structured import PAIR_CAPS, _cells, _RowAndColumnGeneration, _setup, cells_point
+    from mdpviz.progress import no_progress
+
+    problem = build_problem("rome", 100, n_outputs=30, cost="distance", seed=4)
+    W = problem.p[:, None] * problem.c
+    Es, Wn, _ = _setup(W, 1.0 * problem.d, closed=True)
+    reach, _ = _cells(Wn, Es, None)
+    now = time.perf_counter()
+    early = _RowAndColumnGeneration(RestrictedLP(Wn, Es), Pricer(Es), now + 1e4, 1e-4, PAIR_CAPS[0], no_progress, now)
+    early._ready_stop_point(reach)
+    assert not early.readied and early.best is None
+    late = _RowAndColumnGeneration(RestrictedLP(Wn, Es), Pricer(Es), now + 1e4, 1e-4, PAIR_CAPS[0], no_progress,
+                                   now - 1e4)
+    late._ready_stop_point(reach)
+    Z, _, label = cells_point(Wn, Es, reach, None)
+    assert late.readied and late.best is not None and late.point_from == label
+    assert late.ub == pytest.approx(float(np.sum(Wn * Z)), rel=1e-12)
 
 
 def test_the_row_engines_history_is_in_the_objectives_unit() -> None:

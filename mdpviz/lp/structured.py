@@ -147,38 +147,61 @@ def no_privacy_floor(W: NDArray[np.float64]) -> float:
 
 
 def starting_point(Wn: NDArray[np.float64], Es: NDArray[np.float64], reach: NDArray[np.float64],
-                   deadline: float | None = None) -> tuple[NDArray[np.float64], RepairFacts]:
-    """An exactly private mechanism before any LP (the cells' starting point): each row reports output y with
-    probability ∝ e^{−reach[x, y]/2}, the exponential mechanism with each output standing for its cell.
+                   deadline: float | None = None, share: float = 0.5) -> tuple[NDArray[np.float64], RepairFacts]:
+    """An exactly private mechanism before any LP (a cells' point): each row reports output y with probability
+    ∝ e^{−share·reach[x, y]}; at ``share`` = 1/2 the exponential mechanism with each output standing for its cell.
 
     ``reach[:, y]`` is a minimum of rows of the closed exponents, so it obeys their triangle inequality and, for a
-    symmetric exponent matrix (ε·d), those rows are already in the cone; :func:`repair_into_cone` makes them exact
-    in every case. Returns Z and the repair's facts; past ``deadline`` ``OutOfTime`` is raised.
+    symmetric exponent matrix (ε·d) and share 1/2, those rows are already in the cone; :func:`repair_into_cone` makes
+    them exact in every case (a larger share concentrates the rows and leaves more to the repair). Returns Z and the
+    repair's facts; past ``deadline`` ``OutOfTime`` is raised.
     """
-    V = np.exp(-reach / 2.0)
+    V = np.exp(-share * reach)
     return repair_into_cone(V / V.sum(axis=1, keepdims=True), Es, Wn, deadline=deadline)
 
 
-POINT_GRACE_S = 0.5  # seconds past the deadline a stop may spend on the cells' starting point
+POINT_GRACE_S = 0.5  # seconds past the deadline a stop may spend on the cells' points
+# the shares of the cells' points a stop tries, in order: 1/2 (the exponential mechanism) first, then those that
+# cost least on whole-city Rome at ε = 0.5–2 (0.7–0.9: 18–26 % below 1/2; docs/WHAT-WE-LEARNED.md)
+CELL_SHARES = (0.5, 0.8, 0.7, 0.9, 0.6, 1.0)
+
+
+def cells_point(Wn: NDArray[np.float64], Es: NDArray[np.float64], reach: NDArray[np.float64],
+                deadline: float | None) -> tuple[NDArray[np.float64], RepairFacts, str]:
+    """The cheapest of the cells' points (:func:`starting_point`) at the shares of ``CELL_SHARES``, tried in order
+    until ``deadline``, and what it is; ``OutOfTime`` only if the first does not finish."""
+    best: tuple[NDArray[np.float64], RepairFacts, float, float] | None = None
+    for share in CELL_SHARES:
+        try:
+            Z, facts = starting_point(Wn, Es, reach, deadline, share)
+        except OutOfTime:
+            if best is None:
+                raise
+            break
+        cost = float(np.sum(Wn * Z))
+        if best is None or cost < best[2]:
+            best = Z, facts, cost, share
+    assert best is not None
+    return best[0], best[1], (f"the cells' point at share {best[3]:g} (each secret reports output y with probability "
+                              f"∝ e^(−{best[3]:g}·ε·d to y's cell), made exactly private)")
 
 
 def stop_point(Wn: NDArray[np.float64], Es: NDArray[np.float64], reach: NDArray[np.float64],
                deadline: float | None) -> tuple[NDArray[np.float64], RowFix | RepairFacts, str]:
-    """The exactly private point of a stop before any LP solved, and what it is: the cells' starting point, given
-    ``POINT_GRACE_S`` past the deadline (its repair is O(n²·|Y|): about 3.6 CPU s at K = 1,500, |Y| = 100), else
-    the best constant mechanism (every secret reports the one output of least expected cost: all rows equal, so
-    exactly private)."""
+    """The exactly private point of a stop, and what it is: the best cells' point found within ``POINT_GRACE_S``
+    past the deadline (each costs a repair of O(n²·|Y|): about 3.6 CPU s at K = 1,500, |Y| = 100), else the best
+    constant mechanism (every secret reports the one output of least expected cost: all rows equal, so exactly
+    private)."""
     grace = None if deadline is None else max(deadline, time.perf_counter()) + POINT_GRACE_S
     try:
-        Z, facts = starting_point(Wn, Es, reach, grace)
-        return Z, facts, "the cells' starting point"
+        return cells_point(Wn, Es, reach, grace)
     except OutOfTime:
         y = int(np.argmin(Wn.sum(axis=0)))
         Z = np.zeros_like(Wn)
         Z[:, y] = 1.0
         untouched = RowFix(row_sum_max_before=1.0, row_sum_min_before=1.0, shrink_t=0.0, deficit_max=0.0)
-        return Z, untouched, (f"the best constant mechanism (every secret reports output {y}; the cells' starting "
-                              f"point needed more than {POINT_GRACE_S:g} s past the deadline)")
+        return Z, untouched, (f"the best constant mechanism (every secret reports output {y}; the cells' "
+                              f"points needed more than {POINT_GRACE_S:g} s past the deadline)")
 
 
 class _RowAndColumnGeneration:
@@ -205,6 +228,7 @@ class _RowAndColumnGeneration:
         self.whole_column = False
         self.point_from = ""  # what the best point is: a repaired LP solution (else the cells' point, at the end)
         self.bound_from = "the no-privacy floor"  # what certified the bound: the floor or pricing at the LP's duals
+        self.readied = False  # whether the cells' points of a stop were made ahead (:meth:`_ready_stop_point`)
 
     @property
     def gap(self) -> float:
@@ -231,6 +255,27 @@ class _RowAndColumnGeneration:
             self.point_from = f"the repaired solution of LP round {self.rounds}"
         self.t_repair += time.perf_counter() - t0
         return u, arg
+
+    def _ready_stop_point(self, reach: NDArray[np.float64]) -> None:
+        """Once a solve with a time limit has used half of it, make the cells' points a stop would return (within a
+        tenth of the limit), so that a stop does not need its grace for them; the best of them, if it beats the
+        repaired LP points, is the best point from then on (an upper bound like any feasible point)."""
+        if self.readied or self.deadline is None:
+            return
+        now = time.perf_counter()
+        budget = self.deadline - self.t_start
+        if now - self.t_start < 0.5 * budget:
+            return
+        self.readied = True
+        try:
+            Z, facts, label = cells_point(self.Wn, self.Es, reach, min(self.deadline, now + 0.1 * budget))
+        except OutOfTime:
+            return
+        finally:
+            self.t_repair += time.perf_counter() - now
+        obj = float(np.sum(self.Wn * Z))
+        if obj < self.ub:
+            self.ub, self.best, self.point_from = obj, (Z, facts, obj), label
 
     # ---- certified lower bounds: the LP's own duals (cheap), pricing at its row duals (|Y| small LPs) ----
     def _dual_bound(self) -> None:
@@ -271,7 +316,7 @@ class _RowAndColumnGeneration:
         self.added = (new_vars, new_pairs)
         return new_vars + new_pairs
 
-    def run(self, max_rounds: int) -> tuple[str, str]:
+    def run(self, max_rounds: int, reach: NDArray[np.float64]) -> tuple[str, str]:
         n = self.lp.n
         for r in range(1, max_rounds + 1):
             self.rounds = r
@@ -295,6 +340,7 @@ class _RowAndColumnGeneration:
             # within the tolerance already (a better point against the bound certified): done, no pricing
             if self.gap > self.tol and self._worth_pricing() and self._price(self.lp.mu) == "time limit":
                 return "time limit", f"time limit while certifying round {r}"
+            self._ready_stop_point(reach)
             self.history.append(self._state())
             if self.gap <= self.tol:
                 return "optimal", ""
@@ -393,7 +439,7 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
     _first_lp(lp, reach, holder, (DENSE_KNN if dense > DENSE else 0) if knn is None else knn, cap)
     timings["init_s"] = time.perf_counter() - t0
     run = _RowAndColumnGeneration(lp, Pricer(Es), deadline, tol, cap, progress, t_start, lazy)
-    status, message = run.run(max_iter)
+    status, message = run.run(max_iter, reach)
     _keep_stop_point(run, status, reach)
     out = _finish(run, status, message, W, scale, timings, t_start)
     out.diagnostics["engine"] = "rows"
@@ -407,8 +453,8 @@ def _solve_dense(W: NDArray[np.float64], Es: NDArray[np.float64], tol: float, de
                  t_start: float, reach: NDArray[np.float64]) -> tuple[StructuredOutcome | None, str]:
     """The conic engine on a dense instance, with its gap stated; (None, why) when it failed (numerical trouble).
 
-    A stop before the engine has a point or a bound returns the cells' starting point and the no-privacy floor,
-    as the row-and-column engine does."""
+    A stop returns the cheaper of the master's point and the cells' points (none from the master before its first
+    solve), and the no-privacy floor when the engine has no better bound, as the row-and-column engine does."""
     left = None if deadline is None else max(0.01, deadline - time.perf_counter())
     try:
         out = solve_conic(W, Es, closed=True, tol=tol, time_limit=left, progress=progress, out_rows=out_rows)
@@ -418,8 +464,10 @@ def _solve_dense(W: NDArray[np.float64], Es: NDArray[np.float64], tol: float, de
     if out.bound is None or out.bound < floor:
         out.bound = floor
         out.diagnostics["bound_from"] = "the no-privacy floor"
-    if out.Z is None:
-        out.Z, _, out.diagnostics["point_from"] = stop_point(W, Es, reach, deadline)
+    if out.Z is None or out.status != "optimal":  # a stop: the master's point or a cells' point, the cheaper
+        Zs, _, label = stop_point(W, Es, reach, deadline)
+        if out.Z is None or float(np.sum(W * Zs)) < float(np.sum(W * out.Z)):
+            out.Z, out.diagnostics["point_from"] = Zs, label
     out.diagnostics.setdefault("point_from", "the conic master's last solution")
     out.objective = float(np.sum(W * out.Z))
     gap = (out.objective - out.bound) / max(abs(out.objective), 1e-300)
@@ -439,8 +487,8 @@ def _solve_dense(W: NDArray[np.float64], Es: NDArray[np.float64], tol: float, de
 def _keep_stop_point(run: _RowAndColumnGeneration, status: str, reach: NDArray[np.float64]) -> None:
     """A stop's point: :func:`stop_point` when no LP solved, or when it beats the repaired LP point (at small ε the
     repaired point of an early round can cost twice as much); nothing when the best point is within the tolerance."""
-    if run.best is not None and (status == "optimal" or run.gap <= run.tol):
-        return
+    if run.best is not None and (run.readied or status == "optimal" or run.gap <= run.tol):
+        return  # the cells' points were tried ahead, or the best point is within the tolerance
     Zs, fix, label = stop_point(run.Wn, run.Es, reach, run.deadline)
     obj = float(np.sum(run.Wn * Zs))
     if run.best is None or obj < run.ub:
