@@ -277,12 +277,16 @@ def _solve(variant: str, problem: Problem, params: dict[str, Any], progress: Pro
     curve, best, facts = _search(variant, problem, lattice, w_x, params, deadline, progress, timings)
     status, message = _status(facts, best)
     lattice_info = {"nx": lattice.nx, "ny": lattice.ny, "step_km": lattice.step}
+    # what a point of this variant claims (a stop's kept point too: ``Result.kept_point`` shows it against this)
+    claim = (f"all pairs of points of the plane, ℓ{p} distance in the planar projection" if variant != "aipo-r"
+             else "anchor neighbours only, at full ε before normalisation (relaxed: not ε-mDP between points)")
+    metric = f"l{p}-planar"
     if best is None or status == "time limit":  # solve()'s contract: a time limit returns no Z
         stopped: AipoDiagnostics = {"budget_curve": curve, "lattice": lattice_info, "anchors": lattice.n_anchors}
         if best is not None:
             stopped.update({"feasible_Z": best[1], "feasible_objective_m": best[0], "eps1": best[3], "eps2": best[4]})
         return Result(variant, params, None, status, eps, timings=timings, lp_size=facts["size"], message=message,
-                      diagnostics=stopped)
+                      diagnostics=stopped, claim=claim, check_metric=metric)
     loss, Z, log_anchor, e1, e2 = best
     bound = universal = None
     if variant == "aipo" and params.get("lb_grid", 0) > 0:
@@ -301,7 +305,7 @@ def _solve(variant: str, problem: Problem, params: dict[str, Any], progress: Pro
                        f"universal lower bound ({lb_status}); diagnostics['feasible_Z'] holds the best split, "
                        "exactly private. Raise the time limit, or lower `lb_grid` (0 skips the bound).")
             return Result(variant, params, None, "time limit", eps, timings=timings, lp_size=facts["size"],
-                          message=message, diagnostics=AipoDiagnostics(
+                          message=message, claim=claim, check_metric=metric, diagnostics=AipoDiagnostics(
                               budget_curve=curve, anchors=lattice.n_anchors, lattice=lattice_info, feasible_Z=Z,
                               feasible_objective_m=loss, eps1=e1, eps2=e2))
         if bound is None:
@@ -311,8 +315,6 @@ def _solve(variant: str, problem: Problem, params: dict[str, Any], progress: Pro
                         f"below the no-privacy floor ({floor:,.1f} m: every secret reporting its cheapest output), "
                         "which no mechanism goes below, so it says nothing here; the lower bound shown is the floor.")
             bound = floor
-    claim = (f"all pairs of points of the plane, ℓ{p} distance in the planar projection" if variant != "aipo-r"
-             else "anchor neighbours only, at full ε before normalisation (relaxed: not ε-mDP between points)")
     diagnostics: AipoDiagnostics = {
         "budget_curve": curve, "eps1": e1, "eps2": e2, "anchors": lattice.n_anchors, "lattice": lattice_info,
         "anchor_latlon": lattice.anchor_latlon(), "lower_bound_m": bound,
@@ -326,8 +328,8 @@ def _solve(variant: str, problem: Problem, params: dict[str, Any], progress: Pro
                       f"anchors, before normalisation ({check['violated_pairs']} of {check['checked_pairs']} anchor "
                       "pairs breach that); between points of the plane its reports can differ by more than e^(ε·d), "
                       "so its lower loss is not a like-for-like gain.")
-    return Result(variant, params, Z, status, eps, claim=claim, timings=timings, lp_size=facts["size"],
-                  objective_m=loss, bound_m=bound, diagnostics=diagnostics, check_metric=f"l{p}-planar",
+    return Result(variant, params, Z, status, eps, timings=timings, lp_size=facts["size"],
+                  objective_m=loss, bound_m=bound, diagnostics=diagnostics, claim=claim, check_metric=metric,
                   rows=AnchorInterpolant(lattice, log_anchor), message=message, degenerate=degenerate)
 
 
