@@ -266,7 +266,7 @@ def cmd_solve(a: argparse.Namespace) -> int:
 
     result = solve(problem, a.mechanism, mechanism_params(a), progress=progress, time_limit=a.time_limit,
                    use_cache=not a.no_cache)
-    if a.kept and (kept := result.kept_point(problem.k, problem.m)) is not None:
+    if a.kept and (kept := result.kept_point(problem)) is not None:
         print("kept point     the solve stopped without a mechanism; what follows is the feasible point it kept (not "
               "the optimum)")
         result = kept

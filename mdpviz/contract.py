@@ -242,30 +242,32 @@ class Result:
         """True when Z is a usable mechanism."""
         return self.Z is not None
 
-    def kept_point(self, k: int, m: int) -> Result | None:
-        """The feasible point a solve kept when it stopped without a mechanism (``diagnostics['feasible_Z']``,
-        (k, m) for a problem with K = k and |Y| = m), as a result of its own to look at: the same status, Z that
-        point, the objective its cost, no rows for other points of the plane, and a message that says it is not the
-        optimum. None when there is no such point, or when the user stopped the solve (that shows nothing).
+    def kept_point(self, problem: Problem) -> Result | None:
+        """The feasible point a solve kept when it stopped without a mechanism (``diagnostics['feasible_Z']``, one
+        row per secret of ``problem``), as a result of its own to look at: the same status and claim, Z that point,
+        the objective its expected cost on ``problem`` (m), no rows for other points of the plane, no "No mechanism"
+        note, and a message that says it is not the optimum. None when there is no such point, or when the user
+        stopped the solve (that shows nothing).
 
-        >>> Z = np.full((2, 2), 0.5)
-        >>> r = Result("lp", {}, None, "time limit", 5.0, diagnostics={"feasible_Z": Z, "feasible_objective_m": 9.0})
-        >>> kept = r.kept_point(2, 2)
-        >>> kept.status, kept.ok, kept.objective_m
-        ('time limit', True, 9.0)
-        >>> r.kept_point(3, 2) is None, kept.kept_point(2, 2) is None
-        (True, True)
+        >>> from mdpviz.problem import build_problem
+        >>> pb = build_problem("kotka", 6, n_outputs=3)
+        >>> Z = np.full((pb.k, pb.m), 1.0 / pb.m)
+        >>> r = Result("lp", {}, None, "time limit", 5.0, diagnostics={"feasible_Z": Z}, degenerate="No mechanism: …")
+        >>> kept = r.kept_point(pb)
+        >>> kept.status, kept.ok, kept.degenerate, round(kept.objective_m, 6) == round(float(pb.p @ pb.c.mean(1)), 6)
+        ('time limit', True, '', True)
+        >>> kept.kept_point(pb) is None
+        True
         """
         Z = self.diagnostics.get("feasible_Z")
-        if self.ok or self.status == "stopped" or not isinstance(Z, np.ndarray) or Z.shape != (k, m):
+        if (self.ok or self.status == "stopped" or not isinstance(Z, np.ndarray)
+                or Z.shape != (problem.k, problem.m)):
             return None
-        cost = self.diagnostics.get("feasible_objective_m")
-        cost = float(cost) if isinstance(cost, (int, float)) else None
-        shown = ("Shown: the feasible point the solve kept when it stopped"
-                 + ("" if cost is None else f" ({cost:,.1f} m a report)")
-                 + ", not the optimum" + ("" if self.bound_m is None else
-                                           f", which costs at least {self.bound_m:,.1f} m (certified bound)"))
-        return dataclasses.replace(self, Z=Z, objective_m=cost, rows=None,
+        cost = float(problem.p @ np.sum(problem.c * Z, axis=1))
+        shown = (f"Shown: the feasible point the solve kept when it stopped ({cost:,.1f} m a report), not the optimum"
+                 + ("" if self.bound_m is None else f", which costs at least {self.bound_m:,.1f} m (certified bound)"))
+        degenerate = "" if self.degenerate.lower().startswith("no mechanism") else self.degenerate
+        return dataclasses.replace(self, Z=Z, objective_m=cost, rows=None, degenerate=degenerate,
                                    message="; ".join(filter(None, [shown, self.message])))
 
 

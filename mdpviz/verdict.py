@@ -28,7 +28,8 @@ _ALL_PAIRS = re.compile(r"^all pairs($|[;,.]| in | of )")
 # statuses of a mechanism that was not proven optimal, in words ({took}: " after 1 min 0 s")
 UNFINISHED = {"time limit": "Stopped at the time limit{took}", "interrupted": "Interrupted{took}",
               "iteration limit": "Stopped at its iteration limit{took}", "stalled": "Stalled{took}",
-              "incomplete": "Incomplete{took} (some of its LPs stopped before their optimum)"}
+              "incomplete": "Incomplete{took} (some of its LPs stopped before their optimum)",
+              "error": "Ended by a solver failure{took}"}
 # a claim of ε-mDP at a larger budget than the ε asked for ("all pairs at 2ε = 10 km⁻¹ ..."): the mechanism's
 # literal form, flagged degenerate by the mechanism itself; the promise sentence says which budget
 _OTHER_BUDGET = re.compile(r"^all pairs at ")
@@ -256,7 +257,7 @@ def verdict(result: Result, evaluation: Evaluation | None = None, *, label: str 
     took = _took(result)
     if not result.ok:
         return _no_mechanism(result, name, took)
-    stopped = UNFINISHED.get(result.status, "")
+    stopped = UNFINISHED.get("error" if result.status.startswith("solver error") else result.status, "")
     unfinished = "" if not stopped else (
         f"{stopped.format(took=took)}: a feasible mechanism, not proven optimal. ")
     if evaluation is None:

@@ -158,7 +158,7 @@ def test_a_search_cut_short_keeps_its_best_candidate_and_says_so(pb: Problem, mo
     Z = r.diagnostics["feasible_Z"]  # still exactly private, is kept in the diagnostics
     assert "2 of 6" in r.message and "incomplete" in r.message
     assert metrics.violations(pb, Z, EPS, metric="l2-planar").violated_pairs == 0
-    kept = r.kept_point(pb.k, pb.m)  # shown on request against AIPO's own claim and metric, not haversine's
+    kept = r.kept_point(pb)  # shown on request against AIPO's own claim and metric, not haversine's
     assert kept is not None and kept.check_metric == "l2-planar" and kept.claim.startswith("all pairs of points")
 
 

@@ -10,7 +10,6 @@ suite; refused before any solve) and reproduce (refused before any point runs).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -562,29 +561,3 @@ def test_a_failed_solve_writes_no_out_file(tmp_path: Path, monkeypatch: pytest.M
         assert not (tmp_path / name).exists() and "wrote" not in out
         assert f"nothing written to {name}: the solve returned no mechanism (status time limit)" in err
         assert "Traceback" not in out + err
-
-
-def test_kept_writes_a_stops_feasible_point_labelled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    """``solve --kept``: a stop that kept a feasible point has it evaluated and written, its status the stop's and
-    its file saying it is not the optimum; without a kept point nothing is written, as without ``--kept``."""
-    import mdpviz.solve
-    from mdpviz.contract import Result
-    from mdpviz.mechanisms.em import em_matrix
-
-    def stopped(problem: Any, mechanism: str, params: Any, **_: Any) -> Result:
-        return Result(mechanism=mechanism, params=dict(params), Z=None, status="time limit", eps=5.0, bound_m=1.0,
-                      diagnostics={"feasible_Z": em_matrix(problem, 5.0), "feasible_objective_m": 2.0})
-
-    monkeypatch.setattr(mdpviz.solve, "solve", stopped)
-    monkeypatch.chdir(tmp_path)
-    rc = main([*BASE, "--time-limit", "5", "--kept", "--out", "z.csv"])
-    out, err = capsys.readouterr()
-    assert rc == 0 and "kept point     the solve stopped without a mechanism" in out, (out, err)
-    head = (tmp_path / "z.csv").read_text().splitlines()[:3]
-    assert head[0].startswith("# verdict: Stopped at the time limit") and "not proven optimal" in head[0]
-    assert head[2] == "# status: time limit"
-    assert main([*BASE, "--time-limit", "5", "--kept", "--out", "z.json"]) == 0
-    meta = json.loads((tmp_path / "z.json").read_text())
-    assert meta["message"].startswith("Shown: the feasible point the solve kept when it stopped (2.0 m a report), not "
-                                      "the optimum, which costs at least 1.0 m (certified bound)")

@@ -223,3 +223,41 @@ def test_a_preset_sets_its_problem_and_cmdp_states_its_own_floor(tmp_path: Path,
                  "--no-cache", "--out", str(tmp_path / "e.json")]) == 0
     assert "own model" not in capsys.readouterr().out
     assert "own_model" not in json.loads((tmp_path / "e.json").read_text())
+
+
+def test_kept_writes_a_stops_feasible_point_labelled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """``solve --kept``: a stop that kept a feasible point has it evaluated and written, its status the stop's and
+    its file saying it is not the optimum; without a kept point nothing is written, as without ``--kept``."""
+    import mdpviz.solve
+    from mdpviz.mechanisms.em import em_matrix
+
+    base = ["solve", "--city", "kotka", "--k", "20", "--mechanism", "em", "--time-limit", "5", "--kept"]
+
+    def stopped(problem: Problem, mechanism: str, params: dict, **_: object) -> Result:
+        return Result(mechanism=mechanism, params=dict(params), Z=None, status="time limit", eps=5.0, bound_m=1.0,
+                      diagnostics={"feasible_Z": em_matrix(problem, 5.0)})
+
+    monkeypatch.setattr(mdpviz.solve, "solve", stopped)
+    monkeypatch.chdir(tmp_path)
+    rc = main([*base, "--out", "z.csv"])
+    out, err = capsys.readouterr()
+    assert rc == 0 and "kept point     the solve stopped without a mechanism" in out, (out, err)
+    head = (tmp_path / "z.csv").read_text().splitlines()[:3]
+    assert head[0].startswith("# verdict: Stopped at the time limit") and "not proven optimal" in head[0]
+    assert head[2] == "# status: time limit"
+    assert main([*base, "--out", "z.json"]) == 0
+    capsys.readouterr()
+    meta = json.loads((tmp_path / "z.json").read_text())
+    assert meta["message"].startswith("Shown: the feasible point the solve kept when it stopped (")
+    assert "m a report), not the optimum, which costs at least 1.0 m (certified bound)" in meta["message"]
+    assert meta["objective_m"] == pytest.approx(meta["metrics"]["utility_loss_m"], rel=1e-9)  # the point's own cost
+
+    def bare(problem: Problem, mechanism: str, params: dict, **_: object) -> Result:  # a stop that kept nothing
+        return Result(mechanism=mechanism, params=dict(params), Z=None, status="time limit", eps=5.0)
+
+    monkeypatch.setattr(mdpviz.solve, "solve", bare)
+    rc = main([*base, "--out", "none.csv"])
+    out, err = capsys.readouterr()
+    assert rc == 1 and not (tmp_path / "none.csv").exists() and "kept point" not in out
+    assert "nothing written to none.csv" in err

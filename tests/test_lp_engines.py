@@ -12,6 +12,7 @@ from mdpviz.lp.structured import solve_structured
 from mdpviz.mechanisms import get_mechanism
 from mdpviz.metrics import violations
 from mdpviz.problem import build_problem
+from mdpviz.progress import no_progress
 from mdpviz.solve import solve
 
 QUIET = lambda phase, frac: None  # noqa: E731
@@ -205,9 +206,14 @@ def test_a_stopped_component_reports_the_whole_problems_bound() -> None:
 
 
 @pytest.mark.parametrize("engine", ["rows", "conic"])
-def test_every_stop_returns_a_certified_bound_and_an_exactly_private_point(engine: str) -> None:
+def test_every_stop_returns_a_certified_bound_and_an_exactly_private_point(engine: str,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 28: a stop before the first LP (a deadline already passed) still returns the no-privacy floor as the
-    certified bound and the cheapest cells' point, checked over all pairs, each labelled."""
+    certified bound and the cheapest cells' point, checked over all pairs, each labelled. (The grace for the cells'
+    points is made long, so that a loaded machine cannot turn them into the constant mechanism.)"""
+    import mdpviz.lp.structured as structured
+
+    monkeypatch.setattr(structured, "POINT_GRACE_S", 600.0)
     problem = build_problem("rome", 120, n_outputs=30, cost="distance", seed=4)
     eps = 1.0
     W = problem.p[:, None] * problem.c
@@ -365,7 +371,6 @@ def test_a_solve_past_half_its_time_makes_its_stop_point_ahead() -> None:
     from mdpviz.lp.pricing import Pricer
     from mdpviz.lp.restricted import RestrictedLP
     from mdpviz.lp.structured import PAIR_CAPS, _cells, _RowAndColumnGeneration, _setup, cells_point
-    from mdpviz.progress import no_progress
 
     problem = build_problem("rome", 100, n_outputs=30, cost="distance", seed=4)
     W = problem.p[:, None] * problem.c
@@ -381,6 +386,48 @@ def test_a_solve_past_half_its_time_makes_its_stop_point_ahead() -> None:
     Z, _, label = cells_point(Wn, Es, reach, None)
     assert late.readied and late.best is not None and late.point_from == label
     assert late.ub == pytest.approx(float(np.sum(Wn * Z)), rel=1e-12)
+    # kept only where it beats the best point so far (here a cheaper one, whatever it is)
+    cheaper = _RowAndColumnGeneration(RestrictedLP(Wn, Es), Pricer(Es), now + 1e4, 1e-4, PAIR_CAPS[0], no_progress,
+                                      now - 1e4)
+    cheaper.best, cheaper.ub, cheaper.point_from = (Z, None, 0.5 * late.ub), 0.5 * late.ub, "a cheaper point"
+    cheaper._ready_stop_point(reach)
+    assert cheaper.readied and cheaper.point_from == "a cheaper point" and cheaper.ub == 0.5 * late.ub
+
+
+def test_a_failed_early_try_leaves_the_cells_points_to_the_stop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the cells' points do not finish in the budget of the early try, the stop tries them again (within its
+    grace) and keeps them where they beat the repaired LP point."""
+    import time
+
+    import mdpviz.lp.structured as structured
+    from mdpviz.deadline import OutOfTime
+    from mdpviz.lp.pricing import Pricer
+    from mdpviz.lp.restricted import RestrictedLP
+    from mdpviz.lp.structured import PAIR_CAPS, _cells, _keep_stop_point, _RowAndColumnGeneration, _setup
+
+    problem = build_problem("rome", 100, n_outputs=30, cost="distance", seed=4)
+    W = problem.p[:, None] * problem.c
+    Es, Wn, _ = _setup(W, 1.0 * problem.d, closed=True)
+    reach, _ = _cells(Wn, Es, None)
+    real, calls = structured.cells_point, []
+
+    def first_fails(*args: object) -> object:
+        calls.append(1)
+        if len(calls) == 1:
+            raise OutOfTime("the test's early try")
+        return real(*args)
+
+    monkeypatch.setattr(structured, "cells_point", first_fails)
+    now = time.perf_counter()
+    run = _RowAndColumnGeneration(RestrictedLP(Wn, Es), Pricer(Es), now + 1e4, 1e-4, PAIR_CAPS[0], no_progress,
+                                  now - 1e4)
+    uniform = np.full(Wn.shape, 1.0 / Wn.shape[1])  # exactly private, and dearer than the cells' points
+    run.best, run.ub, run.point_from = (uniform, None, float(np.sum(Wn * uniform))), float(np.sum(Wn * uniform)), "u"
+    run._ready_stop_point(reach)
+    assert run.ready_tried and not run.readied and run.point_from == "u"
+    _keep_stop_point(run, "time limit", reach)
+    assert len(calls) == 2 and run.point_from.startswith("the cells' point at share ")
+    assert violations(problem, run.best[0], 1.0).violated_pairs == 0
 
 
 def test_the_row_engines_history_is_in_the_objectives_unit() -> None:

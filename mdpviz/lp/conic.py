@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 from threadpoolctl import threadpool_limits
 
+from ..deadline import OutOfTime, check_deadline
 from ..errors import ParameterError, SolverError
 from ..progress import Progress, no_progress
 from .cone import exponent_closure, floor_columns, lipschitz_repair, make_row_stochastic
@@ -145,7 +146,7 @@ def solve_conic(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: bool 
             O(n³) closure.
         tol: stop when (UB − LB) ≤ tol·|UB| with LB the certified Lagrangian bound.
         time_limit: seconds; on expiry the status is ``time limit`` and Z is the current feasible (private,
-            not optimal) master point.
+            not optimal) master point; ``OutOfTime`` when it expires before the master exists.
         progress: ``progress(phase, fraction)``.
         knn: nearest neighbours per row in the initial pricing pair set.
         alpha: Wentges smoothing weight toward the best-bound dual (0 disables).
@@ -182,7 +183,12 @@ def solve_conic(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: bool 
 
     t0 = time.perf_counter()
     progress("initial columns", None)
-    A0, own0 = _initial_atoms(Wn, Es, out_rows)
+    what = "making the conic engine's first columns"  # its repair is O(n²·|Y|): OutOfTime past the deadline
+    check_deadline(deadline, what)
+    try:
+        A0, own0 = _initial_atoms(Wn, Es, out_rows, deadline)
+    except OutOfTime:
+        raise OutOfTime(what) from None
     master = _Master(Wn, Es)
     master.add_atoms(A0, own0)
     if init_atoms is not None and init_owner is not None and init_atoms.shape[1]:
@@ -190,6 +196,7 @@ def solve_conic(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: bool 
     timings["init_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
+    check_deadline(deadline, "setting up the conic engine's pricing")
     pricer = _Pricer(Es, m, knn, init_pairs)
     timings["pricing_setup_s"] = time.perf_counter() - t0
     if not lower_box:
@@ -205,16 +212,17 @@ def solve_conic(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: bool 
         return run.outcome(W, timings)
 
 
-def _initial_atoms(Wn: NDArray[np.float64], Es: NDArray[np.float64],
-                   out_rows: NDArray[np.int64] | None) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """Starting atoms and their outputs: constant (feasible start), EM(E/2)-shaped columns, bumps exp(−E*[y, ·])."""
+def _initial_atoms(Wn: NDArray[np.float64], Es: NDArray[np.float64], out_rows: NDArray[np.int64] | None,
+                   deadline: float | None = None) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Starting atoms and their outputs: constant (feasible start), EM(E/2)-shaped columns, bumps exp(−E*[y, ·]);
+    ``OutOfTime`` once ``deadline`` passes in the repair of the EM columns."""
     n, m = Wn.shape
     best_y = int(np.argmin(Wn.sum(axis=0)))
     sym = 0.5 * (Es + Es.T)
     ymin_row = np.argmin(Wn, axis=0) if out_rows is None else np.asarray(out_rows, dtype=np.int64)
     em = np.exp(-0.5 * sym[:, ymin_row])  # (n, m)
     em /= em.sum(axis=1, keepdims=True)
-    em_cols, _ = lipschitz_repair(np.log(em), Es)  # no-op for a metric exponent
+    em_cols, _ = lipschitz_repair(np.log(em), Es, deadline=deadline)  # no-op for a metric exponent
     em_cols = np.exp(em_cols - em_cols.max(axis=0, keepdims=True))
     bumps = np.exp(-Es[ymin_row, :].T)  # (n, m): column y = exp(−Es[loc_y, ·]), in the cone
     atoms = [np.ones((n, 1)), em_cols, bumps]

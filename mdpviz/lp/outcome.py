@@ -58,8 +58,8 @@ class StructuredOutcome:
     """Result of :func:`solve_structured`.
 
     Attributes:
-        Z: (n, m) row-stochastic, every column exactly in the cone (a stop before any LP returns the cells'
-            starting point).
+        Z: (n, m) row-stochastic, every column exactly in the cone (a stop before any LP returns a cells' point,
+            or the best constant mechanism).
         status: ``optimal`` (certified gap ≤ tol); otherwise ``time limit``, ``iteration limit``, ``stalled`` or
             ``solver error (…)``, and Z is a feasible, exactly private point that is not certified optimal.
         objective: Σ W·Z of the returned Z (W's unit, e.g. metres).

@@ -183,7 +183,8 @@ def cells_point(Wn: NDArray[np.float64], Es: NDArray[np.float64], reach: NDArray
             best = Z, facts, cost, share
     assert best is not None
     return best[0], best[1], (f"the cells' point at share {best[3]:g} (each secret reports output y with probability "
-                              f"∝ e^(−{best[3]:g}·ε·d to y's cell), made exactly private)")
+                              f"∝ e^(−{best[3]:g} × its privacy exponent to y's cell), then repaired to be exactly "
+                              "private)")
 
 
 def stop_point(Wn: NDArray[np.float64], Es: NDArray[np.float64], reach: NDArray[np.float64],
@@ -226,9 +227,10 @@ class _RowAndColumnGeneration:
         self.lazy = lazy  # price only when it can close the gap (``_worth_pricing``)
         self.added = (0, 0)
         self.whole_column = False
-        self.point_from = ""  # what the best point is: a repaired LP solution (else the cells' point, at the end)
+        self.point_from = ""  # what the best point is: a repaired LP solution or a cells' point
         self.bound_from = "the no-privacy floor"  # what certified the bound: the floor or pricing at the LP's duals
-        self.readied = False  # whether the cells' points of a stop were made ahead (:meth:`_ready_stop_point`)
+        self.ready_tried = False  # whether the cells' points were tried ahead (:meth:`_ready_stop_point`) ...
+        self.readied = False  # ... and made: a stop then need not make them again
 
     @property
     def gap(self) -> float:
@@ -257,22 +259,24 @@ class _RowAndColumnGeneration:
         return u, arg
 
     def _ready_stop_point(self, reach: NDArray[np.float64]) -> None:
-        """Once a solve with a time limit has used half of it, make the cells' points a stop would return (within a
-        tenth of the limit), so that a stop does not need its grace for them; the best of them, if it beats the
-        repaired LP points, is the best point from then on (an upper bound like any feasible point)."""
-        if self.readied or self.deadline is None:
+        """Once a solve with a time limit has used half of it, try once to make the cells' points a stop would return
+        (within a tenth of the limit), so that a stop need not spend its grace on them; the best of them, if it beats
+        the repaired LP points, is the best point from then on (an upper bound like any feasible point). If even the
+        first share does not finish, the stop tries again within its grace."""
+        if self.ready_tried or self.deadline is None:
             return
         now = time.perf_counter()
         budget = self.deadline - self.t_start
         if now - self.t_start < 0.5 * budget:
             return
-        self.readied = True
+        self.ready_tried = True
         try:
             Z, facts, label = cells_point(self.Wn, self.Es, reach, min(self.deadline, now + 0.1 * budget))
         except OutOfTime:
             return
         finally:
             self.t_repair += time.perf_counter() - now
+        self.readied = True
         obj = float(np.sum(self.Wn * Z))
         if obj < self.ub:
             self.ub, self.best, self.point_from = obj, (Z, facts, obj), label
@@ -340,10 +344,10 @@ class _RowAndColumnGeneration:
             # within the tolerance already (a better point against the bound certified): done, no pricing
             if self.gap > self.tol and self._worth_pricing() and self._price(self.lp.mu) == "time limit":
                 return "time limit", f"time limit while certifying round {r}"
-            self._ready_stop_point(reach)
             self.history.append(self._state())
             if self.gap <= self.tol:
                 return "optimal", ""
+            self._ready_stop_point(reach)  # only while the gap is open: a round that certifies needs no stop point
             if not self._grow(Z, u, arg, self.lp.mu):
                 if self.priced < r:  # certify before admitting more
                     if self._price(self.lp.mu) == "time limit":
@@ -460,6 +464,8 @@ def _solve_dense(W: NDArray[np.float64], Es: NDArray[np.float64], tol: float, de
         out = solve_conic(W, Es, closed=True, tol=tol, time_limit=left, progress=progress, out_rows=out_rows)
     except SolverError as e:
         return None, f"conic engine failed ({e}), row-and-column generation used"
+    except OutOfTime as e:  # the deadline came in the engine's set-up: no master point, no bound yet
+        out = StructuredOutcome(None, "time limit", None, None, message=f"time limit while {e}")
     floor = no_privacy_floor(W)
     if out.bound is None or out.bound < floor:
         out.bound = floor
@@ -486,7 +492,8 @@ def _solve_dense(W: NDArray[np.float64], Es: NDArray[np.float64], tol: float, de
 
 def _keep_stop_point(run: _RowAndColumnGeneration, status: str, reach: NDArray[np.float64]) -> None:
     """A stop's point: :func:`stop_point` when no LP solved, or when it beats the repaired LP point (at small ε the
-    repaired point of an early round can cost twice as much); nothing when the best point is within the tolerance."""
+    repaired point of an early round can cost twice as much); nothing when the best point is within the tolerance or
+    the cells' points were already made (:meth:`_RowAndColumnGeneration._ready_stop_point`)."""
     if run.best is not None and (run.readied or status == "optimal" or run.gap <= run.tol):
         return  # the cells' points were tried ahead, or the best point is within the tolerance
     Zs, fix, label = stop_point(run.Wn, run.Es, reach, run.deadline)

@@ -124,13 +124,15 @@ def _solve_lp_ca(problem: Problem, params: dict[str, Any], progress: Progress, t
     lp_params = {**params, "pairs": "all", "spanner_t": 1.5, "repair": True, "gap_tol": 1e-8}
     Zr, f = optimal_rows(problem.d[np.ix_(reps, reps)], weights, c_cell, lp_params, progress, time_limit, timings)
     Z = None if Zr is None else Zr[cell_of]
+    diagnostics = EngineDiagnostics(cells=n_cells, representatives=reps, cell_of=cell_of) | f.diagnostics
+    if isinstance(kept := diagnostics.get("feasible_Z"), np.ndarray):  # a stop's point: one row per secret, as Z
+        diagnostics["feasible_Z"] = kept[cell_of]
     degenerate = "" if Z is None else coarse_verdict(n_cells, problem.k, params["grid"])
     message = "; ".join(m for m in (f.message, degenerate) if m)
     return Result("lp-ca", params, Z, f.status, params["eps"],
                   claim="representatives only: secrets share their cell's row, so pairs of real secrets may violate",
                   timings=timings, lp_size=f.size, objective_m=f.objective, bound_m=f.bound,
-                  message=message, degenerate=degenerate,
-                  diagnostics=EngineDiagnostics(cells=n_cells, representatives=reps, cell_of=cell_of) | f.diagnostics)
+                  message=message, degenerate=degenerate, diagnostics=diagnostics)
 
 
 LP = register(Mechanism(

@@ -63,7 +63,9 @@ def _solve_lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, t
             kept = (f"; diagnostics['feasible_Z'] holds the solved and repaired point "
                     f"({diag['feasible_objective_m']:.2f} m, private for the LP's pairs), but its all-pairs "
                     "measurement did not finish")
-        return Result("lp-bd", params, None, "time limit", params["eps"], timings=timings, diagnostics=diag,
+        claim = "all pairs" if params["scope"] == "all-pairs" else neighbour_claim(params["eta"])  # a kept point's
+        return Result("lp-bd", params, None, "time limit", params["eps"], claim=claim, timings=timings,
+                      diagnostics=diag,
                       message=f"Time limit ({time_limit:g} s) while {e}: no mechanism is returned{kept}. Raise the "
                               "time limit, or lower K.",
                       degenerate="No mechanism: the time limit came before a checked solution")

@@ -67,16 +67,17 @@ def kept_point_choice(prob: Problem, result: Result) -> Result:
     """A solve that stopped without a mechanism may have kept a feasible point (``Result.kept_point``): a toggle
     offers to show it (a result of its own, labelled as not optimal by its status and message); returns the result
     to show."""
-    kept = result.kept_point(prob.k, prob.m)
+    kept = result.kept_point(prob)
     if kept is None:
         return result
     low, high = format_m_pair(result.bound_m or float("nan"), kept.objective_m or float("nan"))
     cost = "" if kept.objective_m is None else f": {high} a report"
     bound = "" if result.bound_m is None else f", the optimum at least {low}"
+    gap = (" Its loss is above the optimum by at most the gap between the two numbers." if result.bound_m is not None
+           else "")
     shown = st.toggle(f"Show the feasible point it kept (not the optimum{cost}{bound})", key="show_kept",
                       help="The solve stopped before proving a mechanism optimal, but kept the best feasible point it "
-                           "had found. Its privacy is measured like any mechanism's; its loss is above the optimum "
-                           "by at most the gap between the two numbers.")
+                           f"had found. Its privacy is measured like any mechanism's, against the same claim.{gap}")
     return kept if shown else result
 
 

@@ -89,7 +89,7 @@ def metrics_panel(prob: Problem, result: Result, ev: Evaluation) -> None:
         lp_text = f"; the exact LP's privacy cost is {ref.lp_m - ref.floor_m:.1f} m"
     elif ref.lp_bound_m is not None:  # the LP stopped early: its certified bound is what is known
         lp_text = f"; the exact LP's is at least {ref.lp_bound_m - ref.floor_m:.1f} m (its solve: {ref.lp_status})"
-    elif result.mechanism == "lp":  # the point an exact LP's solve kept when it stopped
+    elif result.mechanism == "lp" and result.params.get("scope", "all-pairs") == "all-pairs":  # its kept point
         lp_text = f"; this is the exact LP's solve, stopped before its optimum ({result.status})"
     else:
         lp_text = "; solve the Optimal LP on this problem to compare with the least possible"
