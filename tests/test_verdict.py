@@ -75,6 +75,9 @@ def test_no_mechanism_time_limit_and_degenerate() -> None:
     partial = verdict(Result("lp-bd", {}, _z(), "time limit", 5.0, timings={"total_s": 60.0}), _ev(0, 6))
     assert partial.level == "warning" and partial.headline.startswith("Stopped at the time limit after 1 min 0 s")
     assert partial.plain.startswith("Stopped at the time limit after 1 min 0 s, not proven optimal: lp-bd kept its")
+    for failed in ("error", "solver error (Unknown)"):  # a kept point of a failed solve is no finished mechanism
+        kept = verdict(Result("lp-bd", {}, _z(), failed, 5.0, timings={"total_s": 60.0}), _ev(0, 6))
+        assert kept.level == "warning" and kept.headline.startswith("Ended by a solver failure after 1 min 0 s")
     said = verdict(Result("panda-e", {}, _z(), "optimal", 5.0, degenerate="Collapsed: all 151 anchor rows merged."),
                    _ev(0, 6), label="PAnDA-e")
     assert said.level == "warning" and said.headline.startswith("PAnDA-e: Collapsed: all 151 anchor rows merged.")
