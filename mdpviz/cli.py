@@ -307,6 +307,9 @@ def cmd_solve(a: argparse.Namespace) -> int:
         print(f"evaluated in   {time.perf_counter() - t1:.2f} s")
     print(f"VERDICT        {verdict(result, evaluation, label=result_name(result)).text()}".replace(
         "\n", "\n               "))
+    if result.Z is None and result.kept_point(problem) is not None:
+        print("kept point     the solve kept a feasible point (not the optimum): --kept evaluates it and writes it "
+              "with --out")
     if a.out and result.Z is None:
         print(f"nothing written to {a.out}: the solve returned no mechanism (status {result.status}), so there is "
               "no Z to save.", file=sys.stderr)

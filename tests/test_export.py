@@ -240,6 +240,9 @@ def test_kept_writes_a_stops_feasible_point_labelled(tmp_path: Path, monkeypatch
 
     monkeypatch.setattr(mdpviz.solve, "solve", stopped)
     monkeypatch.chdir(tmp_path)
+    assert main([*base[:-1], "--out", "no.csv"]) == 1  # without --kept: nothing written, and --kept is named
+    out, err = capsys.readouterr()
+    assert "--kept evaluates it" in out and not (tmp_path / "no.csv").exists()
     rc = main([*base, "--out", "z.csv"])
     out, err = capsys.readouterr()
     assert rc == 0 and "kept point     the solve stopped without a mechanism" in out, (out, err)
