@@ -430,6 +430,37 @@ def test_a_failed_early_try_leaves_the_cells_points_to_the_stop(monkeypatch: pyt
     assert violations(problem, run.best[0], 1.0).violated_pairs == 0
 
 
+def test_a_conic_stop_keeps_the_cheaper_of_its_master_point_and_the_cells_points(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The conic engine stopped with a dear master point (here the uniform mechanism, as if after one iteration):
+    the cheapest cells' point replaces it, labelled, and ends the history; a master point as cheap is kept."""
+    import time
+
+    import mdpviz.lp.structured as structured
+    from mdpviz.lp.outcome import StructuredOutcome
+
+    problem = build_problem("rome", 100, n_outputs=30, cost="distance", seed=4)
+    W = problem.p[:, None] * problem.c
+    Es = 1.0 * problem.d
+    reach, _ = structured._cells(W, Es, None)
+
+    def stop_with(master: np.ndarray) -> StructuredOutcome:
+        cost = float(np.sum(W * master))
+        monkeypatch.setattr(structured, "solve_conic", lambda *_, **__: StructuredOutcome(
+            master.copy(), "iteration limit", cost, None, diagnostics={"history": [(0.1, cost, 0.0, 300)]}))
+        out, _ = structured._solve_dense(W, Es, 1e-4, None, no_progress, None, 0.5, time.perf_counter(), reach)
+        assert out is not None and violations(problem, out.Z, 1.0).violated_pairs == 0
+        return out
+
+    dear = stop_with(np.full(W.shape, 1.0 / W.shape[1]))
+    assert dear.diagnostics["point_from"].startswith("the cells' point at share ")
+    assert dear.objective < float(np.sum(W / W.shape[1]))
+    assert dear.diagnostics["history"][-1][1] == pytest.approx(dear.objective)  # the trace ends at the point kept
+    cheap = stop_with(dear.Z)
+    assert cheap.diagnostics["point_from"] == "the conic master's last solution"
+    assert len(cheap.diagnostics["history"]) == 1
+
+
 def test_the_row_engines_history_is_in_the_objectives_unit() -> None:
     """Its last round's best objective and bound are the outcome's (the dashboard draws them in metres)."""
     problem = build_problem("rome", 60, n_outputs=20, cost="distance", seed=1)

@@ -474,6 +474,10 @@ def _solve_dense(W: NDArray[np.float64], Es: NDArray[np.float64], tol: float, de
         Zs, _, label = stop_point(W, Es, reach, deadline)
         if out.Z is None or float(np.sum(W * Zs)) < float(np.sum(W * out.Z)):
             out.Z, out.diagnostics["point_from"] = Zs, label
+            history = out.diagnostics.get("history")
+            if history:  # a last row for the point that replaced the master's, so the trace ends at the objective
+                t, _, lb, *rest = history[-1]
+                history.append((time.perf_counter() - t_start, float(np.sum(W * Zs)), lb, *rest))
     out.diagnostics.setdefault("point_from", "the conic master's last solution")
     out.objective = float(np.sum(W * out.Z))
     gap = (out.objective - out.bound) / max(abs(out.objective), 1e-300)
