@@ -21,7 +21,7 @@ from .errors import MdpvizError, ParameterError
 from .export import FORMATS, check_output, result_name, write_result
 from .mechanisms import get_mechanism, mechanisms
 from .problem import COST_MODELS, DEFAULT_TASKS, METRICS, PRIORS, build_problem, problem_from_points
-from .reference import own_model_words, reference
+from .reference import own_model_words, reference, with_own_lp
 from .regimes.run import add_arguments as regimes_arguments
 from .regimes.run import main as run_regimes
 from .reproduce import DEFAULT_OUT, experiments, get_experiment, reproduce
@@ -266,7 +266,8 @@ def cmd_solve(a: argparse.Namespace) -> int:
 
     result = solve(problem, a.mechanism, mechanism_params(a), progress=progress, time_limit=a.time_limit,
                    use_cache=not a.no_cache)
-    if a.kept and (kept := result.kept_point(problem)) is not None:
+    kept = result.kept_point(problem)
+    if a.kept and kept is not None:
         print("kept point     the solve stopped without a mechanism; what follows is the feasible point it kept (not "
               "the optimum)")
         result = kept
@@ -290,8 +291,8 @@ def cmd_solve(a: argparse.Namespace) -> int:
                      else "no time limit: --time-limit sets one")
             print(f"reference      solving the exact LP at ε = {result.eps:g} km⁻¹ as the yardstick ({limit})",
                   flush=True)
-        ref = reference(problem, result.eps, time_limit=a.time_limit, use_cache=not a.no_cache,
-                        solve_lp=a.reference, progress=progress)
+        ref = with_own_lp(reference(problem, result.eps, time_limit=a.time_limit, use_cache=not a.no_cache,
+                                    solve_lp=a.reference, progress=progress), problem, result)
         t1 = time.perf_counter()
         evaluation = metrics.evaluate(problem, result.Z, result.eps, result.check_metric)
         v = evaluation["violations"]
@@ -307,7 +308,7 @@ def cmd_solve(a: argparse.Namespace) -> int:
         print(f"evaluated in   {time.perf_counter() - t1:.2f} s")
     print(f"VERDICT        {verdict(result, evaluation, label=result_name(result)).text()}".replace(
         "\n", "\n               "))
-    if result.Z is None and result.kept_point(problem) is not None:
+    if result.Z is None and kept is not None:  # a stop that kept a point, without --kept
         print("kept point     the solve kept a feasible point (not the optimum): --kept evaluates it and writes it "
               "with --out")
     if a.out and result.Z is None:

@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .errors import ParameterError
+from .metrics import utility_loss_m
 from .problem import Problem
 from .progress import Progress as Progress  # re-exported: the mechanisms import it from here
 
@@ -263,7 +264,7 @@ class Result:
         if (self.ok or self.status == "stopped" or not isinstance(Z, np.ndarray)
                 or Z.shape != (problem.k, problem.m)):
             return None
-        cost = float(problem.p @ np.sum(problem.c * Z, axis=1))
+        cost = utility_loss_m(problem, Z)
         shown = (f"Shown: the feasible point the solve kept when it stopped ({cost:,.1f} m a report), not the optimum"
                  + ("" if self.bound_m is None else f", which costs at least {self.bound_m:,.1f} m (certified bound)"))
         degenerate = "" if self.degenerate.lower().startswith("no mechanism") else self.degenerate

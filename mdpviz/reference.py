@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from .contract import Result
 from .explain import format_m
+from .mechanisms import get_mechanism
 from .metrics import floor_m, utility_loss_m
 from .problem import Problem
 from .progress import Progress, no_progress
@@ -100,6 +101,16 @@ def cached_reference(problem: Problem, eps: float) -> Reference:
     floor = floor_m(problem)
     r = cached_result(problem, "lp", {"eps": float(eps)})
     return Reference(floor) if r is None else _with_lp(problem, floor, r)
+
+
+def with_own_lp(ref: Reference, problem: Problem, result: Result) -> Reference:
+    """``ref``, or, when it holds nothing of the exact LP and ``result`` is the exact LP's own solve at its default
+    settings (a stop's kept point, or a solve not in the cache), what that solve certifies."""
+    if ref.lp_m is not None or ref.lp_bound_m is not None or result.mechanism != "lp":
+        return ref
+    if result.params != get_mechanism("lp").validate({"eps": float(result.eps)}):
+        return ref
+    return _with_lp(problem, ref.floor_m, result)
 
 
 def _with_lp(problem: Problem, floor: float, r: Result) -> Reference:

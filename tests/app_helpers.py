@@ -3,7 +3,10 @@ open a page of ``app.py`` as a user would, and read what it shows."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from streamlit.testing.v1 import AppTest
 
@@ -36,3 +39,18 @@ def texts(elements) -> str:
 def solve_button(at: AppTest, label: str = "Solve"):
     """The sidebar's button labelled ``label``."""
     return next(b for b in at.sidebar.button if b.label == label)
+
+
+@contextmanager
+def registered(name: str, label: str, solve: Callable[..., Any], **extra: Any) -> Iterator[None]:
+    """A mechanism made for one test (paper "(test)", the ε parameter alone unless ``params`` is given), registered
+    for the block and removed after it, so that no other test sees it."""
+    from mdpviz.contract import _REGISTRY, epsilon_param
+    from mdpviz.mechanisms import Mechanism, register
+
+    extra.setdefault("params", (epsilon_param(),))
+    register(Mechanism(name=name, label=label, paper="(test)", info="test only", solve=solve, **extra))
+    try:
+        yield
+    finally:
+        _REGISTRY.pop(name, None)

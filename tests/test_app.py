@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from app_helpers import app, metric, solve_button, texts
+from app_helpers import app, metric, registered, solve_button, texts
 
 from mdpviz.errors import ProblemError
 from mdpviz.mechanisms import mechanisms
@@ -155,24 +155,18 @@ def test_compare_solves_two_mechanisms_side_by_side() -> None:
 
 
 def test_compare_shows_one_mechanisms_error_and_keeps_the_others() -> None:
-    from mdpviz.contract import _REGISTRY, epsilon_param
     from mdpviz.errors import SolverError
-    from mdpviz.mechanisms import Mechanism, register
 
     def solve(problem, params, progress, time_limit):
         raise SolverError("A pricing LP failed (Time limit reached).")
 
-    register(Mechanism(name="test-broken", label="Test broken mechanism", paper="(test)", info="test only",
-                       params=(epsilon_param(),), solve=solve))
-    try:
+    with registered("test-broken", "Test broken mechanism", solve):
         at = app("app_pages/compare.py", query={"compare": "em,test-broken", "k": "40", "m": "10"})
         solve_button(at, "Solve all").click().run()
         assert not at.exception, [e.value for e in at.exception]
         assert "Test broken mechanism: A pricing LP failed" in texts(at.error)
         table = at.dataframe[0].value
         assert list(table["privacy promise"]) == ["holds on all pairs", "error"]
-    finally:
-        _REGISTRY.pop("test-broken", None)
 
 
 def test_compare_parameter_change_and_bad_query() -> None:
@@ -319,16 +313,13 @@ def test_diagnostics_render_generically_for_a_new_mechanism() -> None:
 
 def test_time_limit_without_mechanism_is_explained() -> None:
     """A solve that ends without a mechanism (status 'time limit', Z None) is a warning, not a crash."""
-    from mdpviz.contract import _REGISTRY, epsilon_param
-    from mdpviz.mechanisms import Mechanism, Result, register
+    from mdpviz.mechanisms import Result
 
     def solve(problem, params, progress, time_limit):
         return Result("test-slow", params, None, "time limit", params["eps"], message="stopped after 1 s.",
                       timings={"solve_s": 1.0})
 
-    register(Mechanism(name="test-slow", label="Test slow mechanism", paper="(test)", info="test only",
-                       params=(epsilon_param(),), solve=solve, family="lp"))
-    try:
+    with registered("test-slow", "Test slow mechanism", solve, family="lp"):
         at = app("app_pages/explore.py", query={"mech": "test-slow", "k": "40", "m": "10"})
         solve_button(at).click().run()
         assert not at.exception, [e.value for e in at.exception]
@@ -344,15 +335,12 @@ def test_time_limit_without_mechanism_is_explained() -> None:
         table = at.dataframe[0].value
         assert list(table["privacy promise"]) == ["holds on all pairs", "no mechanism (time limit)"]
         assert list(table["utility loss"])[1] == "–"
-    finally:
-        _REGISTRY.pop("test-slow", None)
 
 
 def test_a_stop_that_kept_a_feasible_point_offers_to_show_it_labelled() -> None:
     """Issue 28: a stop's feasible, private point is one toggle away, shown as not optimal (status, verdict,
     message) and measured like any mechanism; off, the page is the no-mechanism page."""
-    from mdpviz.contract import _REGISTRY, epsilon_param
-    from mdpviz.mechanisms import Mechanism, Result, register
+    from mdpviz.mechanisms import Result
     from mdpviz.mechanisms.em import em_matrix
 
     def solve(problem, params, progress, time_limit):
@@ -362,9 +350,7 @@ def test_a_stop_that_kept_a_feasible_point_offers_to_show_it_labelled() -> None:
                       message="time limit in LP round 3", timings={"total_s": 1.0},
                       diagnostics={"feasible_Z": Z, "feasible_objective_m": cost})
 
-    register(Mechanism(name="test-kept", label="Test kept point", paper="(test)", info="test only",
-                       params=(epsilon_param(),), solve=solve, family="lp"))
-    try:
+    with registered("test-kept", "Test kept point", solve, family="lp"):
         at = app("app_pages/explore.py", query={"mech": "test-kept", "k": "40", "m": "10"})
         solve_button(at).click().run()
         assert not at.exception, [e.value for e in at.exception]
@@ -378,8 +364,6 @@ def test_a_stop_that_kept_a_feasible_point_offers_to_show_it_labelled() -> None:
         assert metric(at, "Utility loss (m)")
         assert "**What happened:** Shown: the feasible point the solve kept when it stopped (" in texts(at.caption)
         assert "certified bound); time limit in LP round 3" in texts(at.caption)
-    finally:
-        _REGISTRY.pop("test-kept", None)
 
 
 def test_out_of_range_k_is_brought_into_range_with_a_notice() -> None:

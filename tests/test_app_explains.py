@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from app_helpers import APP, TIMEOUT, app, metric, solve_button, texts
+from app_helpers import APP, TIMEOUT, app, metric, registered, solve_button, texts
 
 from mdpviz.ui import state
 from mdpviz.ui.diagnostics import split_diagnostics
@@ -132,17 +132,14 @@ def test_doctests_of_the_dashboard_helpers() -> None:
 
 def test_verdict_and_message_shown_for_every_status() -> None:
     """The verdict box sits above the metrics; the mechanism's message shows even when the status is optimal."""
-    from mdpviz.contract import _REGISTRY, epsilon_param
-    from mdpviz.mechanisms import Mechanism, Result, register
+    from mdpviz.mechanisms import Result
     from mdpviz.mechanisms.em import em_matrix
 
     def solve(problem, params, progress, time_limit):
         return Result("test-said", params, em_matrix(problem, params["eps"]), "optimal", params["eps"],
                       message="Phase I used the whole budget.", degenerate="Collapsed: every user reports the same.")
 
-    register(Mechanism(name="test-said", label="Test degenerate mechanism", paper="(test)", info="test only",
-                       params=(epsilon_param(),), solve=solve))
-    try:
+    with registered("test-said", "Test degenerate mechanism", solve):
         at = app("app_pages/explore.py", query={"mech": "test-said", "k": "30", "m": "10"})
         solve_button(at).click().run()
         assert not at.exception, [e.value for e in at.exception]
@@ -151,14 +148,11 @@ def test_verdict_and_message_shown_for_every_status() -> None:
         assert "Test degenerate mechanism: Collapsed: every user reports the same." in texts(at.caption)
         assert "**What happened:** Phase I used the whole budget." in texts(at.caption)
         assert metric(at, "Utility loss (m)")  # the metrics still show below the verdict
-    finally:
-        _REGISTRY.pop("test-said", None)
 
 
 def test_derived_metrics_follow_the_result_not_the_inputs() -> None:
     """Issue 18 item 3: a time-limited result and a full one of the same parameters never share metrics."""
-    from mdpviz.contract import _REGISTRY, epsilon_param
-    from mdpviz.mechanisms import Mechanism, Result, register
+    from mdpviz.mechanisms import Result
     from mdpviz.mechanisms.em import em_matrix
 
     def solve(problem, params, progress, time_limit):
@@ -166,9 +160,7 @@ def test_derived_metrics_follow_the_result_not_the_inputs() -> None:
             return Result("test-limited", params, em_matrix(problem, params["eps"] / 4), "time limit", params["eps"])
         return Result("test-limited", params, em_matrix(problem, params["eps"]), "optimal", params["eps"])
 
-    register(Mechanism(name="test-limited", label="Test limited mechanism", paper="(test)", info="test only",
-                       params=(epsilon_param(),), solve=solve, family="lp"))
-    try:
+    with registered("test-limited", "Test limited mechanism", solve, family="lp"):
         at = app("app_pages/explore.py", query={"mech": "test-limited", "k": "40", "m": "10", "time_limit": "2"})
         solve_button(at).click().run()
         limited = float(metric(at, "Utility loss (m)"))
@@ -178,8 +170,6 @@ def test_derived_metrics_follow_the_result_not_the_inputs() -> None:
         full = float(metric(at, "Utility loss (m)"))
         assert full < limited  # the full solve's own loss, not the earlier result's
         assert "kept its promise" in texts(at.success)
-    finally:
-        _REGISTRY.pop("test-limited", None)
 
 
 def test_presets_are_valid_and_one_click_solves() -> None:

@@ -66,3 +66,23 @@ def test_the_dashboard_reads_the_lp_reference_once_per_cache_entry(pb: Problem,
     solve(pb, "lp", {"eps": 4.0})  # the entry appears: read again
     assert cache.reference(pb, 4.0).lp_m is not None and len(reads) == 2
     st.cache_resource.clear()
+
+
+def test_a_stopped_exact_lp_is_its_own_yardstick_and_no_other_result_is() -> None:
+    """The kept point of the exact LP's own stopped solve (default settings) is read against that solve's certified
+    bound, not told to solve the LP; another mechanism, or the LP at other settings, keeps the reference as it is.
+    Whole-city Rome at ε = 1 km⁻¹, a deadline already passed (no clock is read for the outcome)."""
+    from mdpviz.reference import with_own_lp
+
+    rome = build_problem("rome", 300, n_outputs=50, cost="distance", seed=11)
+    stopped = solve(rome, "lp", {"eps": 1.0}, time_limit=1e-9, use_cache=False)
+    kept = stopped.kept_point(rome)
+    assert kept is not None and stopped.bound_m is not None
+    bare = cached_reference(rome, 1.0)
+    assert bare.lp_m is None and bare.lp_bound_m is None
+    own = with_own_lp(bare, rome, kept)
+    assert own.lp_m is None and own.lp_bound_m == stopped.bound_m and own.lp_status == "time limit"
+    assert "the exact LP's loss is at least" in own.words(float(kept.objective_m))
+    assert with_own_lp(bare, rome, solve(rome, "em", {"eps": 1.0}, use_cache=False)) is bare
+    other = solve(rome, "lp", {"eps": 1.0, "scope": "neighbours"}, time_limit=1e-9, use_cache=False)
+    assert with_own_lp(bare, rome, other) is bare

@@ -470,16 +470,18 @@ def _solve_dense(W: NDArray[np.float64], Es: NDArray[np.float64], tol: float, de
     if out.bound is None or out.bound < floor:
         out.bound = floor
         out.diagnostics["bound_from"] = "the no-privacy floor"
-    if out.Z is None or out.status != "optimal":  # a stop: the master's point or a cells' point, the cheaper
+    out.objective = None if out.Z is None else float(np.sum(W * out.Z))
+    if out.objective is None or out.status != "optimal":  # a stop: the master's point or a cells' point, the cheaper
         Zs, _, label = stop_point(W, Es, reach, deadline)
-        if out.Z is None or float(np.sum(W * Zs)) < float(np.sum(W * out.Z)):
-            out.Z, out.diagnostics["point_from"] = Zs, label
+        cost = float(np.sum(W * Zs))
+        if out.objective is None or cost < out.objective:
+            out.Z, out.objective, out.diagnostics["point_from"] = Zs, cost, label
             history = out.diagnostics.get("history")
             if history:  # a last row for the point that replaced the master's, so the trace ends at the objective
-                t, _, lb, *rest = history[-1]
-                history.append((time.perf_counter() - t_start, float(np.sum(W * Zs)), lb, *rest))
+                _, _, lb, *rest = history[-1]
+                history.append((time.perf_counter() - t_start, cost, lb, *rest))
     out.diagnostics.setdefault("point_from", "the conic master's last solution")
-    out.objective = float(np.sum(W * out.Z))
+    assert out.Z is not None and out.objective is not None
     gap = (out.objective - out.bound) / max(abs(out.objective), 1e-300)
     if out.status == "optimal" and gap > tol:
         out.status = "stalled"  # "optimal" only within the tolerance asked for

@@ -63,9 +63,8 @@ def _solve_lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, t
             kept = (f"; diagnostics['feasible_Z'] holds the solved and repaired point "
                     f"({diag['feasible_objective_m']:.2f} m, private for the LP's pairs), but its all-pairs "
                     "measurement did not finish")
-        claim = "all pairs" if params["scope"] == "all-pairs" else neighbour_claim(params["eta"])  # a kept point's
-        return Result("lp-bd", params, None, "time limit", params["eps"], claim=claim, timings=timings,
-                      diagnostics=diag,
+        return Result("lp-bd", params, None, "time limit", params["eps"], claim=_claim(params["scope"], params["eta"]),
+                      timings=timings, diagnostics=diag,
                       message=f"Time limit ({time_limit:g} s) while {e}: no mechanism is returned{kept}. Raise the "
                               "time limit, or lower K.",
                       degenerate="No mechanism: the time limit came before a checked solution")
@@ -139,9 +138,14 @@ def _constraint_pairs(d: np.ndarray, scope: str, eps: float,
     (pi, pj, closure, claim)."""
     if scope == "all-pairs":
         pi, pj = implied_free_pairs(d)
-        return pi, pj, eps * d, "all pairs"  # the kept pairs imply every pair at ε·d (d is a metric)
+        return pi, pj, eps * d, _claim(scope, eta)  # the kept pairs imply every pair at ε·d (d is a metric)
     pi, pj = neighbour_pairs(d, eta)
-    return pi, pj, eps * neighbour_path_km(d, eta), neighbour_claim(eta)
+    return pi, pj, eps * neighbour_path_km(d, eta), _claim(scope, eta)
+
+
+def _claim(scope: str, eta: float) -> str:
+    """What the LP over ``scope``'s pairs claims (its point's claim, a stop's kept point's too)."""
+    return "all pairs" if scope == "all-pairs" else neighbour_claim(eta)
 
 
 def _repair_point(out: BendersOutcome, closure: np.ndarray, claimed: tuple[np.ndarray, np.ndarray] | None,

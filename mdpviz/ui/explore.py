@@ -70,12 +70,11 @@ def kept_point_choice(prob: Problem, result: Result) -> Result:
     kept = result.kept_point(prob)
     if kept is None:
         return result
-    low, high = format_m_pair(result.bound_m or float("nan"), kept.objective_m or float("nan"))
-    cost = "" if kept.objective_m is None else f": {high} a report"
+    low, high = format_m_pair(result.bound_m or float("nan"), float(kept.objective_m or 0.0))
     bound = "" if result.bound_m is None else f", the optimum at least {low}"
     gap = (" Its loss is above the optimum by at most the gap between the two numbers." if result.bound_m is not None
            else "")
-    shown = st.toggle(f"Show the feasible point it kept (not the optimum{cost}{bound})", key="show_kept",
+    shown = st.toggle(f"Show the feasible point it kept (not the optimum: {high} a report{bound})", key="show_kept",
                       help="The solve stopped before proving a mechanism optimal, but kept the best feasible point it "
                            f"had found. Its privacy is measured like any mechanism's, against the same claim.{gap}")
     return kept if shown else result

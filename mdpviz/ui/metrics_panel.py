@@ -10,7 +10,7 @@ from mdpviz.explain import format_s
 from mdpviz.mechanisms import Result
 from mdpviz.metrics import Evaluation
 from mdpviz.problem import Problem
-from mdpviz.reference import own_model_words
+from mdpviz.reference import own_model_words, with_own_lp
 from mdpviz.verdict import Verdict, against_claim, verdict
 
 from . import cache, charts, glossary
@@ -77,7 +77,7 @@ def verdict_box(result: Result, ev: Evaluation | None, label: str) -> Verdict:
 def metrics_panel(prob: Problem, result: Result, ev: Evaluation) -> None:
     """The headline numbers of one result, with units, and the violations stated against the claim."""
     viol = ev["violations"]
-    ref = cache.reference(prob, result.eps)
+    ref = with_own_lp(cache.reference(prob, result.eps), prob, result)  # the exact LP's own solve is its yardstick
     loss = float(ev["utility_loss_m"])
     share = ref.share_of_lp(loss)
     st.metric("Privacy cost (m)", f"{ref.privacy_cost_m(loss):.1f}",
@@ -89,8 +89,6 @@ def metrics_panel(prob: Problem, result: Result, ev: Evaluation) -> None:
         lp_text = f"; the exact LP's privacy cost is {ref.lp_m - ref.floor_m:.1f} m"
     elif ref.lp_bound_m is not None:  # the LP stopped early: its certified bound is what is known
         lp_text = f"; the exact LP's is at least {ref.lp_bound_m - ref.floor_m:.1f} m (its solve: {ref.lp_status})"
-    elif result.mechanism == "lp" and result.params.get("scope", "all-pairs") == "all-pairs":  # its kept point
-        lp_text = f"; this is the exact LP's solve, stopped before its optimum ({result.status})"
     else:
         lp_text = "; solve the Optimal LP on this problem to compare with the least possible"
     st.caption(f"= utility loss {loss:.1f} m − no-privacy floor {ref.floor_m:.1f} m{lp_text}")
