@@ -29,7 +29,7 @@ if len(chosen) < 2:
     st.stop()
 with solving.guard():
     prob = cache.problem_from_state()
-    items, rows, evs = [], [], {}
+    items, errors = [], {}
     for mech in chosen:
         params = state.params_of(mech)
         # one mechanism's error (bad parameter, solver failure) is shown and the others still run
@@ -39,10 +39,14 @@ with solving.guard():
             st.warning(f"{mech.label}: {hint}", icon=":material/hourglass_top:")
         if error:
             st.error(f"{mech.label}: {error}", icon=":material/error:")
-        ev = cache.evaluation(prob, result, cache.result_key(prob, result)) if result and result.ok else None
         items.append((mech, result))
+        errors[mech.name] = error
+    items = compare.kept_points_choice(prob, items)
+    rows, evs = [], {}
+    for mech, result in items:
+        ev = cache.evaluation(prob, result, cache.result_key(prob, result)) if result and result.ok else None
         evs[mech.name] = ev
-        rows.append(compare.metrics_row(mech, result, ev, error))
+        rows.append(compare.metrics_row(mech, result, ev, errors[mech.name]))
 st.caption(f"{controls.city_label(prob.city)} · K = {prob.k} secrets · |Y| = {prob.m} outputs · metric {prob.metric}")
 if all(r is None for _, r in items):
     st.info("Not solved yet for these settings. Press **Solve all** in the sidebar.", icon=":material/play_arrow:")

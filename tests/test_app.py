@@ -364,6 +364,19 @@ def test_a_stop_that_kept_a_feasible_point_offers_to_show_it_labelled() -> None:
         assert metric(at, "Utility loss (m)")
         assert "**What happened:** Shown: the feasible point the solve kept when it stopped (" in texts(at.caption)
         assert "certified bound); time limit in LP round 3" in texts(at.caption)
+        # the Compare page offers the same point, beside a finished mechanism
+        at.switch_page("app_pages/compare.py").run()
+        at.multiselect(key="compare").set_value(["em", "test-kept"]).run()
+        solve_button(at, "Solve all").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert list(at.dataframe[0].value["privacy promise"]) == ["holds on all pairs", "no mechanism (time limit)"]
+        toggle = at.toggle(key="compare_show_kept")
+        assert not toggle.value and "(Test kept point): not the optimum" in toggle.label
+        toggle.set_value(True).run()
+        assert not at.exception, [e.value for e in at.exception]
+        table = at.dataframe[0].value
+        assert list(table["privacy promise"]) == ["holds on all pairs", "time limit; holds on all pairs"]
+        assert list(table["utility loss"])[1] != "–"
 
 
 def test_out_of_range_k_is_brought_into_range_with_a_notice() -> None:

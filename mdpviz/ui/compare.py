@@ -61,6 +61,23 @@ def summary(rows: list[dict[str, Any]]) -> str:
             f"{format_m(kept[0]['utility_loss_m'])} against {others}.")
 
 
+def kept_points_choice(prob: Problem, items: list[tuple[Mechanism, Result | None]]
+                       ) -> list[tuple[Mechanism, Result | None]]:
+    """Solves that stopped without a mechanism may have kept a feasible point (``Result.kept_point``): one toggle,
+    off by default, shows those points in their place, each labelled as not optimal by its status and verdict."""
+    kept = {mech.name: point for mech, r in items
+            if r is not None and (point := r.kept_point(prob)) is not None}
+    if not kept:
+        return items
+    names = ", ".join(mech.label for mech, _ in items if mech.name in kept)
+    shown = st.toggle(f"Show the feasible points the stopped solves kept ({names}): not the optimum",
+                      key="compare_show_kept",
+                      help="A solve that stopped before proving a mechanism optimal kept the best feasible point "
+                           "it had found. Its privacy is measured like any mechanism's, against the same claim; its "
+                           "row says why it stopped.")
+    return [(mech, kept.get(mech.name, r) if shown else r) for mech, r in items]
+
+
 def _on_click(map_key: str) -> None:
     event = st.session_state.get(map_key)
     hit = maps.clicked_secret(event.get("selection") if event else None)
