@@ -162,6 +162,35 @@ def test_repair_and_row_fix_are_exact():
     assert facts["row_sum_max_before"] > 1.0
 
 
+def test_balanced_rows_stay_in_the_cone_and_cost_less_than_the_plain_row_fix() -> None:
+    """Balancing (row normalisation, then the Lipschitz raise, repeated) keeps every column exactly in the cone and the
+    rows at sums ≥ 1; the row fix that follows is exact, and on a whole-city Rome sample at ε = 1 km⁻¹ far cheaper than
+    the plain fix. A balance whose time has already passed makes no pass: the plain point."""
+    import time
+
+    from mdpviz.lp.cone import BALANCE_PASSES, balance_rows, fix_rows
+    from mdpviz.lp.structured import _cells, _setup
+
+    problem = build_problem("rome", 150, n_outputs=40, cost="distance", seed=4)
+    W = problem.p[:, None] * problem.c
+    Es, Wn, _ = _setup(W, 1.0 * problem.d, closed=True)
+    reach, _ = _cells(Wn, Es, None)
+    V = np.exp(-1.5 * reach)
+    u, _ = lipschitz_repair(np.log(V / V.sum(axis=1, keepdims=True)), Es)
+    Zr = np.exp(u)
+    assert Zr.sum(axis=1).max() > 1.05  # the rows spread: what the plain fix pays for
+    Zb, passes = balance_rows(Zr, Es, np.inf)
+    assert 0 < passes <= BALANCE_PASSES and cone_violation(Zb, Es) <= 1e-12
+    assert Zb.sum(axis=1).min() >= 1.0 - 1e-12 and Zb.sum(axis=1).max() - 1.0 < 1e-3
+    plain, plain_facts = make_row_stochastic(Zr, Es, Wn)
+    fixed, facts = fix_rows(Zr, Es, Wn, None, np.inf)
+    assert facts["balance_passes"] == passes and "balance_passes" not in plain_facts
+    assert np.allclose(fixed.sum(axis=1), 1.0, atol=1e-12) and violations(problem, fixed, 1.0).violated_pairs == 0
+    assert float(np.sum(Wn * fixed)) < 0.8 * float(np.sum(Wn * plain))
+    late, late_facts = fix_rows(Zr, Es, Wn, None, time.perf_counter() - 1.0)
+    assert np.array_equal(late, plain) and "balance_passes" not in late_facts
+
+
 def test_a_stop_with_a_point_already_within_the_tolerance_is_optimal() -> None:
     """Issue 28: a run stopped by its time limit while certifying the next round, whose best point is already
     within the gap tolerance of its certified bound, returns that point as optimal at once."""
@@ -353,7 +382,7 @@ def test_a_stops_cells_point_is_the_cheapest_share_and_exactly_private() -> None
     reach, _ = _cells(Wn, Es, None)
     costs = {}
     for share in CELL_SHARES:
-        Z, _ = starting_point(Wn, Es, reach, None, share)
+        Z, _ = starting_point(Wn, Es, reach, None, share, np.inf)  # balanced, as a stop makes it
         assert violations(problem, Z, 1.0).violated_pairs == 0 and np.allclose(Z.sum(axis=1), 1.0, atol=1e-12)
         costs[share] = float(np.sum(Wn * Z))
     Z, _, label = cells_point(Wn, Es, reach, None)

@@ -147,33 +147,38 @@ def no_privacy_floor(W: NDArray[np.float64]) -> float:
 
 
 def starting_point(Wn: NDArray[np.float64], Es: NDArray[np.float64], reach: NDArray[np.float64],
-                   deadline: float | None = None, share: float = 0.5) -> tuple[NDArray[np.float64], RepairFacts]:
+                   deadline: float | None = None, share: float = 0.5,
+                   balance_until: float | None = None) -> tuple[NDArray[np.float64], RepairFacts]:
     """An exactly private mechanism before any LP (a cells' point): each row reports output y with probability
     ∝ e^{−share·reach[x, y]}; at ``share`` = 1/2 the exponential mechanism with each output standing for its cell.
 
     ``reach[:, y]`` is a minimum of rows of the closed exponents, so it obeys their triangle inequality and, for a
     symmetric exponent matrix (ε·d) and share 1/2, those rows are already in the cone; :func:`repair_into_cone` makes
-    them exact in every case (a larger share concentrates the rows and leaves more to the repair). Returns Z and the
-    repair's facts; past ``deadline`` ``OutOfTime`` is raised.
+    them exact in every case (a larger share concentrates the rows and leaves more to the repair, whose rows are
+    balanced until ``balance_until``: :func:`mdpviz.lp.cone.fix_rows`). Returns Z and the repair's facts; past
+    ``deadline`` ``OutOfTime`` is raised.
     """
     V = np.exp(-share * reach)
-    return repair_into_cone(V / V.sum(axis=1, keepdims=True), Es, Wn, deadline=deadline)
+    return repair_into_cone(V / V.sum(axis=1, keepdims=True), Es, Wn, deadline=deadline, balance_until=balance_until)
 
 
+CELLS_BALANCE_S = 10.0  # seconds the cells' points may balance their rows when there is no deadline
 POINT_GRACE_S = 0.5  # seconds past the deadline a stop may spend on the cells' points
-# the shares of the cells' points a stop tries, in order: 1/2 (the exponential mechanism) first, then those that
-# cost least on whole-city Rome at ε = 0.5–2 (0.7–0.9: 18–26 % below 1/2; docs/WHAT-WE-LEARNED.md)
-CELL_SHARES = (0.5, 0.8, 0.7, 0.9, 0.6, 1.0)
+# the shares of the cells' points a stop tries, in order: 1/2 (the exponential mechanism, whose rows need no
+# balancing) first, then those that cost least once balanced on whole-city Rome at ε = 0.5–5 (docs/WHAT-WE-LEARNED.md)
+CELL_SHARES = (0.5, 1.5, 1.0, 3.0, 0.8)
 
 
 def cells_point(Wn: NDArray[np.float64], Es: NDArray[np.float64], reach: NDArray[np.float64],
                 deadline: float | None) -> tuple[NDArray[np.float64], RepairFacts, str]:
     """The cheapest of the cells' points (:func:`starting_point`) at the shares of ``CELL_SHARES``, tried in order
-    until ``deadline``, and what it is; ``OutOfTime`` only if the first does not finish."""
+    until ``deadline``, and what it is; ``OutOfTime`` only if the first does not finish. Each balances its rows until
+    the deadline (``CELLS_BALANCE_S`` without one)."""
+    balance_until = time.perf_counter() + CELLS_BALANCE_S if deadline is None else deadline
     best: tuple[NDArray[np.float64], RepairFacts, float, float] | None = None
     for share in CELL_SHARES:
         try:
-            Z, facts = starting_point(Wn, Es, reach, deadline, share)
+            Z, facts = starting_point(Wn, Es, reach, deadline, share, balance_until)
         except OutOfTime:
             if best is None:
                 raise
