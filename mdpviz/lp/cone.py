@@ -212,14 +212,14 @@ def balance_rows(Z: NDArray[np.float64], Es: NDArray[np.float64], until: float,
     A pass divides each row by its sum (which breaks the cone by at most the ratio of two row sums) and raises every
     column back into it (:func:`lipschitz_repair`): the columns are exactly in the cone after every pass and the rows
     sum to 1 before the raise, so to at least 1 after it. Passes stop when the largest excess is below 1e-12, after
-    ``BALANCE_PASSES``, or before a pass that would end after ``until`` (a ``time.perf_counter()`` value; a pass is
-    assumed to take as long as the last one, the first ``step_s``). Never raises ``OutOfTime``: what it has is
-    returned. Returns Z and the number of passes made.
+    ``BALANCE_PASSES``, or before a pass that, with the row fix after it, would end after ``until`` (a
+    ``time.perf_counter()`` value; a pass, and the fix, are assumed to take as long as the last pass, the first
+    ``step_s``). Never raises ``OutOfTime``: what it has is returned. Returns Z and the number of passes made.
     """
     step = step_s
     for passes in range(BALANCE_PASSES):
         r = Z.sum(axis=1)
-        if r.max() - 1.0 <= 1e-12 or time.perf_counter() + step > until:
+        if r.max() - 1.0 <= 1e-12 or time.perf_counter() + 2.0 * step > until:
             return Z, passes
         t0 = time.perf_counter()
         with np.errstate(divide="ignore"):
@@ -244,7 +244,6 @@ def fix_rows(Zr: NDArray[np.float64], Es: NDArray[np.float64], W: NDArray[np.flo
     ``OutOfTime``; the balanced one is then skipped.
     """
     out, fix = make_row_stochastic(Zr, Es, W, deadline)
-    plain = float(np.sum(W * out))
     if balance_until is None:
         return out, fix
     Zb, passes = balance_rows(Zr, Es, balance_until if deadline is None else min(balance_until, deadline), step_s)
@@ -254,7 +253,7 @@ def fix_rows(Zr: NDArray[np.float64], Es: NDArray[np.float64], W: NDArray[np.flo
         outb, fixb = make_row_stochastic(Zb, Es, W, deadline)
     except OutOfTime:
         return out, fix
-    if float(np.sum(W * outb)) < plain:
+    if float(np.sum(W * outb)) < float(np.sum(W * out)):
         return outb, {**fixb, "balance_passes": passes}
     return out, fix
 
