@@ -187,9 +187,11 @@ def cells_point(Wn: NDArray[np.float64], Es: NDArray[np.float64], reach: NDArray
         if best is None or cost < best[2]:
             best = Z, facts, cost, share
     assert best is not None
+    passes = best[1].get("balance_passes")
+    balanced = f", its rows balanced in {passes} passes" if passes else ""
     return best[0], best[1], (f"the cells' point at share {best[3]:g} (each secret reports output y with probability "
                               f"∝ e^(−{best[3]:g} × its privacy exponent to y's cell), then repaired to be exactly "
-                              "private)")
+                              f"private{balanced})")
 
 
 def stop_point(Wn: NDArray[np.float64], Es: NDArray[np.float64], reach: NDArray[np.float64],
