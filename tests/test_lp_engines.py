@@ -391,72 +391,36 @@ def test_a_stops_cells_point_is_the_cheapest_share_and_exactly_private() -> None
     assert label.startswith(f"the cells' point at share {best:g} ")
 
 
-def test_a_solve_past_half_its_time_makes_its_stop_point_ahead() -> None:
-    """Once half the time limit is used, the cells' points are made (within a tenth of it) and the cheapest becomes
-    the best point when it beats the repaired LP points, so a stop needs no time past its deadline for them; before
-    half the time, nothing is made. The clock is set by the start time given, not measured."""
+def test_the_lp_rounds_leave_a_tenth_of_the_time_limit_to_a_stop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The restricted LP is solved, and priced, until a tenth of the time limit before the deadline: that tenth (and
+    the grace past the deadline) is the stop's, for its cells' points, however long the last round. The clock is the
+    start time given, not measured."""
     import time
 
     from mdpviz.lp.pricing import Pricer
     from mdpviz.lp.restricted import RestrictedLP
-    from mdpviz.lp.structured import PAIR_CAPS, _cells, _RowAndColumnGeneration, _setup, cells_point
+    from mdpviz.lp.structured import PAIR_CAPS, RESERVE, _cells, _first_lp, _RowAndColumnGeneration, _setup
 
     problem = build_problem("rome", 100, n_outputs=30, cost="distance", seed=4)
     W = problem.p[:, None] * problem.c
     Es, Wn, _ = _setup(W, 1.0 * problem.d, closed=True)
-    reach, _ = _cells(Wn, Es, None)
+    reach, holder = _cells(Wn, Es, None)
+    lp = RestrictedLP(Wn, Es)
+    _first_lp(lp, reach, holder, 0, PAIR_CAPS[0])
     now = time.perf_counter()
-    early = _RowAndColumnGeneration(RestrictedLP(Wn, Es), Pricer(Es), now + 1e4, 1e-4, PAIR_CAPS[0], no_progress, now)
-    early._ready_stop_point(reach)
-    assert not early.readied and early.best is None
-    late = _RowAndColumnGeneration(RestrictedLP(Wn, Es), Pricer(Es), now + 1e4, 1e-4, PAIR_CAPS[0], no_progress,
-                                   now - 1e4)
-    late._ready_stop_point(reach)
-    Z, _, label = cells_point(Wn, Es, reach, None)
-    assert late.readied and late.best is not None and late.point_from == label
-    assert late.ub == pytest.approx(float(np.sum(Wn * Z)), rel=1e-12)
-    # kept only where it beats the best point so far (here a cheaper one, whatever it is)
-    cheaper = _RowAndColumnGeneration(RestrictedLP(Wn, Es), Pricer(Es), now + 1e4, 1e-4, PAIR_CAPS[0], no_progress,
-                                      now - 1e4)
-    cheaper.best, cheaper.ub, cheaper.point_from = (Z, None, 0.5 * late.ub), 0.5 * late.ub, "a cheaper point"
-    cheaper._ready_stop_point(reach)
-    assert cheaper.readied and cheaper.point_from == "a cheaper point" and cheaper.ub == 0.5 * late.ub
+    run = _RowAndColumnGeneration(lp, Pricer(Es), now + 1e4, 1e-4, PAIR_CAPS[0], no_progress, now)
+    assert RESERVE == 0.1 and run.until == pytest.approx(now + 9e3) and run.deadline == now + 1e4
+    real, deadlines = lp.solve, []
 
+    def solve(deadline: float | None, cold_ipm: bool = False) -> str:
+        deadlines.append(deadline)
+        return real(deadline, cold_ipm=cold_ipm)
 
-def test_a_failed_early_try_leaves_the_cells_points_to_the_stop(monkeypatch: pytest.MonkeyPatch) -> None:
-    """When the cells' points do not finish in the budget of the early try, the stop tries them again (within its
-    grace) and keeps them where they beat the repaired LP point."""
-    import time
-
-    import mdpviz.lp.structured as structured
-    from mdpviz.deadline import OutOfTime
-    from mdpviz.lp.pricing import Pricer
-    from mdpviz.lp.restricted import RestrictedLP
-    from mdpviz.lp.structured import PAIR_CAPS, _cells, _keep_stop_point, _RowAndColumnGeneration, _setup
-
-    problem = build_problem("rome", 100, n_outputs=30, cost="distance", seed=4)
-    W = problem.p[:, None] * problem.c
-    Es, Wn, _ = _setup(W, 1.0 * problem.d, closed=True)
-    reach, _ = _cells(Wn, Es, None)
-    real, calls = structured.cells_point, []
-
-    def first_fails(*args: object) -> object:
-        calls.append(1)
-        if len(calls) == 1:
-            raise OutOfTime("the test's early try")
-        return real(*args)
-
-    monkeypatch.setattr(structured, "cells_point", first_fails)
-    now = time.perf_counter()
-    run = _RowAndColumnGeneration(RestrictedLP(Wn, Es), Pricer(Es), now + 1e4, 1e-4, PAIR_CAPS[0], no_progress,
-                                  now - 1e4)
-    uniform = np.full(Wn.shape, 1.0 / Wn.shape[1])  # exactly private, and dearer than the cells' points
-    run.best, run.ub, run.point_from = (uniform, None, float(np.sum(Wn * uniform))), float(np.sum(Wn * uniform)), "u"
-    run._ready_stop_point(reach)
-    assert run.ready_tried and not run.readied and run.point_from == "u"
-    _keep_stop_point(run, "time limit", reach)
-    assert len(calls) == 2 and run.point_from.startswith("the cells' point at share ")
-    assert violations(problem, run.best[0], 1.0).violated_pairs == 0
+    monkeypatch.setattr(lp, "solve", solve)
+    assert run._solve_lp(cold_ipm=False) == "optimal" and deadlines == [run.until]
+    assert run._left() is not None and run._left() < 9e3
+    free = _RowAndColumnGeneration(RestrictedLP(Wn, Es), Pricer(Es), None, 1e-4, PAIR_CAPS[0], no_progress, now)
+    assert free.until is None and free._left() is None
 
 
 def test_a_conic_stop_keeps_the_cheaper_of_its_master_point_and_the_cells_points(

@@ -163,6 +163,9 @@ def starting_point(Wn: NDArray[np.float64], Es: NDArray[np.float64], reach: NDAr
 
 
 CELLS_BALANCE_S = 10.0  # seconds the cells' points may balance their rows when there is no deadline
+# the share of a time limit the LP rounds leave to a stop's cells' points (made at the stop, so a round as long as
+# the rest of the limit cannot leave a stop without them: ε = 2, K = 2,000 spent 239 of its 300 s in round 4)
+RESERVE = 0.1
 POINT_GRACE_S = 0.5  # seconds past the deadline a stop may spend on the cells' points
 # the shares of the cells' points a stop tries, in order: 1/2 (the exponential mechanism, whose rows need no
 # balancing) first, then those that cost least once balanced on whole-city Rome at ε = 0.5–5 (docs/WHAT-WE-LEARNED.md)
@@ -194,6 +197,12 @@ def cells_point(Wn: NDArray[np.float64], Es: NDArray[np.float64], reach: NDArray
                               f"private{balanced})")
 
 
+def _rounds_until(deadline: float | None, t_start: float) -> float | None:
+    """When an engine's rounds stop under ``deadline``: ``RESERVE`` of the time limit before it, left for a stop's
+    cells' points."""
+    return None if deadline is None else deadline - RESERVE * max(0.0, deadline - t_start)
+
+
 def stop_point(Wn: NDArray[np.float64], Es: NDArray[np.float64], reach: NDArray[np.float64],
                deadline: float | None) -> tuple[NDArray[np.float64], RowFix | RepairFacts, str]:
     """The exactly private point of a stop, and what it is: the best cells' point found within ``POINT_GRACE_S``
@@ -221,6 +230,7 @@ class _RowAndColumnGeneration:
         self.lp, self.pricer = lp, pricer
         self.Wn, self.Es = lp.Wn, lp.Es
         self.deadline, self.tol, self.progress, self.t_start = deadline, tol, progress, t_start
+        self.until = _rounds_until(deadline, t_start)  # when the LP rounds stop: RESERVE is left for the stop
         self.caps = [c for c in PAIR_CAPS if c > cap] + [np.inf]
         self.cap = cap
         self.best: tuple[NDArray[np.float64], RowFix | RepairFacts, float] | None = None
@@ -236,19 +246,17 @@ class _RowAndColumnGeneration:
         self.whole_column = False
         self.point_from = ""  # what the best point is: a repaired LP solution or a cells' point
         self.bound_from = "the no-privacy floor"  # what certified the bound: the floor or pricing at the LP's duals
-        self.ready_tried = False  # whether the cells' points were tried ahead (:meth:`_ready_stop_point`) ...
-        self.readied = False  # ... and made: a stop then need not make them again
 
     @property
     def gap(self) -> float:
         return (self.ub - self.lb) / max(abs(self.ub), 1e-300) if np.isfinite(self.ub) else np.inf
 
     def _left(self) -> float | None:
-        return None if self.deadline is None else self.deadline - time.perf_counter()
+        return None if self.until is None else self.until - time.perf_counter()
 
     def _solve_lp(self, cold_ipm: bool) -> str:
         t0 = time.perf_counter()
-        st = self.lp.solve(self.deadline, cold_ipm=cold_ipm)
+        st = self.lp.solve(self.until, cold_ipm=cold_ipm)
         self.t_lp += time.perf_counter() - t0
         return st
 
@@ -264,29 +272,6 @@ class _RowAndColumnGeneration:
             self.point_from = f"the repaired solution of LP round {self.rounds}"
         self.t_repair += time.perf_counter() - t0
         return u, arg
-
-    def _ready_stop_point(self, reach: NDArray[np.float64]) -> None:
-        """Once a solve with a time limit has used half of it, try once to make the cells' points a stop would return
-        (within a tenth of the limit), so that a stop need not spend its grace on them; the best of them, if it beats
-        the repaired LP points, is the best point from then on (an upper bound like any feasible point). If even the
-        first share does not finish, the stop tries again within its grace."""
-        if self.ready_tried or self.deadline is None:
-            return
-        now = time.perf_counter()
-        budget = self.deadline - self.t_start
-        if now - self.t_start < 0.5 * budget:
-            return
-        self.ready_tried = True
-        try:
-            Z, facts, label = cells_point(self.Wn, self.Es, reach, min(self.deadline, now + 0.1 * budget))
-        except OutOfTime:
-            return
-        finally:
-            self.t_repair += time.perf_counter() - now
-        self.readied = True
-        obj = float(np.sum(self.Wn * Z))
-        if obj < self.ub:
-            self.ub, self.best, self.point_from = obj, (Z, facts, obj), label
 
     # ---- certified lower bounds: the LP's own duals (cheap), pricing at its row duals (|Y| small LPs) ----
     def _dual_bound(self) -> None:
@@ -327,7 +312,7 @@ class _RowAndColumnGeneration:
         self.added = (new_vars, new_pairs)
         return new_vars + new_pairs
 
-    def run(self, max_rounds: int, reach: NDArray[np.float64]) -> tuple[str, str]:
+    def run(self, max_rounds: int) -> tuple[str, str]:
         n = self.lp.n
         for r in range(1, max_rounds + 1):
             self.rounds = r
@@ -354,7 +339,6 @@ class _RowAndColumnGeneration:
             self.history.append(self._state())
             if self.gap <= self.tol:
                 return "optimal", ""
-            self._ready_stop_point(reach)  # only while the gap is open: a round that certifies needs no stop point
             if not self._grow(Z, u, arg, self.lp.mu):
                 if self.priced < r:  # certify before admitting more
                     if self._price(self.lp.mu) == "time limit":
@@ -450,7 +434,7 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
     _first_lp(lp, reach, holder, (DENSE_KNN if dense > DENSE else 0) if knn is None else knn, cap)
     timings["init_s"] = time.perf_counter() - t0
     run = _RowAndColumnGeneration(lp, Pricer(Es), deadline, tol, cap, progress, t_start, lazy)
-    status, message = run.run(max_iter, reach)
+    status, message = run.run(max_iter)
     _keep_stop_point(run, status, reach)
     out = _finish(run, status, message, W, scale, timings, t_start)
     out.diagnostics["engine"] = "rows"
@@ -466,7 +450,8 @@ def _solve_dense(W: NDArray[np.float64], Es: NDArray[np.float64], tol: float, de
 
     A stop returns the cheaper of the master's point and the cells' points (none from the master before its first
     solve), and the no-privacy floor when the engine has no better bound, as the row-and-column engine does."""
-    left = None if deadline is None else max(0.01, deadline - time.perf_counter())
+    until = _rounds_until(deadline, t_start)
+    left = None if until is None else max(0.01, until - time.perf_counter())
     try:
         out = solve_conic(W, Es, closed=True, tol=tol, time_limit=left, progress=progress, out_rows=out_rows)
     except SolverError as e:
@@ -504,11 +489,11 @@ def _solve_dense(W: NDArray[np.float64], Es: NDArray[np.float64], tol: float, de
 
 
 def _keep_stop_point(run: _RowAndColumnGeneration, status: str, reach: NDArray[np.float64]) -> None:
-    """A stop's point: :func:`stop_point` when no LP solved, or when it beats the repaired LP point (at small ε the
-    repaired point of an early round can cost twice as much); nothing when the best point is within the tolerance or
-    the cells' points were already made (:meth:`_RowAndColumnGeneration._ready_stop_point`)."""
-    if run.best is not None and (run.readied or status == "optimal" or run.gap <= run.tol):
-        return  # the cells' points were tried ahead, or the best point is within the tolerance
+    """A stop's point: :func:`stop_point` (made in what the LP rounds left of the time limit, ``RESERVE``, and its
+    grace) when no LP solved, or when it beats the repaired LP point (at small ε the repaired point of an early round
+    can cost several times as much); nothing when the best point is within the tolerance."""
+    if run.best is not None and (status == "optimal" or run.gap <= run.tol):
+        return
     Zs, fix, label = stop_point(run.Wn, run.Es, reach, run.deadline)
     obj = float(np.sum(run.Wn * Zs))
     if run.best is None or obj < run.ub:
