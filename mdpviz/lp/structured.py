@@ -389,8 +389,9 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
         closed: promise that E already satisfies the triangle inequality (true for ε times a metric); skips the
             O(n³) closure.
         tol: certified relative gap to reach: status ``optimal`` only when (objective − bound) ≤ tol·objective.
-        time_limit: seconds for the whole solve (every LP gets only what is left); on expiry the status is
-            ``time limit`` and Z is the best feasible (exactly private, not certified) point found.
+        time_limit: seconds for the whole solve (every LP gets only what is left, less the last ``RESERVE`` of the
+            limit, which a stop spends on its cells' points); on expiry the status is ``time limit`` and Z is the
+            best feasible (exactly private, not certified) point found.
         progress: ``progress(phase, fraction)``.
         knn: nearest neighbours per row whose pairs enter the first LP besides each entry's holder. By default 0
             on sparse instances (the holders' rows alone; the repair adds the rest in cheap warm re-solves: with
