@@ -495,7 +495,9 @@ def _keep_stop_point(run: _RowAndColumnGeneration, status: str, reach: NDArray[n
     can cost several times as much); nothing when the best point is within the tolerance."""
     if run.best is not None and (status == "optimal" or run.gap <= run.tol):
         return
+    t0 = time.perf_counter()
     Zs, fix, label = stop_point(run.Wn, run.Es, reach, run.deadline)
+    run.t_repair += time.perf_counter() - t0  # the profile's repair_s: the stop's point is a repair too
     obj = float(np.sum(run.Wn * Zs))
     if run.best is None or obj < run.ub:
         run.best, run.ub, run.point_from = (Zs, fix, obj), obj, label
