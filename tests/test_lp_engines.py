@@ -371,10 +371,13 @@ def test_a_stop_keeps_the_cells_starting_point_when_it_beats_the_repaired_lp_poi
     assert np.allclose(out.Z.sum(axis=1), 1.0, atol=1e-12)
 
 
-def test_a_stops_cells_point_is_the_cheapest_share_and_exactly_private() -> None:
+def test_a_stops_cells_point_is_the_cheapest_share_and_exactly_private(monkeypatch: pytest.MonkeyPatch) -> None:
     """The cells' points at the shares of CELL_SHARES (1/2: the exponential mechanism over the outputs' cells) are
     each exactly private; a stop keeps the cheapest, which at small ε is not the exponential mechanism's share."""
+    import mdpviz.lp.structured as structured
     from mdpviz.lp.structured import CELL_SHARES, _cells, _setup, cells_point, starting_point
+
+    monkeypatch.setattr(structured, "CELLS_BALANCE_S", np.inf)  # balanced to the pass cap, not to a clock
 
     problem = build_problem("rome", 150, n_outputs=40, cost="distance", seed=4)
     W = problem.p[:, None] * problem.c
@@ -432,6 +435,7 @@ def test_a_conic_stop_keeps_the_cheaper_of_its_master_point_and_the_cells_points
     import mdpviz.lp.structured as structured
     from mdpviz.lp.outcome import StructuredOutcome
 
+    monkeypatch.setattr(structured, "CELLS_BALANCE_S", np.inf)  # both stops balance alike: to the pass cap
     problem = build_problem("rome", 100, n_outputs=30, cost="distance", seed=4)
     W = problem.p[:, None] * problem.c
     Es = 1.0 * problem.d
