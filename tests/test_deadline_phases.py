@@ -57,6 +57,31 @@ def test_the_exact_repair_stops_at_a_passed_deadline_and_is_unchanged_without_on
     assert fa == fb
 
 
+def test_the_exact_repair_gives_up_once_its_pace_shows_it_would_end_past_the_deadline(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fake clock that moves one second per reading: the deadline is 30 s away, the repair of 100 columns would
+    take about 200 s at that pace, so it raises within the first few blocks, never at the deadline itself; with
+    the deadline 1,000 s away it finishes with the same result as without one."""
+    from mdpviz.lp import cone
+
+    rng = np.random.default_rng(0)
+    n, b = 40, 100
+    pts = rng.uniform(0.0, 5.0, (n, 2))
+    Es = np.linalg.norm(pts[:, None] - pts[None], axis=2)
+    logv = rng.normal(0.0, 3.0, (n, b))
+    clock = iter(np.arange(0.0, 1e6, 1.0))
+    monkeypatch.setattr(cone.time, "perf_counter", lambda: float(next(clock)))
+    with pytest.raises(OutOfTime, match="would end after the deadline") as e:
+        cone.lipschitz_repair(logv, Es, chunk=1, deadline=30.0)
+    assert "column 1 of" not in e.value.what  # judged on its pace, after some work
+    assert int(e.value.what.split("column ")[1].split(" ")[0]) <= 10  # long before the deadline passed
+    far = float(next(clock)) + 1_000.0
+    u, arg = cone.lipschitz_repair(logv, Es, chunk=1, deadline=far)
+    u0, arg0 = cone.lipschitz_repair(logv, Es, chunk=1)
+    np.testing.assert_array_equal(u, u0)
+    np.testing.assert_array_equal(arg, arg0)
+
+
 def test_an_lp_is_not_started_when_its_hand_over_used_the_time(monkeypatch: pytest.MonkeyPatch) -> None:
     import highspy
 

@@ -55,7 +55,9 @@ def lipschitz_repair(logv: NDArray[np.float64], Es: NDArray[np.float64], chunk: 
         logv: (n, b) log-values of b vectors (−inf allowed).
         Es: (n, n) closed exponents: v_i ≤ e^{Es_ij} v_j.
         chunk: block size in units of 64·n entries (memory of a temporary ≈ chunk·64·n floats).
-        deadline: a ``time.perf_counter()`` value; past it (checked once per block) ``OutOfTime`` is raised.
+        deadline: a ``time.perf_counter()`` value; ``OutOfTime`` is raised once it has passed (checked once per
+            block), or as soon as the pace so far (measured over at least a twentieth of the work or 50 ms) shows
+            the repair would end past it: a stop with half a second left does not spend it on a repair of seconds.
     Returns:
         (u, arg): u[j, b] = min(0, max_i logv[i, b] − Es[i, j]) and arg[j, b] the maximising i (0 for an all −inf
         column).
@@ -66,11 +68,16 @@ def lipschitz_repair(logv: NDArray[np.float64], Es: NDArray[np.float64], chunk: 
     finite = np.isfinite(logv)
     step = max(1, int(chunk * 64))
     cols = np.arange(n)
+    total, done, t0 = int(finite.sum()), 0, time.perf_counter()
     for c in range(b):  # one vectorised step per column (or per block of its sources)
         src = np.flatnonzero(finite[:, c])
         for s in range(0, len(src), step):
-            check_deadline(deadline, f"repairing column {c + 1} of {b} into the ε-mDP cone")
+            what = f"repairing column {c + 1} of {b} into the ε-mDP cone"
+            check_deadline(deadline, what)
+            if deadline is not None and done and _would_overrun(t0, done, total, deadline):
+                raise OutOfTime(f"{what} (at its pace so far it would end after the deadline)")
             rows = src[s:s + step]
+            done += len(rows)
             blk = logv[rows, c, None] - Es[rows]  # (sources, n)
             best = np.argmax(blk, axis=0)
             val = blk[best, cols]
@@ -78,6 +85,15 @@ def lipschitz_repair(logv: NDArray[np.float64], Es: NDArray[np.float64], chunk: 
             u[better, c] = val[better]
             arg[better, c] = rows[best[better]]
     return np.minimum(u, 0.0), arg
+
+
+def _would_overrun(t0: float, done: int, total: int, deadline: float) -> bool:
+    """Whether work begun at ``t0``, ``done`` of ``total`` units so far, ends past ``deadline`` at its pace so far;
+    judged only once a twentieth of the work or 50 ms has passed (a first block's pace can mislead)."""
+    elapsed = time.perf_counter() - t0
+    if 20 * done < total and elapsed < 0.05:
+        return False
+    return t0 + elapsed * total / done > deadline
 
 
 TINY = 1e-300  # a normal float64 (full precision): entries below it cannot keep their ratios exactly
