@@ -12,6 +12,7 @@ from typing import Any, NotRequired, TypedDict
 import numpy as np
 from numpy.typing import NDArray
 
+from .deadline import KEPT_AT
 from .errors import ParameterError
 from .metrics import utility_loss_m
 from .problem import Problem
@@ -253,10 +254,13 @@ class Result:
         >>> from mdpviz.problem import build_problem
         >>> pb = build_problem("kotka", 6, n_outputs=3)
         >>> Z = np.full((pb.k, pb.m), 1.0 / pb.m)
-        >>> r = Result("lp", {}, None, "time limit", 5.0, diagnostics={"feasible_Z": Z}, degenerate="No mechanism: …")
+        >>> r = Result("lp", {}, None, "time limit", 5.0, diagnostics={"feasible_Z": Z}, degenerate="No mechanism: …",
+        ...            message="time limit; diagnostics['feasible_Z'] holds a feasible point")
         >>> kept = r.kept_point(pb)
         >>> kept.status, kept.ok, kept.degenerate, round(kept.objective_m, 6) == round(float(pb.p @ pb.c.mean(1)), 6)
         ('time limit', True, '', True)
+        >>> kept.message.split("; ", 1)[1]
+        'time limit; the point shown is a feasible point'
         >>> kept.kept_point(pb) is None
         True
         """
@@ -268,8 +272,10 @@ class Result:
         shown = (f"Shown: the feasible point the solve kept when it stopped ({cost:,.1f} m a report), not the optimum"
                  + ("" if self.bound_m is None else f", which costs at least {self.bound_m:,.1f} m (certified bound)"))
         degenerate = "" if self.degenerate.lower().startswith("no mechanism") else self.degenerate
+        # where the message told a programmer where the point was kept, it now tells the reader it is the one shown
+        message = self.message.replace(KEPT_AT, "the point shown is")
         return dataclasses.replace(self, Z=Z, objective_m=cost, rows=None, degenerate=degenerate,
-                                   message="; ".join(filter(None, [shown, self.message])))
+                                   message="; ".join(filter(None, [shown, message])))
 
 
 SolveFn = Callable[[Problem, dict[str, Any], Progress, float | None], Result]

@@ -13,6 +13,9 @@ import time
 # seconds past the deadline a solve may spend repairing the best point of an LP that the deadline stopped, to keep it
 # in its diagnostics (``feasible_Z``, never as Z); the issue's contract is to stop within 1 s of the deadline
 KEEP_GRACE_S = 0.5
+# the words a stopped solve's message uses for the point it kept aside; ``Result.kept_point`` turns them into "the
+# point shown is" when that point is shown
+KEPT_AT = "diagnostics['feasible_Z'] holds"
 
 
 class OutOfTime(Exception):

@@ -160,6 +160,7 @@ def test_a_search_cut_short_keeps_its_best_candidate_and_says_so(pb: Problem, mo
     assert metrics.violations(pb, Z, EPS, metric="l2-planar").violated_pairs == 0
     kept = r.kept_point(pb)  # shown on request against AIPO's own claim and metric, not haversine's
     assert kept is not None and kept.check_metric == "l2-planar" and kept.claim.startswith("all pairs of points")
+    assert "feasible_Z" not in kept.message and "the point shown is the best" in kept.message
 
 
 def test_discretised_laplace_is_em_in_the_plane_and_its_literal_form_is_checked_at_two_eps(pb: Problem) -> None:

@@ -78,6 +78,8 @@ def test_a_stopped_exact_lp_is_its_own_yardstick_and_no_other_result_is() -> Non
     stopped = solve(rome, "lp", {"eps": 1.0}, time_limit=1e-9, use_cache=False)
     kept = stopped.kept_point(rome)
     assert kept is not None and stopped.bound_m is not None
+    assert "diagnostics['feasible_Z'] holds" in stopped.message  # where the point is kept, for a programmer ...
+    assert "feasible_Z" not in kept.message and "the point shown is a feasible" in kept.message  # ... and shown
     bare = cached_reference(rome, 1.0)
     assert bare.lp_m is None and bare.lp_bound_m is None
     own = with_own_lp(bare, rome, kept)

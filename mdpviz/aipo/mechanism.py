@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..contract import Mechanism, PairCheck, Param, Preset, Result, epsilon_param, register
-from ..deadline import OutOfTime, check_deadline
+from ..deadline import KEPT_AT, OutOfTime, check_deadline
 from ..errors import ParameterError
 from ..geo import project_km
 from ..lp.cone import lipschitz_repair
@@ -258,7 +258,7 @@ def _status(facts: dict[str, Any], best: Best | None) -> tuple[str, str]:
     kept = ("no mechanism to return" if best is None
             else f"the {split} is returned and is exactly private, but may not be the best split")
     if facts["stopped"]:
-        kept = ("no mechanism to return" if best is None else f"diagnostics['feasible_Z'] holds the {split}, "
+        kept = ("no mechanism to return" if best is None else f"{KEPT_AT} the {split}, "
                 "exactly private but perhaps not the best split")
         return "time limit", (f"Time limit: {words} before the deadline, so the budget search is incomplete: {kept}. "
                               "Raise the time limit, lower `budget_steps`, or use a coarser lattice.")
@@ -302,7 +302,7 @@ def _solve(variant: str, problem: Problem, params: dict[str, Any], progress: Pro
         if bound is None and ("time limit" in lb_status or lb_status.startswith("not started")):
             # the deadline came before the bound: a result without it is not one to keep for good
             message = (f"Time limit: the budget search is complete ({message}) but the deadline came before the "
-                       f"universal lower bound ({lb_status}); diagnostics['feasible_Z'] holds the best split, "
+                       f"universal lower bound ({lb_status}); {KEPT_AT} the best split, "
                        "exactly private. Raise the time limit, or lower `lb_grid` (0 skips the bound).")
             return Result(variant, params, None, "time limit", eps, timings=timings, lp_size=facts["size"],
                           message=message, claim=claim, check_metric=metric, diagnostics=AipoDiagnostics(

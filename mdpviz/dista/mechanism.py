@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..contract import Mechanism, Param, Preset, Result, epsilon_param, register
-from ..deadline import OutOfTime
+from ..deadline import KEPT_AT, OutOfTime
 from ..lp.optimal import optimal_rows
 from ..problem import Problem
 from ..progress import Progress
@@ -248,7 +248,7 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
     message, degenerate = _words(cfg, out)
     if status == "time limit":  # solve()'s contract: no Z; the best feasible point so far is kept aside
         diagnostics["feasible_Z"], diagnostics["feasible_objective_m"] = Z, out.objective_km * 1000.0
-        message = ("Time limit: Benders stopped before closing its gap; diagnostics['feasible_Z'] holds its best "
+        message = (f"Time limit: Benders stopped before closing its gap; {KEPT_AT} its best "
                    "feasible point (private as claimed below). " + message)
         Z = None
     return Result("dista-lp", params, Z, status, b.eps_pt, claim=claim, timings=out.timings, lp_size=out.lp_size,

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..deadline import OutOfTime, deadline_of, time_left
+from ..deadline import KEPT_AT, OutOfTime, deadline_of, time_left
 from ..progress import Progress
 from .cone import repair_into_cone
 from .mdp_lp import all_pairs, greedy_spanner, implied_free_pairs, solve_mdp_lp
@@ -57,7 +57,7 @@ def optimal_rows(d: NDArray[np.float64], weights: NDArray[np.float64], c: NDArra
             # never hand back a non-optimal point as the mechanism: keep it, labelled, in the diagnostics
             diag["feasible_Z"] = Z
             diag["feasible_objective_m"] = outcome.objective
-            msg = (msg + "; " if msg else "") + ("diagnostics['feasible_Z'] holds a feasible, exactly private "
+            msg = (msg + "; " if msg else "") + (f"{KEPT_AT} a feasible, exactly private "
                                                  "point (not the optimum)")
             Z = None
         return Z, RowsFacts(outcome.status, outcome.objective if Z is not None else None, outcome.bound,

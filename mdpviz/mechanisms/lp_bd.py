@@ -15,7 +15,7 @@ from typing import Any, cast
 import numpy as np
 
 from ..contract import Mechanism, PairCheck, Param, Preset, Progress, Result, epsilon_param, register
-from ..deadline import OutOfTime, check_deadline, deadline_of, time_left, with_grace
+from ..deadline import KEPT_AT, OutOfTime, check_deadline, deadline_of, time_left, with_grace
 from ..lp.benders import CUT_RULES, PARTITIONERS, BendersDiagnostics, BendersOutcome, partition, solve_benders
 from ..lp.cone import RepairFacts, repair_into_cone
 from ..lp.mdp_lp import implied_free_pairs
@@ -60,7 +60,7 @@ def _solve_lp_bd(problem: Problem, params: dict[str, Any], progress: Progress, t
     except OutOfTime as e:
         kept = ""
         if "feasible_Z" in diag:
-            kept = (f"; diagnostics['feasible_Z'] holds the solved and repaired point "
+            kept = (f"; {KEPT_AT} the solved and repaired point "
                     f"({diag['feasible_objective_m']:.2f} m, private for the LP's pairs), but its all-pairs "
                     "measurement did not finish")
         return Result("lp-bd", params, None, "time limit", params["eps"], claim=_claim(params["scope"], params["eta"]),
@@ -186,7 +186,7 @@ def _repair_point(out: BendersOutcome, closure: np.ndarray, claimed: tuple[np.nd
     if out.Z is None:
         diag["feasible_Z"] = point
         diag["feasible_objective_m"] = float(np.sum(W * point))
-        notes.append(f"no mechanism is returned: diagnostics['feasible_Z'] holds the best feasible point found "
+        notes.append(f"no mechanism is returned: {KEPT_AT} the best feasible point found "
                      f"({diag['feasible_objective_m']:.2f} m, private for the LP's pairs after repair), not the "
                      "optimum")
         return None, None, status

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..contract import Mechanism, PairCheck, Param, Preset, Progress, Result, epsilon_param, register
-from ..deadline import OutOfTime, check_deadline
+from ..deadline import KEPT_AT, OutOfTime, check_deadline
 from ..errors import ParameterError
 from ..problem import Problem
 from .anpo import SOLVERS, AnpoOutcome, anpo_exponents, solve_anpo
@@ -108,7 +108,7 @@ def _solve(problem: Problem, params: dict[str, Any], progress: Progress, time_li
     try:
         return _panda(problem, params, progress, time_limit, variant, t_start, timings, kept)
     except OutOfTime as e:
-        aside = ("" if "feasible_Z" not in kept else "; diagnostics['feasible_Z'] holds the solved AnPO's rows over X "
+        aside = ("" if "feasible_Z" not in kept else f"; {KEPT_AT} the solved AnPO's rows over X "
                  "(its own pairs checked), without the bound and measurements that did not finish")
         return Result(variant_name(variant), params, None, "time limit", params["eps"], claim=CLAIM, timings=timings,
                       message=f"Time limit ({time_limit:g} s) while {e}: no mechanism is returned{aside}. Raise the "
