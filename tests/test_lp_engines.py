@@ -529,3 +529,33 @@ def test_held_entries_solve_the_same_lp_and_give_valid_duals() -> None:
     assert lp.dual_bound() == pytest.approx(lp.objective, rel=1e-9)
     lp.pair_duals[lp.row_at < 0] = 0.0
     assert lp.dual_bound() < lp.objective * (1 - 1e-2)
+
+
+def test_a_round_that_grows_a_large_lp_by_a_tenth_is_solved_cold_to_the_same_optimum(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rounds are warm dual simplex unless one adds at least ``COLD_GROWTH`` of the pair rows an LP of at least
+    ``COLD_MIN_ROWS`` held as rows; those are interior point, cold. With the size threshold lowered so that a small
+    whole-city Rome solve (ε = 1 km⁻¹) meets it, some rounds go cold, and the solve ends at the warm solve's optimum,
+    certified and exactly private; at the default threshold that solve stays warm throughout."""
+    import mdpviz.lp.structured as structured
+    from mdpviz.lp.restricted import RestrictedLP
+
+    problem = build_problem("rome", 120, n_outputs=30, cost="distance", seed=2)
+    W = problem.p[:, None] * problem.c
+    E = 1.0 * problem.d
+    real, cold = RestrictedLP.solve, []
+
+    def spy(self: RestrictedLP, deadline: float | None, cold_ipm: bool = False) -> str:
+        cold.append(cold_ipm)
+        return real(self, deadline, cold_ipm=cold_ipm)
+
+    monkeypatch.setattr(RestrictedLP, "solve", spy)
+    warm = solve_structured(W, E, closed=True, tol=1e-4)
+    assert warm.status == "optimal" and not any(cold)
+    assert structured.COLD_GROWTH == 0.1 and structured.COLD_MIN_ROWS == 50_000
+    cold.clear()
+    monkeypatch.setattr(structured, "COLD_MIN_ROWS", 500)
+    mixed = solve_structured(W, E, closed=True, tol=1e-4)
+    assert mixed.status == "optimal" and any(cold[1:]) and not all(cold[1:])
+    assert mixed.objective == pytest.approx(warm.objective, rel=2e-4)
+    assert cone_violation(mixed.Z, E) <= 1e-9 and np.allclose(mixed.Z.sum(axis=1), 1.0)

@@ -67,6 +67,12 @@ DENSE = 0.7
 DENSE_KNN = 8  # neighbours per row whose pairs enter the first LP on a dense instance (0 on a sparse one)
 ENGINES = ("auto", "rows", "conic")
 PAIR_CAPS = (15.0, LOG_COEF_CAP, 25.0)  # pair rows with larger exponents are left out; the next cap when stalled
+# a round that adds at least COLD_GROWTH of the pair rows an LP of at least COLD_MIN_ROWS already holds as rows is
+# solved cold by interior point, not warm by dual simplex: there a warm iteration costs milliseconds (whole-city Rome,
+# ε = 2 km⁻¹, K = 2,000: 26,444 iterations in 213 s for a round adding 39,139 rows to 129,112) and a warm solve can
+# end on a singular basis; below that size warm stays faster (ε = 1, K = 200: 5.9 s against 9.5 s with one cold round)
+COLD_GROWTH = 0.1
+COLD_MIN_ROWS = 50_000
 
 
 def _setup(W: NDArray[np.float64], E: NDArray[np.float64],
@@ -317,8 +323,9 @@ class _RowAndColumnGeneration:
         for r in range(1, max_rounds + 1):
             self.rounds = r
             self.progress(f"LP round {r}", self._fraction())
-            # interior point beats dual simplex from scratch on a first LP with many pair rows (a dense instance)
-            st = self._solve_lp(cold_ipm=(r == 1 and self.lp.n_rows_solved > 20 * n))
+            # interior point beats dual simplex from scratch on a first LP with many pair rows (a dense instance), and
+            # beats a warm start on a large LP that a round grew by a tenth or more
+            st = self._solve_lp(cold_ipm=(r == 1 and self.lp.n_rows_solved > 20 * n) or self._grew_much())
             if st == "Infeasible" and not self.whole_column:
                 # every row reporting one output is feasible whatever pair rows there are: add that column
                 self.whole_column = True
@@ -350,6 +357,11 @@ class _RowAndColumnGeneration:
                 if not np.isfinite(self.cap) or not self._grow(Z, u, arg, self.lp.mu):
                     return "stalled", "nothing left to add to the LP"
         return "iteration limit", f"round limit ({max_rounds}) reached"
+
+    def _grew_much(self) -> bool:
+        """Whether the last round added at least ``COLD_GROWTH`` of the pair rows a large LP held as rows before it."""
+        before = self.lp.n_rows_solved - self.added[1]
+        return self.rounds > 1 and before >= COLD_MIN_ROWS and self.added[1] >= COLD_GROWTH * before
 
     def _state(self) -> tuple[float, float, float, int, int]:
         """This round's row of ``history``: seconds since start, best objective and bound, LP entries and pair rows."""
