@@ -201,7 +201,7 @@ def test_a_stop_with_a_point_already_within_the_tolerance_is_optimal() -> None:
     W = np.array([[1.0, 2.0], [2.0, 1.0]])
     Z = np.eye(2)
     run = SimpleNamespace(best=(Z, {}, 2.0), lb=2.0 - 1e-6, tol=1e-4, rounds=4, priced_rounds=4, history=[],
-                          cap=15.0,
+                          cap=15.0, cold_rounds=0,
                           pricer=SimpleNamespace(failures=[], lp_calls=8, pairs_max=2, retries=0),
                           lp=SimpleNamespace(n_vars=4, n_pairs=2, retries=0, n_held=0, rebuilt=False),
                           t_lp=0.0, t_repair=0.0, t_price=0.0,
@@ -551,11 +551,12 @@ def test_a_round_that_grows_a_large_lp_by_a_tenth_is_solved_cold_to_the_same_opt
 
     monkeypatch.setattr(RestrictedLP, "solve", spy)
     warm = solve_structured(W, E, closed=True, tol=1e-4)
-    assert warm.status == "optimal" and not any(cold)
+    assert warm.status == "optimal" and not any(cold) and warm.diagnostics["cold_rounds"] == 0
     assert structured.COLD_GROWTH == 0.1 and structured.COLD_MIN_ROWS == 50_000
     cold.clear()
     monkeypatch.setattr(structured, "COLD_MIN_ROWS", 500)
     mixed = solve_structured(W, E, closed=True, tol=1e-4)
     assert mixed.status == "optimal" and any(cold[1:]) and not all(cold[1:])
+    assert mixed.diagnostics["cold_rounds"] == sum(cold[1:])  # counted, for the profile and the technical account
     assert mixed.objective == pytest.approx(warm.objective, rel=2e-4)
     assert cone_violation(mixed.Z, E) <= 1e-9 and np.allclose(mixed.Z.sum(axis=1), 1.0)

@@ -31,6 +31,7 @@ class EngineDiagnostics(TypedDict, total=False):
     lp_retries: int
     held_entries: int  # entries solved as held by their cell's row (that pair row a bound), 0 once rebuilt unheld
     lp_rebuilt: bool  # HiGHS failed on the held form and the LP was rebuilt with every pair row a row
+    cold_rounds: int  # rounds solved cold by interior point because they grew a large LP by a tenth or more
     pricing_retries: int
     pricing_failures: int
     # the conic engine

@@ -249,6 +249,7 @@ class _RowAndColumnGeneration:
         self.priced_rounds = 0
         self.lazy = lazy  # price only when it can close the gap (``_worth_pricing``)
         self.added = (0, 0)
+        self.cold_rounds = 0  # rounds solved cold because they grew a large LP by COLD_GROWTH or more
         self.whole_column = False
         self.point_from = ""  # what the best point is: a repaired LP solution or a cells' point
         self.bound_from = "the no-privacy floor"  # what certified the bound: the floor or pricing at the LP's duals
@@ -325,7 +326,9 @@ class _RowAndColumnGeneration:
             self.progress(f"LP round {r}", self._fraction())
             # interior point beats dual simplex from scratch on a first LP with many pair rows (a dense instance), and
             # beats a warm start on a large LP that a round grew by a tenth or more
-            st = self._solve_lp(cold_ipm=(r == 1 and self.lp.n_rows_solved > 20 * n) or self._grew_much())
+            grew_much = self._grew_much()
+            self.cold_rounds += grew_much
+            st = self._solve_lp(cold_ipm=(r == 1 and self.lp.n_rows_solved > 20 * n) or grew_much)
             if st == "Infeasible" and not self.whole_column:
                 # every row reporting one output is feasible whatever pair rows there are: add that column
                 self.whole_column = True
@@ -546,7 +549,7 @@ def _finish(run: _RowAndColumnGeneration, status: str, message: str, W: NDArray[
         "iterations": run.rounds, "priced_rounds": run.priced_rounds, "pair_cap": run.cap,
         "history": [(t, ub * scale, lb * scale, v, p) for t, ub, lb, v, p in run.history],  # in W's unit, as objective
         "gap": gap, "lp_retries": run.lp.retries, "held_entries": run.lp.n_held, "lp_rebuilt": run.lp.rebuilt,
-        "pricing_retries": run.pricer.retries,
+        "cold_rounds": run.cold_rounds, "pricing_retries": run.pricer.retries,
         "pricing_failures": len(failures), "bound_from": run.bound_from, "point_from": run.point_from}
     diagnostics["row_fix"] = fix
     return StructuredOutcome(Z, status, objective, bound, timings, size, diagnostics, "; ".join(words), gap)
