@@ -50,3 +50,12 @@ def check_deadline(deadline: float | None, what: str) -> None:
     """Raise :class:`OutOfTime` naming ``what`` once ``deadline`` has passed."""
     if deadline is not None and time.perf_counter() > deadline:
         raise OutOfTime(what)
+
+
+def would_overrun(t0: float, done: int, total: int, deadline: float) -> bool:
+    """Whether work begun at ``t0``, ``done`` (> 0) of ``total`` units so far, ends past ``deadline`` at its pace so
+    far; judged only once a twentieth of the work or 50 ms has passed (a first block's pace can mislead)."""
+    elapsed = time.perf_counter() - t0
+    if 20 * done < total and elapsed < 0.05:
+        return False
+    return t0 + elapsed * total / done > deadline

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.sparse.csgraph import shortest_path
 
-from ..deadline import OutOfTime, check_deadline
+from ..deadline import OutOfTime, check_deadline, would_overrun
 from ..errors import ParameterError, SolverError
 
 
@@ -74,7 +74,7 @@ def lipschitz_repair(logv: NDArray[np.float64], Es: NDArray[np.float64], chunk: 
         for s in range(0, len(src), step):
             what = f"repairing column {c + 1} of {b} into the ε-mDP cone"
             check_deadline(deadline, what)
-            if deadline is not None and done and _would_overrun(t0, done, total, deadline):
+            if deadline is not None and done and would_overrun(t0, done, total, deadline):
                 raise OutOfTime(f"{what} (at its pace so far it would end after the deadline)")
             rows = src[s:s + step]
             done += len(rows)
@@ -85,15 +85,6 @@ def lipschitz_repair(logv: NDArray[np.float64], Es: NDArray[np.float64], chunk: 
             u[better, c] = val[better]
             arg[better, c] = rows[best[better]]
     return np.minimum(u, 0.0), arg
-
-
-def _would_overrun(t0: float, done: int, total: int, deadline: float) -> bool:
-    """Whether work begun at ``t0``, ``done`` of ``total`` units so far, ends past ``deadline`` at its pace so far;
-    judged only once a twentieth of the work or 50 ms has passed (a first block's pace can mislead)."""
-    elapsed = time.perf_counter() - t0
-    if 20 * done < total and elapsed < 0.05:
-        return False
-    return t0 + elapsed * total / done > deadline
 
 
 TINY = 1e-300  # a normal float64 (full precision): entries below it cannot keep their ratios exactly

@@ -327,7 +327,7 @@ class _RowAndColumnGeneration:
             # interior point beats dual simplex from scratch on a first LP with many pair rows (a dense instance), and
             # beats a warm start on a large LP that a round grew by a tenth or more
             grew_much = self._grew_much()
-            self.cold_rounds += grew_much
+            self.cold_rounds += int(grew_much)
             st = self._solve_lp(cold_ipm=(r == 1 and self.lp.n_rows_solved > 20 * n) or grew_much)
             if st == "Infeasible" and not self.whole_column:
                 # every row reporting one output is feasible whatever pair rows there are: add that column
@@ -363,8 +363,10 @@ class _RowAndColumnGeneration:
 
     def _grew_much(self) -> bool:
         """Whether the last round added at least ``COLD_GROWTH`` of the pair rows a large LP held as rows before it."""
+        if self.rounds == 1:
+            return False
         before = self.lp.n_rows_solved - self.added[1]
-        return self.rounds > 1 and before >= COLD_MIN_ROWS and self.added[1] >= COLD_GROWTH * before
+        return before >= COLD_MIN_ROWS and self.added[1] >= COLD_GROWTH * before
 
     def _state(self) -> tuple[float, float, float, int, int]:
         """This round's row of ``history``: seconds since start, best objective and bound, LP entries and pair rows."""
