@@ -203,7 +203,8 @@ def test_a_stop_with_a_point_already_within_the_tolerance_is_optimal() -> None:
     run = SimpleNamespace(best=(Z, {}, 2.0), lb=2.0 - 1e-6, tol=1e-4, rounds=4, priced_rounds=4, history=[],
                           cap=15.0, cold_rounds=0,
                           pricer=SimpleNamespace(failures=[], lp_calls=8, pairs_max=2, retries=0),
-                          lp=SimpleNamespace(n_vars=4, n_pairs=2, retries=0, n_held=0, rebuilt=False),
+                          lp=SimpleNamespace(n_vars=4, n_pairs=2, retries=0, n_held=0, rebuilt=False, pooled=0,
+                                             returned=0),
                           t_lp=0.0, t_repair=0.0, t_price=0.0,
                           bound_from="pricing at LP round 4's duals", point_from="the repaired solution of LP round 4")
     out = _finish(run, "time limit", "time limit while certifying round 5", W, 1.0, {}, 0.0)
@@ -326,34 +327,6 @@ def test_lazy_pricing_certifies_the_same_optimum_with_fewer_pricing_rounds() -> 
     assert lazy["priced_rounds"] < lazy["iterations"]
     assert outs[True].bound >= outs[False].bound * (1 - 1e-6)  # the LP's duals bound as tightly as pricing
 
-
-def test_the_lp_dual_bound_is_a_lower_bound_for_any_duals() -> None:
-    """Weak duality by hand: with the restricted LP's duals the bound equals its value where no entry outside it
-    prices negative, and with any other duals (pair duals of either sign: positive ones are clipped) it stays at or
-    below the whole LP's optimum, here solved monolithically over all ordered pairs."""
-    from mdpviz.lp.restricted import RestrictedLP
-    from mdpviz.lp.structured import _setup
-
-    problem = build_problem("rome", 40, n_outputs=12, cost="distance", seed=3)
-    W = problem.p[:, None] * problem.c
-    pi, pj = all_pairs(problem.k)
-    _, exact = solve_mdp_lp(problem.p, problem.c, pi, pj, 1.0 * problem.d[pi, pj])
-    Es, Wn, scale = _setup(W, 1.0 * problem.d, closed=True)
-    lp = RestrictedLP(Wn, Es)
-    k, m = Wn.shape
-    xs, ys = np.nonzero(Wn <= np.quantile(Wn, 0.5))
-    lp.add_vars(xs, ys)
-    rng = np.random.default_rng(0)
-    i, j = rng.integers(0, k, 300), rng.integers(0, k, 300)
-    lp.add_pairs(i, j, rng.integers(0, m, 300))
-    assert lp.solve(None) == "optimal"
-    assert lp.dual_bound() * scale <= exact.objective * (1 + 1e-6)
-    if np.all(Wn - lp.mu[:, None] >= 0.0):  # nothing outside prices negative: the bound is the LP's value
-        assert lp.dual_bound() == pytest.approx(lp.objective, rel=1e-9)
-    for _ in range(20):
-        lp.mu = lp.mu + rng.normal(0.0, 0.05, k)
-        lp.pair_duals = rng.normal(0.0, 0.05, len(lp.pair_duals))
-        assert lp.dual_bound() * scale <= exact.objective * (1 + 1e-6)
 
 
 def test_a_stop_keeps_the_cells_starting_point_when_it_beats_the_repaired_lp_point() -> None:
@@ -488,75 +461,3 @@ def test_the_conic_engine_runs_on_one_blas_thread(monkeypatch: pytest.MonkeyPatc
     out = conic.solve_conic(problem.p[:, None] * problem.c, 5.0 * problem.d, closed=True, tol=1e-4)
     assert out.status == "optimal" and seen and seen[0] and all(n == 1 for n in seen[0])
     assert [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"] == before
-
-
-def test_held_entries_solve_the_same_lp_and_give_valid_duals() -> None:
-    """Solving entries as held by a nearer one (their pair row a bound) is a change of variables: the same optimum,
-    a solution that meets every pair row of S, and pair duals (the bound rows' read from the reduced costs) whose
-    hand-computed bound equals the LP's value and stays below the whole LP's optimum."""
-    from mdpviz.lp.restricted import RestrictedLP
-    from mdpviz.lp.structured import _cells, _setup
-
-    problem = build_problem("rome", 40, n_outputs=12, cost="distance", seed=3)
-    W = problem.p[:, None] * problem.c
-    pi, pj = all_pairs(problem.k)
-    _, exact = solve_mdp_lp(problem.p, problem.c, pi, pj, 1.0 * problem.d[pi, pj])
-    Es, Wn, scale = _setup(W, 1.0 * problem.d, closed=True)
-    reach, holder = _cells(Wn, Es, None)
-    xs, ys = np.nonzero(reach <= 6.0)
-    hi = holder[xs, ys]
-    rng = np.random.default_rng(1)
-    extra = rng.integers(0, len(xs), 150), rng.integers(0, len(xs), 150)
-    lps = {}
-    for held in (False, True):
-        lp = RestrictedLP(Wn, Es)
-        lp.add_vars(xs, ys)
-        (lp.hold_by if held else lp.add_pairs)(hi, xs, ys)
-        same = ys[extra[0]] == ys[extra[1]]
-        lp.add_pairs(xs[extra[0]][same], xs[extra[1]][same], ys[extra[0]][same])
-        assert lp.solve(None) == "optimal"
-        lps[held] = lp
-    assert lps[True].n_held > 0.5 * len(xs) and lps[False].n_held == 0
-    assert lps[True].objective == pytest.approx(lps[False].objective, rel=1e-7)
-    lp = lps[True]
-    z = lp.z
-    assert np.all(z[lp.row_hi] <= lp.row_coef * z[lp.row_lo] + 1e-7)  # bound rows included
-    Z = lp.solution()
-    assert np.abs(Z.sum(axis=1) - 1.0).max() < 1e-7
-    assert lp.dual_bound() * scale <= exact.objective * (1 + 1e-6)
-    # here no entry outside the LP prices negative, so the bound is the LP's value (with the bound rows' duals set to
-    # 0 it falls 3.5 % short)
-    assert lp.dual_bound() == pytest.approx(lp.objective, rel=1e-9)
-    lp.pair_duals[lp.row_at < 0] = 0.0
-    assert lp.dual_bound() < lp.objective * (1 - 1e-2)
-
-
-def test_a_round_that_grows_a_large_lp_by_a_tenth_is_solved_cold_to_the_same_optimum(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Rounds are warm dual simplex unless one adds at least ``COLD_GROWTH`` of the pair rows an LP of at least
-    ``COLD_MIN_ROWS`` held as rows; those are interior point, cold. With the size threshold lowered so that a small
-    whole-city Rome solve (ε = 1 km⁻¹) meets it, some rounds go cold, and the solve ends at the warm solve's optimum,
-    certified and exactly private; at the default threshold that solve stays warm throughout."""
-    import mdpviz.lp.structured as structured
-    from mdpviz.lp.restricted import RestrictedLP
-
-    problem = build_problem("rome", 120, n_outputs=30, cost="distance", seed=2)
-    W = problem.p[:, None] * problem.c
-    E = 1.0 * problem.d
-    real, cold = RestrictedLP.solve, []
-
-    def spy(self: RestrictedLP, deadline: float | None, cold_ipm: bool = False) -> str:
-        cold.append(cold_ipm)
-        return real(self, deadline, cold_ipm=cold_ipm)
-
-    monkeypatch.setattr(RestrictedLP, "solve", spy)
-    warm = solve_structured(W, E, closed=True, tol=1e-4)
-    assert warm.status == "optimal" and not any(cold) and warm.diagnostics["cold_rounds"] == 0
-    assert structured.COLD_GROWTH == 0.1 and structured.COLD_MIN_ROWS == 50_000
-    cold.clear()
-    monkeypatch.setattr(structured, "COLD_MIN_ROWS", 500)
-    mixed = solve_structured(W, E, closed=True, tol=1e-4)
-    assert mixed.status == "optimal" and any(cold[1:]) and not all(cold[1:])
-    assert mixed.diagnostics["cold_rounds"] == sum(cold[1:])  # counted, for the profile and the technical account
-    assert mixed.objective == pytest.approx(warm.objective, rel=2e-4)
-    assert cone_violation(mixed.Z, E) <= 1e-9 and np.allclose(mixed.Z.sum(axis=1), 1.0)

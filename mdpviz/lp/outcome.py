@@ -32,6 +32,8 @@ class EngineDiagnostics(TypedDict, total=False):
     held_entries: int  # entries solved as held by their cell's row (that pair row a bound), 0 once rebuilt unheld
     lp_rebuilt: bool  # HiGHS failed on the held form and the LP was rebuilt with every pair row a row
     cold_rounds: int  # rounds solved cold by interior point because they grew a large LP by a tenth or more
+    pooled_rows: int  # pair rows moved out of HiGHS while slack (``RestrictedLP.pool_slack_rows``), counted each time
+    pool_returns: int  # pooled rows taken back because a solution broke them
     pricing_retries: int
     pricing_failures: int
     # the conic engine

@@ -17,6 +17,13 @@ pair rows is in the simplex basis and each iteration's solves fill along them; a
 (whole-city Rome, ε = 2 km⁻¹, K = 500, the last LP solved cold: 21.6 s of CPU as rows, 5.8 s held by the cells'
 rows; ``docs/WHAT-WE-LEARNED.md``). A holder is never itself held, so z = v + a·v[hold] is one step. Should HiGHS
 fail on the held form, the LP is rebuilt with every pair row a row and solved again.
+
+*Pooled rows.* Most pair rows a round adds stop binding a round or two later, yet HiGHS would carry them in every
+later solve (whole-city Rome, ε = 1 km⁻¹, K = 500: 198,048 rows in the last LP, 34,591 with a nonzero dual). After
+a round the rows that are slack at its solution (basic, zero dual) leave HiGHS for a *pool* (:meth:`pool_slack_rows`;
+deleting basic rows keeps the basis); a solve whose point breaks a pooled row takes it back and re-solves warm, so a
+solve still ends optimal for the LP over every row of S. Dropping them outright instead costs rounds: they are
+broken again (K = 200: 68 rounds against 13; ``docs/WHAT-WE-LEARNED.md``).
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ _PRIMAL: dict[str, str | int] = {"solver": "simplex", "simplex_strategy": 4}
 # HiGHS refuses a coefficient above 1e15; a pair row's e^{E_ij} is capped below it (only a tighter row: the LP is
 # never trusted, its point is repaired and its bound computed by hand with the true coefficient)
 ROW_COEF_CAP = 1e14
+POOLED = -2  # ``row_at`` of a pair row in the pool: in S, not in HiGHS (−1: a held entry's bound)
 
 
 def _check(status: highspy.HighsStatus, what: str) -> None:
@@ -68,6 +76,8 @@ class RestrictedLP:
         self.built = (0, 0)  # entries and pair rows of S handed to HiGHS so far
         self.solves = 0
         self.retries = 0
+        self.pooled = 0  # pair rows moved to the pool, counted each time
+        self.returned = 0  # pooled rows taken back because a solution broke them
         self.rebuilt = False  # the held form failed and the LP was rebuilt with every pair row a row
         self.z = np.zeros(0)
         self.mu = np.zeros(self.n)
@@ -181,18 +191,50 @@ class RestrictedLP:
                              A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32), A.data), "entries")
         if p0 < len(self.row_hi):  # new pair rows, except the bounds of held entries
             idx = np.arange(p0, len(self.row_hi))
-            idx = idx[self.hold[self.row_lo[idx]] != self.row_hi[idx]]
-            r = len(idx)
-            self.row_at[idx] = h.getNumRow() + np.arange(r)
-            k1, c1, a1 = self._in_columns(self.row_hi[idx])
-            k2, c2, a2 = self._in_columns(self.row_lo[idx])
-            coef = np.minimum(self.row_coef[idx], ROW_COEF_CAP)
-            A = sp.csr_matrix((np.concatenate([a1, -coef[k2] * a2]),
-                               (np.concatenate([k1, k2]), np.concatenate([c1, c2]))), shape=(r, self.n_vars))
-            A.sum_duplicates()
-            _check(h.addRows(r, np.full(r, -INF), np.zeros(r), A.nnz, A.indptr[:-1].astype(np.int32),
-                             A.indices.astype(np.int32), A.data), "pair rows")
+            self._add_rows(idx[self.hold[self.row_lo[idx]] != self.row_hi[idx]])
         self.built = (self.n_vars, len(self.row_hi))
+
+    def _add_rows(self, idx: NDArray[np.int64]) -> None:
+        """Hand HiGHS the pair rows ``idx`` of S as rows, appended after its last row."""
+        h = self.h
+        assert h is not None
+        r = len(idx)
+        self.row_at[idx] = h.getNumRow() + np.arange(r)
+        k1, c1, a1 = self._in_columns(self.row_hi[idx])
+        k2, c2, a2 = self._in_columns(self.row_lo[idx])
+        coef = np.minimum(self.row_coef[idx], ROW_COEF_CAP)
+        A = sp.csr_matrix((np.concatenate([a1, -coef[k2] * a2]),
+                           (np.concatenate([k1, k2]), np.concatenate([c1, c2]))), shape=(r, self.n_vars))
+        A.sum_duplicates()
+        _check(h.addRows(r, np.full(r, -INF), np.zeros(r), A.nnz, A.indptr[:-1].astype(np.int32),
+                         A.indices.astype(np.int32), A.data), "pair rows")
+
+    def pool_slack_rows(self) -> int:
+        """Move the pair rows that are slack at the last solution (basic in HiGHS's basis, zero dual) from HiGHS
+        to the pool; the basis stays valid, so the next solve is warm. Returns how many moved."""
+        h = self.h
+        if h is None or not self.solves:
+            return 0
+        live = np.flatnonzero(self.row_at >= 0)
+        basic = np.asarray(h.getBasis().row_status)[self.row_at[live]] == highspy.HighsBasisStatus.kBasic
+        drop = live[basic & (self.pair_duals[live] == 0.0)]
+        if not len(drop):
+            return 0
+        gone = np.sort(self.row_at[drop]).astype(np.int32)
+        _check(h.deleteRows(len(gone), gone), "pool")
+        self.row_at[drop] = POOLED
+        live = np.flatnonzero(self.row_at >= 0)
+        self.row_at[live] -= np.searchsorted(gone, self.row_at[live])
+        self.pooled += len(drop)
+        return len(drop)
+
+    def _broken_pooled(self) -> NDArray[np.int64]:
+        """The pooled pair rows the last solution breaks (by more than 1e-9 of the larger side), each with the
+        coefficient it has in HiGHS (capped at ``ROW_COEF_CAP``), so that the LP solved is the one without a pool."""
+        idx = np.flatnonzero(self.row_at == POOLED)
+        zi = self.z[self.row_hi[idx]] if len(idx) else np.zeros(0)
+        gap = zi - np.minimum(self.row_coef[idx], ROW_COEF_CAP) * self.z[self.row_lo[idx]]
+        return idx[gap > 1e-9 * np.maximum(zi, 1e-300)]
 
     def _rebuild_unheld(self) -> None:
         """Drop the held form: a new model with every entry its own column and every pair row a row."""
@@ -204,8 +246,8 @@ class RestrictedLP:
 
     @property
     def n_rows_solved(self) -> int:
-        """Pair rows the next solve holds as rows (not as the bounds of held entries)."""
-        return int(np.count_nonzero(self.hold[self.row_lo] != self.row_hi))
+        """Pair rows the next solve holds as rows (not as the bounds of held entries, nor pooled)."""
+        return int(np.count_nonzero((self.hold[self.row_lo] != self.row_hi) & (self.row_at != POOLED)))
 
     def solve(self, deadline: float | None, cold_ipm: bool = False) -> str:
         """Solve; ``optimal``, ``time limit`` or HiGHS's status text. Sets ``z`` (values on R) and ``mu``.
@@ -214,6 +256,10 @@ class RestrictedLP:
         """
         self._sync()
         st = self._run([_IPM, _PRIMAL] if cold_ipm else [_DUAL, _IPM, _PRIMAL], deadline)
+        while st == "optimal" and len(back := self._broken_pooled()):  # pooled rows it breaks come back, warm
+            self._add_rows(back)
+            self.returned += len(back)
+            st = self._run([_DUAL, _IPM, _PRIMAL], deadline)
         if st not in ("optimal", "time limit") and self.n_held:
             self._rebuild_unheld()
             st = self._run([_IPM, _PRIMAL], deadline)
@@ -259,9 +305,9 @@ class RestrictedLP:
         duals = np.array(sol.row_dual)
         self.mu = duals[:self.n]
         rows = self.row_at >= 0
-        lam = np.empty(len(self.row_at))
+        lam = np.zeros(len(self.row_at))  # a pooled row's dual: 0 (slack when it left, and unbroken since)
         lam[rows] = duals[self.row_at[rows]]
-        bound = np.flatnonzero(~rows)
+        bound = np.flatnonzero(self.row_at == -1)
         lam[bound] = -np.maximum(np.array(sol.col_dual)[self.row_lo[bound]], 0.0) / self.row_coef[bound]
         self.pair_duals = lam
         self.objective = objective

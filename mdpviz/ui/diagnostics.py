@@ -238,6 +238,8 @@ KEY_WORDS = {
     "held_entries": "LP entries held by their cell's row (that pair row a bound)",
     "lp_rebuilt": "LP rebuilt with every pair row a row (HiGHS failed on the held form)",
     "cold_rounds": "LP rounds solved cold by interior point (a large LP grown by a tenth or more)",
+    "pooled_rows": "pair rows moved out of the LP while slack (counted each time)",
+    "pool_returns": "pooled pair rows taken back because a solution broke them",
     "cy": "cost block", "dx": "x-distance block", "dy": "y-distance block", "v_pair": "V_pair (between users)",
     "v_cf": "V_cf (counterfactual anchors)", "v_pure": "V_pure (pure ε-mDP between users)", "p_s": "p_s",
     "anpo": "AnPO", "pl": "privacy loss", "relerr": "relative error", "lb": "lower bound",
