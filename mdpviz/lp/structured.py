@@ -70,7 +70,9 @@ PAIR_CAPS = (15.0, LOG_COEF_CAP, 25.0)  # pair rows with larger exponents are le
 # a round that adds at least COLD_GROWTH of the pair rows an LP of at least COLD_MIN_ROWS already holds as rows is
 # solved cold by interior point, not warm by dual simplex: there a warm iteration costs milliseconds (whole-city Rome,
 # ε = 2 km⁻¹, K = 2,000: 26,444 iterations in 213 s for a round adding 39,139 rows to 129,112) and a warm solve can
-# end on a singular basis; below that size warm stays faster (ε = 1, K = 200: 5.9 s against 9.5 s with one cold round)
+# end on a singular basis; below that size warm stays faster (ε = 1, K = 200: 5.9 s against 9.5 s with one cold round).
+# With the pool below, HiGHS seldom holds that many rows; lowering the size to 20,000 made rounds cold again and cost
+# more (ε = 1, K = 500: 364 s against 216 s; ε = 2, K = 2,000: 720 s against 488 s)
 COLD_GROWTH = 0.1
 COLD_MIN_ROWS = 50_000
 # from this many pair rows held as rows, a round's slack rows leave HiGHS for a pool (``RestrictedLP.pool_slack_rows``;
