@@ -18,7 +18,7 @@ pair rows is in the simplex basis and each iteration's solves fill along them; a
 rows; ``docs/WHAT-WE-LEARNED.md``). A holder is never itself held, so z = v + a·v[hold] is one step. Should HiGHS
 fail on the held form, the LP is rebuilt with every pair row a row and solved again.
 
-*Pooled rows.* Most pair rows a round adds stop binding a round or two later, yet HiGHS would carry them in every
+*Pooled rows.* Most pair rows the rounds add are slack at the LP's optimum, yet HiGHS would carry them in every
 later solve (whole-city Rome, ε = 1 km⁻¹, K = 500: 198,048 rows in the last LP, 34,591 with a nonzero dual). After
 a round the rows that are slack at its solution (basic, zero dual) leave HiGHS for a *pool* (:meth:`pool_slack_rows`;
 deleting basic rows keeps the basis); a solve whose point breaks a pooled row takes it back and re-solves warm, so a
