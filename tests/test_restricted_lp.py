@@ -181,3 +181,22 @@ def test_a_solve_takes_back_the_pooled_rows_its_point_breaks() -> None:
     whole.add_pairs(i, j, y)
     assert whole.solve(None, cold_ipm=True) == "optimal"
     assert lp.objective == pytest.approx(whole.objective, rel=1e-7)
+
+
+def test_without_a_basis_no_row_is_pooled() -> None:
+    """Pooling keeps the basis warm; where HiGHS has no valid basis (its solver state cleared, as a retry does) there
+    is no row status to read, and every row stays in place."""
+    from mdpviz.lp.restricted import POOLED, RestrictedLP
+
+    problem = build_problem("rome", 30, n_outputs=8, cost="distance", seed=5)
+    W = problem.p[:, None] * problem.c
+    Wn, Es = W / W.max(), 1.0 * problem.d
+    n, m = Wn.shape
+    lp = RestrictedLP(Wn, Es)
+    lp.add_vars(np.repeat(np.arange(n), m), np.tile(np.arange(m), n))
+    i, j = np.nonzero((Es > 0) & (Es <= 4.0))
+    lp.add_pairs(i, j, np.arange(len(i)) % m)
+    assert lp.solve(None) == "optimal"
+    assert lp.h is not None
+    lp.h.clearSolver()
+    assert lp.pool_slack_rows() == 0 and not np.any(lp.row_at == POOLED)

@@ -215,8 +215,11 @@ class RestrictedLP:
         h = self.h
         if h is None or not self.solves:
             return 0
+        basis = h.getBasis()
+        if not basis.valid:  # no basis to keep warm (and no statuses to read): leave every row in place
+            return 0
         live = np.flatnonzero(self.row_at >= 0)
-        basic = np.asarray(h.getBasis().row_status)[self.row_at[live]] == highspy.HighsBasisStatus.kBasic
+        basic = np.asarray(basis.row_status)[self.row_at[live]] == highspy.HighsBasisStatus.kBasic
         drop = live[basic & (self.pair_duals[live] == 0.0)]
         if not len(drop):
             return 0
