@@ -141,6 +141,8 @@ def test_slack_rows_pooled_and_taken_back_leave_every_round_the_same_lp(monkeypa
     pooled = solve_structured(W, E, closed=True, tol=1e-4)
     assert pooled.status == "optimal"
     assert pooled.diagnostics["pooled_rows"] > 0 and pooled.diagnostics["pool_returns"] > 0
+    assert pooled.size["lp_pair_rows_as_rows"] < plain.size["lp_pair_rows_as_rows"]  # HiGHS held fewer at the end
+    assert pooled.size["lp_pair_rows"] == plain.size["lp_pair_rows"]  # the same rows S, some of them pooled
     assert len(values) == len(unpooled)
     np.testing.assert_allclose(values, unpooled, rtol=1e-7)
     assert pooled.objective == pytest.approx(plain.objective, rel=1e-6)

@@ -554,6 +554,7 @@ def _finish(run: _RowAndColumnGeneration, status: str, message: str, W: NDArray[
                      "the trivial bound instead")
     timings.update(lp_s=run.t_lp, repair_s=run.t_repair, pricing_s=run.t_price, total_s=time.perf_counter() - t_start)
     size = {"rows": n, "lp_variables": run.lp.n_vars, "lp_pair_rows": run.lp.n_pairs,
+            "lp_pair_rows_as_rows": run.lp.n_rows_solved,
             "pricing_lps": run.pricer.lp_calls, "pricing_pairs_max": run.pricer.pairs_max, "variables": n * m}
     diagnostics: EngineDiagnostics = {
         "iterations": run.rounds, "priced_rounds": run.priced_rounds, "pair_cap": run.cap,

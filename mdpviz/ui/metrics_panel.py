@@ -31,7 +31,8 @@ LP_SIZE_LABELS = {"wem_entries": "weighted-EM entries", "pricing_lps": "pricing 
                   "pricing_rows_max": "rows per pricing LP (max)", "pricing_rows_mean": "rows per pricing LP (mean)",
                   "master_rows": "master LP rows", "atoms_used": "atoms used", "nonzeros": "nonzeros",
                   "sub_variables_max": "subproblem variables (max)",
-                  "sub_constraints_max": "subproblem constraints (max)"}
+                  "sub_constraints_max": "subproblem constraints (max)",
+                  "lp_pair_rows_as_rows": "LP pair rows held as rows at the end (the others pooled or bounds)"}
 
 
 def lp_size_label(key: str) -> str:
