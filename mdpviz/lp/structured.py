@@ -76,8 +76,9 @@ PAIR_CAPS = (15.0, LOG_COEF_CAP, 25.0)  # pair rows with larger exponents are le
 COLD_GROWTH = 0.1
 COLD_MIN_ROWS = 50_000
 # from this many pair rows held as rows, a round's slack rows leave HiGHS for a pool (``RestrictedLP.pool_slack_rows``;
-# whole-city Rome, ε = 2 km⁻¹, K = 1,000: 56 s of CPU against 91 s unpooled, 66 s from 50,000 rows); below it the
-# warm re-solves that take rows back cost more than they save (ε = 2, K = 500: 4.0 s against 3.3 s, every round pooled)
+# whole-city Rome, ε = 2 km⁻¹, K = 1,000, back to back: 47.5 s of CPU against 72.3 s unpooled); below it the warm
+# re-solves that take rows back cost more than they save (ε = 2, K = 500: 4.0 s against 3.3 s, every round pooled).
+# It loses at ε = 1, K = 1,000: 4 LP rounds in 300 s against 6 (docs/WHAT-WE-LEARNED.md, "Slack rows leave HiGHS")
 POOL_MIN_ROWS = 20_000
 
 
