@@ -55,16 +55,13 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any
 
 import highspy
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
-from scipy.cluster.vq import kmeans2
 
 from ..deadline import OutOfTime, check_deadline
-from ..errors import ParameterError
 from ..progress import Progress, no_progress
 from .benders_master import (
     CUT_RULES,
@@ -75,100 +72,17 @@ from .benders_master import (
     components,
     master_pairs,
 )
+from .benders_outcome import BendersDiagnostics, BendersOutcome
+from .benders_partition import PARTITIONERS, partition
 from .benders_sub import CUT_CAP, LOG_CAP, RowSumCuts, Subproblem, build_subs, run_highs
 from .highs import check_lp_rows
 
-__all__ = ["CUT_RULES", "PARTITIONERS", "BendersOutcome", "components", "master_pairs", "partition", "solve_benders"]
+__all__ = ["CUT_RULES", "PARTITIONERS", "BendersDiagnostics", "BendersOutcome", "components", "master_pairs",
+           "partition", "solve_benders"]
 
-PARTITIONERS = ("kmeans-dv", "kmeans-rec", "kmeans-adj", "spectral")
 LAMBDA_TOP = 0.999  # an in-out λ at or above this goes to 1 at its next raise (plain Benders from then on)
 OPTIMAL_REL = 1e-4  # a certified gap within ξ is called optimal only if it is also this small against UB
 _H = highspy.HighsModelStatus
-
-
-def partition(method: str, n_parts: int, d: NDArray[np.float64], coords: NDArray[np.float64] | None,
-              pair_i: NDArray[np.int64], pair_j: NDArray[np.int64], seed: int = 0,
-              iters: int = 10) -> NDArray[np.int64]:
-    """Subset label (0..M'−1, empty subsets removed) of each row.
-
-    Methods (spec 004 §3.6): ``kmeans-dv`` k-means on rows of the distance matrix (the paper's k-m-DV),
-    ``kmeans-rec`` on the records' coordinates (km), ``kmeans-adj`` on rows of the 0/1 adjacency of the pair
-    graph, ``spectral`` balanced spectral clustering (k-means on the M smallest eigenvectors of the unnormalised
-    Laplacian; on a graph with several components these eigenvectors are component indicators, so the subsets
-    follow the components). k-means runs ``iters`` Lloyd iterations from a k-means++ start (10, scipy's default;
-    MATLAB's ``kmeans``, which the paper used, iterates until no record moves, at most 100 times).
-    """
-    n = len(d)
-    k = int(min(max(n_parts, 1), n))
-    adj = sp.coo_matrix((np.ones(len(pair_i)), (pair_i, pair_j)), shape=(n, n)).tocsr()
-    adj = ((adj + adj.T) > 0).astype(np.float64)
-    if method == "kmeans-dv":
-        data = d
-    elif method == "kmeans-rec":
-        if coords is None:
-            raise ParameterError("`kmeans-rec` needs the records' coordinates.")
-        data = coords
-    elif method == "kmeans-adj":
-        data = adj.toarray()
-    elif method == "spectral":
-        L = sp.diags(np.asarray(adj.sum(axis=1)).ravel()) - adj
-        _, v = np.linalg.eigh(L.toarray())
-        data = v[:, :k]
-    else:
-        raise ParameterError(f"Unknown partitioner `{method}`; choose one of {', '.join(PARTITIONERS)}.")
-    if k == 1:
-        return np.zeros(n, dtype=np.int64)
-    _, labels = kmeans2(np.asarray(data, dtype=np.float64), k, iter=int(iters), minit="++",
-                        seed=np.random.default_rng(seed))
-    _, labels = np.unique(labels, return_inverse=True)
-    return labels.astype(np.int64)
-
-
-class BendersDiagnostics(TypedDict, total=False):
-    """What a Benders run reports beside its point: iterations and their history, the partition, the master's
-    pairs and cuts, and the options it ran with (a stop during the set-up reports ``iterations`` = 0 only)."""
-
-    iterations: int
-    history: list[dict[str, float]]  # per iteration: seconds, lower and upper bound, cuts
-    subsets: int
-    subset_sizes: list[int]
-    internal_sizes: list[int]
-    boundary_count: int  # records on some subset's boundary (in the master)
-    boundary_per_subset: list[int]
-    master_pairs: int
-    lp_pairs_between_boundary: int
-    initial_cuts: int
-    lp_pairs_kept_in_master: int
-    cut_rule: str
-    master_pair_rows_added: int
-    master_component_sizes: Any
-    optimality_cuts: int
-    feasibility_cuts: int
-    row_sum_cuts: int
-    gap_m: float
-    cuts_dropped: int
-    stabilise: float
-    floor: float
-    floor_cost_m: float
-
-
-@dataclass
-class BendersOutcome:
-    """Result of :func:`solve_benders`.
-
-    ``Z`` is set only when the gap closed (status ``optimal`` or ``gap reached``); ``feasible_Z`` always holds the
-    best feasible point found (None when no iteration gave one). Both are before the privacy repair.
-    """
-
-    Z: NDArray[np.float64] | None
-    status: str
-    upper: float | None
-    lower: float | None
-    feasible_Z: NDArray[np.float64] | None = None
-    timings: dict[str, float] = field(default_factory=dict)
-    size: dict[str, int] = field(default_factory=dict)
-    diagnostics: BendersDiagnostics = field(default_factory=lambda: BendersDiagnostics())
-    message: str = ""
 
 
 @dataclass
