@@ -46,7 +46,8 @@ Only the first two hand back ``Z``; the others keep the best feasible point foun
 The code-only δ slack of the authors' MATLAB code is off by default (``slack`` > 0 changes the LP; labelled).
 
 **Code layout.** :func:`solve_benders` builds a :class:`_BendersRun` (master by :func:`build_master`, subproblems by
-:func:`build_subs`) and calls its ``iterate`` once per iteration until a stop; ``outcome`` assembles the result.
+:func:`build_subs`) and calls its ``iterate`` once per iteration until a stop; ``outcome`` assembles the result
+(:class:`BendersOutcome`, ``benders_outcome.py``). The subsets come from :func:`partition` (``benders_partition.py``).
 """
 
 from __future__ import annotations
