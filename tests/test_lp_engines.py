@@ -205,6 +205,7 @@ def test_a_stop_with_a_point_already_within_the_tolerance_is_optimal() -> None:
                           pricer=SimpleNamespace(failures=[], lp_calls=8, pairs_max=2, retries=0),
                           lp=SimpleNamespace(n_vars=4, n_pairs=2, retries=0, n_held=0, rebuilt=False, pooled=0,
                                              returned=0, n_rows_solved=0),
+                          lp_rounds=[],
                           t_lp=0.0, t_repair=0.0, t_price=0.0,
                           bound_from="pricing at LP round 4's duals", point_from="the repaired solution of LP round 4")
     out = _finish(run, "time limit", "time limit while certifying round 5", W, 1.0, {}, 0.0)

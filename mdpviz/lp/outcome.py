@@ -34,6 +34,8 @@ class EngineDiagnostics(TypedDict, total=False):
     cold_rounds: int  # rounds solved cold by interior point because they grew a large LP by a tenth or more
     pooled_rows: int  # pair rows moved out of HiGHS while slack (``RestrictedLP.pool_slack_rows``), counted each time
     pool_returns: int  # pooled rows taken back because a solution broke them
+    lp_rounds: list[tuple[float, int, int, int, int]]  # per round: LP seconds, simplex and interior-point
+    # iterations, pooled rows taken back, pair rows held as rows after it
     pricing_retries: int
     pricing_failures: int
     # the conic engine

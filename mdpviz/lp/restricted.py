@@ -78,6 +78,7 @@ class RestrictedLP:
         self.retries = 0
         self.pooled = 0  # pair rows moved to the pool, counted each time
         self.returned = 0  # pooled rows taken back because a solution broke them
+        self.simplex_iterations = self.ipm_iterations = 0  # HiGHS's iterations over every solve
         self.rebuilt = False  # the held form failed and the LP was rebuilt with every pair row a row
         self.z = np.zeros(0)
         self.mu = np.zeros(self.n)
@@ -286,6 +287,9 @@ class RestrictedLP:
                 self.retries += 1
             h.run()
             self.solves += 1
+            info = h.getInfo()
+            self.simplex_iterations += max(0, int(info.simplex_iteration_count))
+            self.ipm_iterations += max(0, int(info.ipm_iteration_count))
             for key, value in _DUAL.items():
                 h.setOptionValue(key, value)
             st = h.getModelStatus()

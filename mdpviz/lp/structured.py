@@ -250,6 +250,10 @@ class _RowAndColumnGeneration:
         self.ub = np.inf
         self.lb = no_privacy_floor(self.Wn)  # certified before any LP: the pricing bound at μ_x = min_y Wn[x, y]
         self.history: list[tuple[float, float, float, int, int]] = []
+        # per round: LP seconds, simplex and interior-point iterations, pooled rows taken back, pair rows held as
+        # rows after it (the time of a round is in these solves: docs/WHAT-WE-LEARNED.md, "Where a pooled round's
+        # time goes")
+        self.lp_rounds: list[tuple[float, int, int, int, int]] = []
         self.t_lp = self.t_repair = self.t_price = 0.0
         self.rounds = 0
         self.priced = 0  # the last round whose duals were priced
@@ -269,9 +273,18 @@ class _RowAndColumnGeneration:
         return None if self.until is None else self.until - time.perf_counter()
 
     def _solve_lp(self, cold_ipm: bool) -> str:
-        t0 = time.perf_counter()
-        st = self.lp.solve(self.until, cold_ipm=cold_ipm)
-        self.t_lp += time.perf_counter() - t0
+        """Solve the restricted LP; what it took joins this round's row of ``lp_rounds``."""
+        lp = self.lp
+        t0, before = time.perf_counter(), (lp.simplex_iterations, lp.ipm_iterations, lp.returned)
+        st = lp.solve(self.until, cold_ipm=cold_ipm)
+        seconds = time.perf_counter() - t0
+        self.t_lp += seconds
+        simplex, ipm, back = (lp.simplex_iterations - before[0], lp.ipm_iterations - before[1],
+                              lp.returned - before[2])
+        if self.rounds and len(self.lp_rounds) == self.rounds:  # a second solve in a round (the whole column added)
+            s0, a0, b0, c0, _ = self.lp_rounds.pop()
+            seconds, simplex, ipm, back = s0 + seconds, a0 + simplex, b0 + ipm, c0 + back
+        self.lp_rounds.append((seconds, simplex, ipm, back, lp.n_rows_solved))
         return st
 
     # ---- a feasible, exactly private point from the LP solution ----
@@ -560,6 +573,7 @@ def _finish(run: _RowAndColumnGeneration, status: str, message: str, W: NDArray[
     diagnostics: EngineDiagnostics = {
         "iterations": run.rounds, "priced_rounds": run.priced_rounds, "pair_cap": run.cap,
         "history": [(t, ub * scale, lb * scale, v, p) for t, ub, lb, v, p in run.history],  # in W's unit, as objective
+        "lp_rounds": run.lp_rounds,
         "gap": gap, "lp_retries": run.lp.retries, "held_entries": run.lp.n_held, "lp_rebuilt": run.lp.rebuilt,
         "cold_rounds": run.cold_rounds, "pooled_rows": run.lp.pooled, "pool_returns": run.lp.returned,
         "pricing_retries": run.pricer.retries,

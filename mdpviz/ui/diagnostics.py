@@ -209,6 +209,9 @@ def diagnostics_panel(result: Result, k: int | None = None) -> None:
 HISTORY_COLUMNS: tuple[tuple[str, int, tuple[str, ...]], ...] = (
     ("pair_cap", 5, ("seconds since start", "best objective (m)", "best bound (m)", "LP variables", "LP pair rows")),
     ("atoms_final", 4, ("seconds since start", "objective (m)", "best lower bound (m)", "atoms")))
+# the row-and-column engine's LP work per round (mdpviz.lp.structured, ``lp_rounds``)
+LP_ROUND_COLUMNS = ("LP seconds", "simplex iterations", "interior-point iterations", "pooled rows taken back",
+                    "pair rows held as rows after it")
 
 
 def array_columns(diag: dict[str, Any], name: str, n: int) -> list[str]:
@@ -224,6 +227,8 @@ def array_columns(diag: dict[str, Any], name: str, n: int) -> list[str]:
         for marker, width, names in HISTORY_COLUMNS:
             if marker in diag and width == n:
                 return list(names)
+    if name == "lp_rounds" and n == len(LP_ROUND_COLUMNS):
+        return list(LP_ROUND_COLUMNS)
     return [f"column {j + 1}" for j in range(n)]
 
 
@@ -240,6 +245,7 @@ KEY_WORDS = {
     "cold_rounds": "LP rounds solved cold by interior point (a large LP grown by a tenth or more)",
     "pooled_rows": "pair rows moved out of the LP while slack (counted each time)",
     "pool_returns": "pooled pair rows taken back because a solution broke them",
+    "lp_rounds": "LP work per round",
     "cy": "cost block", "dx": "x-distance block", "dy": "y-distance block", "v_pair": "V_pair (between users)",
     "v_cf": "V_cf (counterfactual anchors)", "v_pure": "V_pure (pure ε-mDP between users)", "p_s": "p_s",
     "anpo": "AnPO", "pl": "privacy loss", "relerr": "relative error", "lb": "lower bound",
