@@ -141,9 +141,10 @@ LP = register(Mechanism(
           "privacy (CCS 2014)",
     info="Minimises expected cost subject to z[x,y] ≤ e^{ε·d(x,x')} z[x',y] for all pairs: the best ε-mDP "
          "mechanism over Y. Default engine: exact row-and-column generation (certified lower bound, private by "
-         "construction; on Rome at ε = 5 km⁻¹ K = 1,000 takes seconds), conic column generation on the small "
-         "cities, where every entry carries mass and K = 200 takes minutes; on Rome at ε = 1 km⁻¹ K = 200 takes "
-         "about 15 s and K = 500 is stopped by a 300 s limit; the monolithic LP has K²·|Y| constraints.",
+         "construction; on Rome at ε = 5 km⁻¹ K = 1,000 takes under a second), conic column generation on the "
+         "small cities, where every entry carries mass and K = 200 takes about a minute; on Rome at ε = 1 km⁻¹ "
+         "K = 200 takes about 4 s, K = 500 about 200 s and K = 1,000 is stopped by a 300 s limit (CPU seconds, "
+         "`bench lp`'s grid in the README); the monolithic LP has K²·|Y| constraints.",
     params=(epsilon_param(), _SOLVER, _GAP, _ENGINE, _PAIRS, _SPANNER_T, _METHOD, _REPAIR, _SCOPE, _ETA),
     solve=_solve_lp, max_k=1000, diagnostics=EngineDiagnostics))
 

@@ -194,7 +194,7 @@ def diagnostics_panel(result: Result, k: int | None = None) -> None:
     for name, arr in table_arrays(diag).items():
         names = array_columns(diag, name, arr.shape[1])
         title = ("Iteration history (one point per round)" if name == "history" else
-                 f"{key_label(name)} (one point per row)")
+                 f"{key_label(name)} (one point per {'round' if name == 'lp_rounds' else 'row'})")
         st.plotly_chart(charts.columns_chart(arr, title, names), key=f"cols-{name}", config={"displayModeBar": False})
     cols = st.columns(2)
     for n, (name, arr) in enumerate(arrays.items()):
@@ -245,7 +245,7 @@ KEY_WORDS = {
     "cold_rounds": "LP rounds solved cold by interior point (a large LP grown by a tenth or more)",
     "pooled_rows": "pair rows moved out of the LP while slack (counted each time)",
     "pool_returns": "pooled pair rows taken back because a solution broke them",
-    "lp_rounds": "LP work per round",
+    "lp_rounds": "LP work",
     "cy": "cost block", "dx": "x-distance block", "dy": "y-distance block", "v_pair": "V_pair (between users)",
     "v_cf": "V_cf (counterfactual anchors)", "v_pure": "V_pure (pure ε-mDP between users)", "p_s": "p_s",
     "anpo": "AnPO", "pl": "privacy loss", "relerr": "relative error", "lb": "lower bound",
