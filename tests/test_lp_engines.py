@@ -201,7 +201,7 @@ def test_a_stop_with_a_point_already_within_the_tolerance_is_optimal() -> None:
     W = np.array([[1.0, 2.0], [2.0, 1.0]])
     Z = np.eye(2)
     run = SimpleNamespace(best=(Z, {}, 2.0), lb=2.0 - 1e-6, tol=1e-4, rounds=4, priced_rounds=4, history=[],
-                          cap=15.0, cold_rounds=0,
+                          cap=15.0, cold_rounds=0, trust_radius=np.inf, trust_lifted=0,
                           pricer=SimpleNamespace(failures=[], lp_calls=8, pairs_max=2, retries=0),
                           lp=SimpleNamespace(n_vars=4, n_pairs=2, retries=0, n_held=0, rebuilt=False, pooled=0,
                                              returned=0, n_rows_solved=0),
@@ -242,9 +242,9 @@ def test_every_stop_returns_a_certified_bound_and_an_exactly_private_point(engin
     """Issue 28: a stop before the first LP (a deadline already passed) still returns the no-privacy floor as the
     certified bound and the cheapest cells' point, checked over all pairs, each labelled. (The grace for the cells'
     points is made long, so that a loaded machine cannot turn them into the constant mechanism.)"""
-    import mdpviz.lp.structured as structured
+    import mdpviz.lp.stop_points as stop_points
 
-    monkeypatch.setattr(structured, "POINT_GRACE_S", 600.0)
+    monkeypatch.setattr(stop_points, "POINT_GRACE_S", 600.0)
     problem = build_problem("rome", 120, n_outputs=30, cost="distance", seed=4)
     eps = 1.0
     W = problem.p[:, None] * problem.c
@@ -297,11 +297,11 @@ def test_a_stop_whose_starting_point_would_outlast_its_grace_returns_the_best_co
     """A cells' point costs O(n²·|Y|) (3.6 CPU s at K = 1,500); a stop may spend only POINT_GRACE_S on them
     past its deadline, then returns the best constant mechanism instead, exactly private and labelled. With the grace
     at 0 the deadline has passed before the first block: no clock is read for the outcome."""
-    import mdpviz.lp.structured as structured
+    import mdpviz.lp.stop_points as stop_points
 
     problem = build_problem("rome", 120, n_outputs=30, cost="distance", seed=4)
     W = problem.p[:, None] * problem.c
-    monkeypatch.setattr(structured, "POINT_GRACE_S", -1.0)
+    monkeypatch.setattr(stop_points, "POINT_GRACE_S", -1.0)
     out = solve_structured(W, 1.0 * problem.d, closed=True, tol=1e-4, time_limit=0.0, engine="rows")
     assert out.status == "time limit" and out.Z is not None
     best = int(np.argmin(W.sum(axis=0)))
@@ -348,10 +348,10 @@ def test_a_stop_keeps_the_cells_starting_point_when_it_beats_the_repaired_lp_poi
 def test_a_stops_cells_point_is_the_cheapest_share_and_exactly_private(monkeypatch: pytest.MonkeyPatch) -> None:
     """The cells' points at the shares of CELL_SHARES (1/2: the exponential mechanism over the outputs' cells) are
     each exactly private; a stop keeps the cheapest, which at small ε is not the exponential mechanism's share."""
-    import mdpviz.lp.structured as structured
+    import mdpviz.lp.stop_points as stop_points
     from mdpviz.lp.structured import CELL_SHARES, _cells, _setup, cells_point, starting_point
 
-    monkeypatch.setattr(structured, "CELLS_BALANCE_S", np.inf)  # balanced to the pass cap, not to a clock
+    monkeypatch.setattr(stop_points, "CELLS_BALANCE_S", np.inf)  # balanced to the pass cap, not to a clock
 
     problem = build_problem("rome", 150, n_outputs=40, cost="distance", seed=4)
     W = problem.p[:, None] * problem.c
@@ -406,10 +406,11 @@ def test_a_conic_stop_keeps_the_cheaper_of_its_master_point_and_the_cells_points
     the cheapest cells' point replaces it, labelled, and ends the history; a master point as cheap is kept."""
     import time
 
+    import mdpviz.lp.stop_points as stop_points
     import mdpviz.lp.structured as structured
     from mdpviz.lp.outcome import StructuredOutcome
 
-    monkeypatch.setattr(structured, "CELLS_BALANCE_S", np.inf)  # both stops balance alike: to the pass cap
+    monkeypatch.setattr(stop_points, "CELLS_BALANCE_S", np.inf)  # both stops balance alike: to the pass cap
     problem = build_problem("rome", 100, n_outputs=30, cost="distance", seed=4)
     W = problem.p[:, None] * problem.c
     Es = 1.0 * problem.d

@@ -246,7 +246,7 @@ def fix_rows(Zr: NDArray[np.float64], Es: NDArray[np.float64], W: NDArray[np.flo
     with ``balance_until`` also after :func:`balance_rows` (until then), keeping the cheaper of the two under W.
 
     The balanced point is much cheaper where the row sums spread: on whole-city Rome at ε = 1 km⁻¹, K = 500 the
-    cells' point at share 1.5 (``lp.structured.starting_point``) costs 5,366 m fixed plainly and 2,054 m balanced,
+    cells' point at share 1.5 (``lp.stop_points.starting_point``) costs 5,366 m fixed plainly and 2,054 m balanced,
     where the optimum is 1,978 m (``docs/WHAT-WE-LEARNED.md``; ``docs/benchmarks/lp_rome_eps1_k500_60s.md``).
     Past ``deadline`` the plain fix-up raises ``OutOfTime``; the balanced one is then skipped.
     """

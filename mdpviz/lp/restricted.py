@@ -24,6 +24,11 @@ a round the rows that are slack at its solution (basic, zero dual) leave HiGHS f
 deleting basic rows keeps the basis); a solve whose point breaks a pooled row takes it back and re-solves warm, so a
 solve still ends optimal for the LP over every row of S. Dropping them outright instead costs rounds: they are
 broken again (K = 200: 68 rounds against 13; ``docs/WHAT-WE-LEARNED.md``).
+
+*Trust box.* :meth:`set_trust` keeps every model column within a radius of its value at a given exactly private
+point; the LP solved is then a restriction of this one, so its point need not be this LP's optimum, but its duals
+still give a certified bound (:meth:`dual_bound` holds for any multipliers). The structured solver uses it at
+small ε, where the rounds' LP points otherwise jump far from any private point.
 """
 
 from __future__ import annotations
@@ -84,6 +89,10 @@ class RestrictedLP:
         self.mu = np.zeros(self.n)
         self.pair_duals = np.zeros(0)
         self.objective = np.nan  # the last solve's objective (Wn's unit); no bound: the LP lacks rows and entries
+        self.trust: tuple[NDArray[np.float64], float] | None = None  # (centre Z, radius): ``set_trust``
+        self.trust_bound = 0  # model columns at a bound of the trust box in the last solve
+        self._boxed = False  # HiGHS holds the box's bounds (lifting it resets them to [0, 1])
+        self.trust_lifted = False  # a boxed solve failed, so the box was lifted
 
     @property
     def n_vars(self) -> int:
@@ -253,17 +262,55 @@ class RestrictedLP:
         """Pair rows the next solve holds as rows (not as the bounds of held entries, nor pooled)."""
         return int(np.count_nonzero((self.hold[self.row_lo] != self.row_hi) & (self.row_at != POOLED)))
 
+    def set_trust(self, centre: NDArray[np.float64] | None, radius: float = np.inf) -> None:
+        """Keep each model column within ``radius`` of its value at ``centre`` (an (n, m) exactly private point) in
+        the next solves; None lifts the box. Should a boxed solve fail (the centre's mass off R can leave the box
+        without a feasible point), the box is lifted for good and the LP solved again."""
+        self.trust = None if centre is None or not np.isfinite(radius) else (centre, float(radius))
+
+    def _apply_trust(self) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+        """Set the columns' bounds: the trust box around its centre, in the model's variables (a held entry's column
+        is s = z[j] − e^{−E_hj}·z[h]), else [0, 1]. Returns the box when there is one."""
+        h, k = self.h, self.n_vars
+        assert h is not None
+        lo, hi = np.zeros(k), np.ones(k)
+        box = None
+        if self.trust is not None:
+            centre, radius = self.trust
+            v = centre[self.xs, self.ys]
+            held = np.flatnonzero(self.hold >= 0)
+            v[held] -= self._factor(held) * centre[self.xs[self.hold[held]], self.ys[self.hold[held]]]
+            v = np.clip(v, 0.0, 1.0)
+            lo, hi = np.maximum(0.0, v - radius), np.minimum(1.0, v + radius)
+            box = lo, hi
+        _check(h.changeColsBounds(k, np.arange(k, dtype=np.int32), lo, hi), "trust box")
+        return box
+
     def solve(self, deadline: float | None, cold_ipm: bool = False) -> str:
         """Solve; ``optimal``, ``time limit`` or HiGHS's status text. Sets ``z`` (values on R) and ``mu``.
 
         ``cold_ipm`` starts with interior point (faster than simplex from scratch on a large first LP).
         """
         self._sync()
+        box = self._apply_trust() if self.trust is not None or self._boxed else None
+        self._boxed = box is not None
         st = self._run([_IPM, _PRIMAL] if cold_ipm else [_DUAL, _IPM, _PRIMAL], deadline)
         while st == "optimal" and len(back := self._broken_pooled()):  # pooled rows it breaks come back, warm
             self._add_rows(back)
             self.returned += len(back)
             st = self._run([_DUAL, _IPM, _PRIMAL], deadline)
+        if st not in ("optimal", "time limit") and box is not None:
+            # the box holds no feasible point (the centre's mass off R) or HiGHS failed on it: lift it for good
+            self.trust, self.trust_lifted, box = None, True, None
+            self._apply_trust()
+            st = self._run([_DUAL, _IPM, _PRIMAL], deadline)
+        if st == "optimal" and box is not None and self.h is not None:
+            x = np.asarray(self.h.getSolution().col_value)[:self.n_vars]
+            tol = 10 * self.tolerance
+            self.trust_bound = int(np.count_nonzero(((x <= box[0] + tol) & (box[0] > 0))
+                                                    | ((x >= box[1] - tol) & (box[1] < 1))))
+        else:
+            self.trust_bound = 0
         if st not in ("optimal", "time limit") and self.n_held:
             self._rebuild_unheld()
             st = self._run([_IPM, _PRIMAL], deadline)

@@ -24,6 +24,8 @@ one of the K²·|Y| pair rows is slack, so it works on the LP itself, restricted
   negative. Where entries outside still matter, *pricing* (``mdpviz.lp.pricing``): at the LP's row duals μ,
   ``Σ_x μ_x + Σ_y min_{v ∈ C ∩ [0,1]^n} (W[:, y] − μ)·v`` bounds the optimum for any μ; each minimum is bounded
   from below by a capacity-feasible flow of a small transportation problem.
+* **Trust box** (small ε only): every round's LP keeps its columns near the best exactly private point so far,
+  from the cells' point on (``RestrictedLP.set_trust``), so its point cannot jump far from a private one.
 * **Growth and termination**: the pair rows and entries the repair had to raise, and the entries priced negative,
   join the LP; the loop stops when the certified gap is within the tolerance asked for (status ``optimal``),
   and otherwise says how far it got.
@@ -51,12 +53,14 @@ from .cone import (
     floor_columns,
     lipschitz_repair,
     make_row_stochastic,
-    repair_into_cone,
 )
 from .conic import solve_conic
 from .outcome import EngineDiagnostics, StructuredOutcome
 from .pricing import LOG_COEF_CAP, Pricer
 from .restricted import RestrictedLP
+from .stop_points import CELL_SHARES, cells_point, starting_point, stop_point
+
+__all__ = ["CELL_SHARES", "cells_point", "no_privacy_floor", "solve_structured", "starting_point", "stop_point"]
 
 REACH = 15.0  # the first LP holds entry (x, y) when x is within this exponent of the rows for which y is cheapest
 # above this share of entries within REACH (small ε·d: the small cities) the conic engine goes first: the restricted
@@ -80,6 +84,13 @@ COLD_MIN_ROWS = 50_000
 # re-solves that take rows back cost more than they save (ε = 2, K = 500: 4.0 s against 3.3 s, every round pooled).
 # It loses at ε = 1, K = 1,000: 4 LP rounds in 300 s against 6 (docs/WHAT-WE-LEARNED.md, "Slack rows leave HiGHS")
 POOL_MIN_ROWS = 20_000
+# at small ε (at least TRUST_DENSE of the entries within REACH of their output's cell) and from TRUST_MIN_ROWS secrets,
+# every LP round keeps its columns within TRUST_RADIUS of their value at the best exactly private point so far
+# (``RestrictedLP.set_trust``), starting from the cells' point; without it the rounds' LP points jump far from any
+# private point and the pool churns (whole-city Rome, ε = 1 km⁻¹, K = 500: docs/WHAT-WE-LEARNED.md, "A trust box")
+TRUST_RADIUS = 0.3
+TRUST_DENSE = 0.5
+TRUST_MIN_ROWS = 400
 
 
 def _setup(W: NDArray[np.float64], E: NDArray[np.float64],
@@ -159,79 +170,15 @@ def no_privacy_floor(W: NDArray[np.float64]) -> float:
     return float(W.min(axis=1).sum())
 
 
-def starting_point(Wn: NDArray[np.float64], Es: NDArray[np.float64], reach: NDArray[np.float64],
-                   deadline: float | None = None, share: float = 0.5,
-                   balance_until: float | None = None) -> tuple[NDArray[np.float64], RepairFacts]:
-    """An exactly private mechanism before any LP (a cells' point): each row reports output y with probability
-    ∝ e^{−share·reach[x, y]}; at ``share`` = 1/2 the exponential mechanism with each output standing for its cell.
-
-    ``reach[:, y]`` is a minimum of rows of the closed exponents, so it obeys their triangle inequality and, for a
-    symmetric exponent matrix (ε·d) and share 1/2, those rows are already in the cone; :func:`repair_into_cone` makes
-    them exact in every case (a larger share concentrates the rows and leaves more to the repair, whose rows are
-    balanced until ``balance_until``: :func:`mdpviz.lp.cone.fix_rows`). Returns Z and the repair's facts; past
-    ``deadline`` ``OutOfTime`` is raised.
-    """
-    V = np.exp(-share * reach)
-    return repair_into_cone(V / V.sum(axis=1, keepdims=True), Es, Wn, deadline=deadline, balance_until=balance_until)
-
-
-CELLS_BALANCE_S = 10.0  # seconds the cells' points may balance their rows when there is no deadline
 # the share of a time limit the LP rounds leave to a stop's cells' points (made at the stop, so a round as long as
 # the rest of the limit cannot leave a stop without them: ε = 2, K = 2,000 spent 239 of its 300 s in round 4)
 RESERVE = 0.1
-POINT_GRACE_S = 0.5  # seconds past the deadline a stop may spend on the cells' points
-# the shares of the cells' points a stop tries, in order: 1/2 (the exponential mechanism, whose rows need no
-# balancing) first, then those that cost least once balanced on whole-city Rome at ε = 0.5–5 (docs/WHAT-WE-LEARNED.md)
-CELL_SHARES = (0.5, 1.5, 1.0, 3.0, 0.8)
-
-
-def cells_point(Wn: NDArray[np.float64], Es: NDArray[np.float64], reach: NDArray[np.float64],
-                deadline: float | None) -> tuple[NDArray[np.float64], RepairFacts, str]:
-    """The cheapest of the cells' points (:func:`starting_point`) at the shares of ``CELL_SHARES``, tried in order
-    until ``deadline``, and what it is; ``OutOfTime`` only if the first does not finish. Each balances its rows until
-    the deadline (``CELLS_BALANCE_S`` without one)."""
-    balance_until = time.perf_counter() + CELLS_BALANCE_S if deadline is None else deadline
-    best: tuple[NDArray[np.float64], RepairFacts, float, float] | None = None
-    for share in CELL_SHARES:
-        try:
-            Z, facts = starting_point(Wn, Es, reach, deadline, share, balance_until)
-        except OutOfTime:
-            if best is None:
-                raise
-            break
-        cost = float(np.sum(Wn * Z))
-        if best is None or cost < best[2]:
-            best = Z, facts, cost, share
-    assert best is not None
-    passes = best[1].get("balance_passes")
-    balanced = f", its rows balanced in {passes} passes" if passes else ""
-    return best[0], best[1], (f"the cells' point at share {best[3]:g} (each secret reports output y with probability "
-                              f"∝ e^(−{best[3]:g} × its privacy exponent to y's cell), then repaired to be exactly "
-                              f"private{balanced})")
 
 
 def _rounds_until(deadline: float | None, t_start: float) -> float | None:
     """When an engine's rounds stop under ``deadline``: ``RESERVE`` of the time limit before it, left for a stop's
     cells' points."""
     return None if deadline is None else deadline - RESERVE * max(0.0, deadline - t_start)
-
-
-def stop_point(Wn: NDArray[np.float64], Es: NDArray[np.float64], reach: NDArray[np.float64],
-               deadline: float | None) -> tuple[NDArray[np.float64], RowFix | RepairFacts, str]:
-    """The exactly private point of a stop, and what it is: the best cells' point found within ``POINT_GRACE_S``
-    past the deadline (each costs a repair of O(n²·|Y|): about 3.6 CPU s at K = 1,500, |Y| = 100), else the best
-    constant mechanism (every secret reports the one output of least expected cost: all rows equal, so exactly
-    private)."""
-    grace = None if deadline is None else max(deadline, time.perf_counter()) + POINT_GRACE_S
-    try:
-        return cells_point(Wn, Es, reach, grace)
-    except OutOfTime:
-        y = int(np.argmin(Wn.sum(axis=0)))
-        Z = np.zeros_like(Wn)
-        Z[:, y] = 1.0
-        untouched = RowFix(row_sum_max_before=1.0, row_sum_min_before=1.0, shrink_t=0.0, deficit_max=0.0)
-        return Z, untouched, (f"the best constant mechanism (every secret reports output {y}; the cells' "
-                              f"points needed more than {POINT_GRACE_S:g} s past the deadline)")
 
 
 class _RowAndColumnGeneration:
@@ -263,11 +210,24 @@ class _RowAndColumnGeneration:
         self.cold_rounds = 0  # rounds solved cold because they grew a large LP by COLD_GROWTH or more
         self.whole_column = False
         self.point_from = ""  # what the best point is: a repaired LP solution or a cells' point
+        self.trust_radius = np.inf  # the trust box's radius while it is on (``start_trust``)
+        self.trust_lifted = 0  # the round after which the box was lifted (0: never)
         self.bound_from = "the no-privacy floor"  # what certified the bound: the floor or pricing at the LP's duals
 
     @property
     def gap(self) -> float:
         return (self.ub - self.lb) / max(abs(self.ub), 1e-300) if np.isfinite(self.ub) else np.inf
+
+    def start_trust(self, reach: NDArray[np.float64], radius: float) -> None:
+        """Keep every round's LP within ``radius`` of the best exactly private point, starting from the cells' point
+        (:func:`cells_point`, made now: it is also the point of an early stop)."""
+        try:
+            Z, fix, label = cells_point(self.Wn, self.Es, reach, self.until)
+        except OutOfTime:
+            return  # no time for a centre: the rounds run without the box, and a stop makes its own point
+        self.ub, self.best, self.point_from = float(np.sum(self.Wn * Z)), (Z, fix, float(np.sum(self.Wn * Z))), label
+        self.trust_radius = radius
+        self.lp.set_trust(Z, radius)
 
     def _left(self) -> float | None:
         return None if self.until is None else self.until - time.perf_counter()
@@ -277,6 +237,8 @@ class _RowAndColumnGeneration:
         lp = self.lp
         t0, before = time.perf_counter(), (lp.simplex_iterations, lp.ipm_iterations, lp.returned)
         st = lp.solve(self.until, cold_ipm=cold_ipm)
+        if lp.trust_lifted and not self.trust_lifted:  # a boxed solve failed: the box is gone from this round on
+            self.trust_lifted = self.rounds
         seconds = time.perf_counter() - t0
         self.t_lp += seconds
         simplex, ipm, back = (lp.simplex_iterations - before[0], lp.ipm_iterations - before[1],
@@ -297,6 +259,8 @@ class _RowAndColumnGeneration:
         if obj < self.ub:
             self.ub, self.best = obj, (Zf, fix, obj)
             self.point_from = f"the repaired solution of LP round {self.rounds}"
+            if self.lp.trust is not None:  # the box follows the best point
+                self.lp.set_trust(Zf, self.trust_radius)
         self.t_repair += time.perf_counter() - t0
         return u, arg
 
@@ -372,6 +336,10 @@ class _RowAndColumnGeneration:
             if self.lp.n_rows_solved >= POOL_MIN_ROWS:  # slack rows leave HiGHS; a point breaking one takes it back
                 self.lp.pool_slack_rows()
             if not self._grow(Z, u, arg, self.lp.mu):
+                if self.lp.trust is not None:  # nothing to add: the box may be what holds the LP back, lift it
+                    self.lp.set_trust(None)
+                    self.trust_lifted = r
+                    continue
                 if self.priced < r:  # certify before admitting more
                     if self._price(self.lp.mu) == "time limit":
                         return "time limit", f"time limit while certifying round {r}"
@@ -412,7 +380,7 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
                      tol: float = 1e-8, time_limit: float | None = None, progress: Progress = no_progress,
                      knn: int | None = None, max_iter: int = 200, out_rows: NDArray[np.int64] | None = None,
                      cap: float = PAIR_CAPS[0], engine: str = "auto", lazy: bool = True,
-                     **ignored: Any) -> StructuredOutcome:
+                     trust: bool | None = None, **ignored: Any) -> StructuredOutcome:
     """Solve min Σ W∘Z over row-stochastic Z whose columns satisfy Z[i,y] ≤ e^{E[i,j]} Z[j,y] for all i, j.
 
     Row-and-column generation on the LP itself: a restricted LP over the entries that can carry mass and the pair
@@ -447,6 +415,9 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
             reach of their output's cell, with row-and-column generation as the fallback if it fails.
         lazy: price a round's row duals only when the repaired point is within ``tol`` of the restricted LP's
             value and the LP's own duals did not close the gap, instead of every round.
+        trust: keep every round's LP near the best exactly private point (``TRUST_RADIUS``, from the cells' point;
+            lifted when nothing is left to add). By default on at small ε (at least ``TRUST_DENSE`` of the entries
+            near their output's cell) from ``TRUST_MIN_ROWS`` rows.
         ignored: options of the former column-generation engine (alpha, share, lower_box, ...), accepted and unused.
 
     Returns:
@@ -474,6 +445,8 @@ def solve_structured(W: NDArray[np.float64], E: NDArray[np.float64], *, closed: 
     _first_lp(lp, reach, holder, (DENSE_KNN if dense > DENSE else 0) if knn is None else knn, cap)
     timings["init_s"] = time.perf_counter() - t0
     run = _RowAndColumnGeneration(lp, Pricer(Es), deadline, tol, cap, progress, t_start, lazy)
+    if (trust if trust is not None else (dense >= TRUST_DENSE and W.shape[0] >= TRUST_MIN_ROWS)):
+        run.start_trust(reach, TRUST_RADIUS)
     status, message = run.run(max_iter)
     _keep_stop_point(run, status, reach)
     out = _finish(run, status, message, W, scale, timings, t_start)
@@ -575,7 +548,9 @@ def _finish(run: _RowAndColumnGeneration, status: str, message: str, W: NDArray[
         "history": [(t, ub * scale, lb * scale, v, p) for t, ub, lb, v, p in run.history],  # in W's unit, as objective
         "lp_rounds": run.lp_rounds,
         "gap": gap, "lp_retries": run.lp.retries, "held_entries": run.lp.n_held, "lp_rebuilt": run.lp.rebuilt,
-        "cold_rounds": run.cold_rounds, "pooled_rows": run.lp.pooled, "pool_returns": run.lp.returned,
+        "cold_rounds": run.cold_rounds, "trust_radius": float(np.nan_to_num(run.trust_radius, posinf=0.0)),
+        "trust_lifted": run.trust_lifted,
+        "pooled_rows": run.lp.pooled, "pool_returns": run.lp.returned,
         "pricing_retries": run.pricer.retries,
         "pricing_failures": len(failures), "bound_from": run.bound_from, "point_from": run.point_from}
     diagnostics["row_fix"] = fix

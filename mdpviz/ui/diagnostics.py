@@ -246,6 +246,8 @@ KEY_WORDS = {
     "pooled_rows": "pair rows moved out of the LP while slack (counted each time)",
     "pool_returns": "pooled pair rows taken back because a solution broke them",
     "lp_rounds": "LP work",
+    "trust_radius": "trust box around the best private point: radius (0: no box)",
+    "trust_lifted": "LP round after which the trust box was lifted (0: never)",
     "cy": "cost block", "dx": "x-distance block", "dy": "y-distance block", "v_pair": "V_pair (between users)",
     "v_cf": "V_cf (counterfactual anchors)", "v_pure": "V_pure (pure ε-mDP between users)", "p_s": "p_s",
     "anpo": "AnPO", "pl": "privacy loss", "relerr": "relative error", "lb": "lower bound",
