@@ -12,18 +12,25 @@ from mdpviz.lp.structured import solve_structured
 from mdpviz.problem import build_problem
 
 
+def _small_lp() -> tuple[np.ndarray, np.ndarray, float, float]:
+    """A small whole-city Rome instance at ε = 1 km⁻¹: its closed exponents, costs in the engine's unit, that unit,
+    and the whole LP's optimum (monolithic HiGHS over all ordered pairs)."""
+    from mdpviz.lp.structured import _setup
+
+    problem = build_problem("rome", 40, n_outputs=12, cost="distance", seed=3)
+    pi, pj = all_pairs(problem.k)
+    _, exact = solve_mdp_lp(problem.p, problem.c, pi, pj, 1.0 * problem.d[pi, pj])
+    Es, Wn, scale = _setup(problem.p[:, None] * problem.c, 1.0 * problem.d, closed=True)
+    return Es, Wn, scale, float(exact.objective)
+
+
 def test_the_lp_dual_bound_is_a_lower_bound_for_any_duals() -> None:
     """Weak duality by hand: with the restricted LP's duals the bound equals its value where no entry outside it
     prices negative, and with any other duals (pair duals of either sign: positive ones are clipped) it stays at or
     below the whole LP's optimum, here solved monolithically over all ordered pairs."""
     from mdpviz.lp.restricted import RestrictedLP
-    from mdpviz.lp.structured import _setup
 
-    problem = build_problem("rome", 40, n_outputs=12, cost="distance", seed=3)
-    W = problem.p[:, None] * problem.c
-    pi, pj = all_pairs(problem.k)
-    _, exact = solve_mdp_lp(problem.p, problem.c, pi, pj, 1.0 * problem.d[pi, pj])
-    Es, Wn, scale = _setup(W, 1.0 * problem.d, closed=True)
+    Es, Wn, scale, exact = _small_lp()
     lp = RestrictedLP(Wn, Es)
     k, m = Wn.shape
     xs, ys = np.nonzero(Wn <= np.quantile(Wn, 0.5))
@@ -32,13 +39,13 @@ def test_the_lp_dual_bound_is_a_lower_bound_for_any_duals() -> None:
     i, j = rng.integers(0, k, 300), rng.integers(0, k, 300)
     lp.add_pairs(i, j, rng.integers(0, m, 300))
     assert lp.solve(None) == "optimal"
-    assert lp.dual_bound() * scale <= exact.objective * (1 + 1e-6)
+    assert lp.dual_bound() * scale <= exact * (1 + 1e-6)
     if np.all(Wn - lp.mu[:, None] >= 0.0):  # nothing outside prices negative: the bound is the LP's value
         assert lp.dual_bound() == pytest.approx(lp.objective, rel=1e-9)
     for _ in range(20):
         lp.mu = lp.mu + rng.normal(0.0, 0.05, k)
         lp.pair_duals = rng.normal(0.0, 0.05, len(lp.pair_duals))
-        assert lp.dual_bound() * scale <= exact.objective * (1 + 1e-6)
+        assert lp.dual_bound() * scale <= exact * (1 + 1e-6)
 
 
 def test_held_entries_solve_the_same_lp_and_give_valid_duals() -> None:
@@ -46,13 +53,9 @@ def test_held_entries_solve_the_same_lp_and_give_valid_duals() -> None:
     a solution that meets every pair row of S, and pair duals (the bound rows' read from the reduced costs) whose
     hand-computed bound equals the LP's value and stays below the whole LP's optimum."""
     from mdpviz.lp.restricted import RestrictedLP
-    from mdpviz.lp.structured import _cells, _setup
+    from mdpviz.lp.structured import _cells
 
-    problem = build_problem("rome", 40, n_outputs=12, cost="distance", seed=3)
-    W = problem.p[:, None] * problem.c
-    pi, pj = all_pairs(problem.k)
-    _, exact = solve_mdp_lp(problem.p, problem.c, pi, pj, 1.0 * problem.d[pi, pj])
-    Es, Wn, scale = _setup(W, 1.0 * problem.d, closed=True)
+    Es, Wn, scale, exact = _small_lp()
     reach, holder = _cells(Wn, Es, None)
     xs, ys = np.nonzero(reach <= 6.0)
     hi = holder[xs, ys]
@@ -74,7 +77,7 @@ def test_held_entries_solve_the_same_lp_and_give_valid_duals() -> None:
     assert np.all(z[lp.row_hi] <= lp.row_coef * z[lp.row_lo] + 1e-7)  # bound rows included
     Z = lp.solution()
     assert np.abs(Z.sum(axis=1) - 1.0).max() < 1e-7
-    assert lp.dual_bound() * scale <= exact.objective * (1 + 1e-6)
+    assert lp.dual_bound() * scale <= exact * (1 + 1e-6)
     # here no entry outside the LP prices negative, so the bound is the LP's value (with the bound rows' duals set to
     # 0 it falls 3.5 % short)
     assert lp.dual_bound() == pytest.approx(lp.objective, rel=1e-9)
@@ -229,13 +232,9 @@ def test_a_trust_box_keeps_the_lp_near_its_centre_and_its_duals_still_bound_the_
     the boxed LP is feasible here), it costs at least the unboxed optimum, its duals' bound stays below the whole LP's
     optimum, and lifting the box gives the unboxed optimum back."""
     from mdpviz.lp.restricted import RestrictedLP
-    from mdpviz.lp.structured import _cells, _setup, starting_point
+    from mdpviz.lp.structured import _cells, starting_point
 
-    problem = build_problem("rome", 40, n_outputs=12, cost="distance", seed=3)
-    W = problem.p[:, None] * problem.c
-    pi, pj = all_pairs(problem.k)
-    _, exact = solve_mdp_lp(problem.p, problem.c, pi, pj, 1.0 * problem.d[pi, pj])
-    Es, Wn, scale = _setup(W, 1.0 * problem.d, closed=True)
+    Es, Wn, scale, exact = _small_lp()
     reach, holder = _cells(Wn, Es, None)
     centre, _ = starting_point(Wn, Es, reach)
     xs, ys = np.nonzero(reach <= 6.0)
@@ -259,7 +258,7 @@ def test_a_trust_box_keeps_the_lp_near_its_centre_and_its_duals_still_bound_the_
     assert np.all(np.abs(v - v_centre) <= radius + 1e-6)
     assert np.abs(Z.sum(axis=1) - 1.0).max() < 1e-7
     assert lp.objective >= free - 1e-9
-    assert lp.dual_bound() * scale <= exact.objective * (1 + 1e-6)
+    assert lp.dual_bound() * scale <= exact * (1 + 1e-6)
     lp.set_trust(None)
     assert lp.solve(None) == "optimal" and lp.trust_bound == 0
     assert lp.objective == pytest.approx(free, rel=1e-7)
