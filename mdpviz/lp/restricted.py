@@ -294,16 +294,12 @@ class RestrictedLP:
         self._sync()
         box = self._apply_trust() if self.trust is not None or self._boxed else None
         self._boxed = box is not None
-        st = self._run([_IPM, _PRIMAL] if cold_ipm else [_DUAL, _IPM, _PRIMAL], deadline)
+        st = self._run_boxed([_IPM, _PRIMAL] if cold_ipm else [_DUAL, _IPM, _PRIMAL], deadline)
         while st == "optimal" and len(back := self._broken_pooled()):  # pooled rows it breaks come back, warm
             self._add_rows(back)
             self.returned += len(back)
-            st = self._run([_DUAL, _IPM, _PRIMAL], deadline)
-        if st not in ("optimal", "time limit") and box is not None:
-            # the box holds no feasible point (the centre's mass off R) or HiGHS failed on it: lift it for good
-            self.trust, self.trust_lifted, box = None, True, None
-            self._apply_trust()
-            st = self._run([_DUAL, _IPM, _PRIMAL], deadline)
+            st = self._run_boxed([_DUAL, _IPM, _PRIMAL], deadline)
+        box = box if self._boxed else None
         if st == "optimal" and box is not None and self.h is not None:
             x = np.asarray(self.h.getSolution().col_value)[:self.n_vars]
             tol = 10 * self.tolerance
@@ -314,6 +310,17 @@ class RestrictedLP:
         if st not in ("optimal", "time limit") and self.n_held:
             self._rebuild_unheld()
             st = self._run([_IPM, _PRIMAL], deadline)
+        return st
+
+    def _run_boxed(self, attempts: list[dict[str, str | int]], deadline: float | None) -> str:
+        """``_run``; should it fail with the trust box on (the box may hold no feasible point: the centre's mass off
+        R), the box is lifted for good and the LP solved again."""
+        st = self._run(attempts, deadline)
+        if st not in ("optimal", "time limit") and self._boxed:
+            self.trust, self.trust_lifted = None, True
+            self._apply_trust()
+            self._boxed = False
+            st = self._run([_DUAL, _IPM, _PRIMAL], deadline)
         return st
 
     def _run(self, attempts: list[dict[str, str | int]], deadline: float | None) -> str:
