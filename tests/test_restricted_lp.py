@@ -282,3 +282,22 @@ def test_the_engine_with_a_trust_box_reaches_the_same_certified_optimum() -> Non
         assert cone_violation(o.Z, 1.0 * problem.d) <= 1e-9
         assert o.diagnostics["trust_radius"] == (TRUST_RADIUS if t else 0.0)
     assert out[True].objective == pytest.approx(out[False].objective, rel=2e-4)
+
+
+def test_a_stop_with_the_trust_box_keeps_the_cells_point_it_already_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The box's centre is the cells' point, made before the rounds; a stop (here the round cap) keeps it, or a
+    cheaper repaired point, without making the cells' points a second time, and its point is exactly private."""
+    import mdpviz.lp.structured as structured
+
+    def made_again(*args: object) -> None:
+        raise AssertionError("the stop made the cells' points again")
+
+    monkeypatch.setattr(structured, "stop_point", made_again)
+    problem = build_problem("rome", 120, n_outputs=30, cost="distance", seed=2)
+    W = problem.p[:, None] * problem.c
+    out = solve_structured(W, 1.0 * problem.d, closed=True, tol=1e-4, out_rows=problem.y_index, trust=True,
+                           max_iter=1)
+    assert out.status == "iteration limit" and out.Z is not None
+    assert cone_violation(out.Z, 1.0 * problem.d) <= 1e-9
+    assert out.diagnostics["point_from"].startswith(("the cells' point", "the repaired solution of LP round 1"))
+    assert out.timings["repair_s"] > 0

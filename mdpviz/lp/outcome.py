@@ -35,7 +35,7 @@ class EngineDiagnostics(TypedDict, total=False):
     pooled_rows: int  # pair rows moved out of HiGHS while slack (``RestrictedLP.pool_slack_rows``), counted each time
     pool_returns: int  # pooled rows taken back because a solution broke them
     trust_radius: float  # the trust box's radius around the best point (0: no box)
-    trust_lifted: int  # the round after which the box was lifted, as nothing was left to add (0: never)
+    trust_lifted: int  # the round after which the box was lifted (nothing to add, or a boxed solve failed); 0: never
     lp_rounds: list[tuple[float, int, int, int, int]]  # per round: LP seconds, simplex and interior-point
     # iterations, pooled rows taken back, pair rows held as rows after it
     pricing_retries: int

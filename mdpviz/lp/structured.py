@@ -212,6 +212,7 @@ class _RowAndColumnGeneration:
         self.point_from = ""  # what the best point is: a repaired LP solution or a cells' point
         self.trust_radius = np.inf  # the trust box's radius while it is on (``start_trust``)
         self.trust_lifted = 0  # the round after which the box was lifted (0: never)
+        self.cells_made = False  # the cells' point was made before the rounds (``start_trust``): a stop has it
         self.bound_from = "the no-privacy floor"  # what certified the bound: the floor or pricing at the LP's duals
 
     @property
@@ -221,11 +222,15 @@ class _RowAndColumnGeneration:
     def start_trust(self, reach: NDArray[np.float64], radius: float) -> None:
         """Keep every round's LP within ``radius`` of the best exactly private point, starting from the cells' point
         (:func:`cells_point`, made now: it is also the point of an early stop)."""
+        t0 = time.perf_counter()
         try:
             Z, fix, label = cells_point(self.Wn, self.Es, reach, self.until)
         except OutOfTime:
             return  # no time for a centre: the rounds run without the box, and a stop makes its own point
-        self.ub, self.best, self.point_from = float(np.sum(self.Wn * Z)), (Z, fix, float(np.sum(self.Wn * Z))), label
+        finally:
+            self.t_repair += time.perf_counter() - t0  # the profile's repair_s: the cells' point is a repair
+        cost = float(np.sum(self.Wn * Z))
+        self.ub, self.best, self.point_from, self.cells_made = cost, (Z, fix, cost), label, True
         self.trust_radius = radius
         self.lp.set_trust(Z, radius)
 
@@ -504,9 +509,10 @@ def _solve_dense(W: NDArray[np.float64], Es: NDArray[np.float64], tol: float, de
 def _keep_stop_point(run: _RowAndColumnGeneration, status: str, reach: NDArray[np.float64]) -> None:
     """A stop's point: :func:`stop_point` (made in what the LP rounds left of the time limit, ``RESERVE``, and its
     grace) when no LP solved, or when it beats the repaired LP point (at small ε the repaired point of an early round
-    can cost several times as much); nothing when the best point is within the tolerance."""
-    if run.best is not None and (status == "optimal" or run.gap <= run.tol):
-        return
+    can cost several times as much); nothing when the best point is within the tolerance or the run made the cells'
+    point before its rounds (the trust box's centre)."""
+    if run.best is not None and (status == "optimal" or run.gap <= run.tol or run.cells_made):
+        return  # within the tolerance, or the cells' point was made before the rounds and is kept or beaten
     t0 = time.perf_counter()
     Zs, fix, label = stop_point(run.Wn, run.Es, reach, run.deadline)
     run.t_repair += time.perf_counter() - t0  # the profile's repair_s: the stop's point is a repair too
