@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -165,3 +166,34 @@ def test_bench_lp_reads_as_a_k_by_eps_table() -> None:
         "| K | ε = 1 km⁻¹ | ε = 5 km⁻¹ |", "|---|---|---|",
         "| 100 | 3.8 s CPU (5.8 s wall); monolithic 93.5 s CPU | 0.035 s CPU (0.058 s wall) |",
         "| 500 | time limit after 149 s CPU (300 s wall), gap 9.1% | not run |"]
+
+
+def test_bench_lp_says_how_each_run_stands_against_issue_28s_target() -> None:
+    """Issue 28's done-when: a miss says by how much. Each structured run at a target's ε and K is met or missed
+    (with the factor), not decided when it stopped under the target, and a run that breaks privacy misses."""
+    def run(eps: float, k: int, status: str, cpu: float, **more: Any) -> dict[str, Any]:
+        return {"eps": eps, "K": k, "method": "structured", "status": status, "cpu_s": cpu, "wall_s": cpu,
+                "violated_pairs": 0, **more}
+    assert lp.against_target(run(2.0, 500, "optimal", 3.1)) == "target ≤ 20 s CPU: met"
+    assert lp.against_target(run(1.0, 500, "optimal", 219.4)) == "target ≤ 60 s CPU: missed, 3.7× it"
+    assert lp.against_target(run(1.0, 1000, "time limit", 600.0)) == (
+        "target ≤ 300 s CPU: missed, not optimal after 2.0× it")
+    assert lp.against_target(run(1.0, 500, "time limit", 59.0)) == "target ≤ 60 s CPU: not decided (stopped under it)"
+    assert lp.against_target(run(2.0, 500, "optimal", 3.1, violated_pairs=4)) == "target: missed, pairs violated"
+    assert lp.against_target(run(1.0, 100, "optimal", 2.5, speedup=428.0)) == "target ≥ 100× monolithic: met (428×)"
+    assert lp.against_target(run(1.0, 100, "optimal", 2.5, speedup=23.0)) == "target ≥ 100× monolithic: missed (23×)"
+    assert "not measured" in str(lp.against_target(run(1.0, 100, "optimal", 2.5)))
+    assert lp.against_target(run(5.0, 500, "optimal", 0.3)) is None  # no target there
+    assert lp.against_target({**run(1.0, 500, "optimal", 9.0), "method": "monolithic"}) is None
+    row = {**run(1.0, 500, "optimal", 219.4, wall_s=216.0), "target": "target ≤ 60 s CPU: missed, 3.7× it"}
+    assert lp.by_k_and_eps([row]).splitlines()[-1] == (
+        "| 500 | 219 s CPU (216 s wall); target ≤ 60 s CPU: missed, 3.7× it |")
+
+
+def test_bench_lp_targets_only_issue_28s_instances() -> None:
+    """The targets hold for whole-city Rome with |Y| = 100, the haversine metric and a gap of at most 1e-4."""
+    a = lp._parser().parse_args(["--city", "rome"])
+    assert lp.has_targets(a)
+    for other in (["--city", "london"], ["--city", "rome", "--outputs", "50"], ["--city", "rome", "--metric", "road"],
+                  ["--city", "rome", "--gap-tol", "1e-3"], []):
+        assert not lp.has_targets(lp._parser().parse_args(other)), other

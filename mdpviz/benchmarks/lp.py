@@ -43,6 +43,14 @@ METHODS: dict[str, tuple[str, dict[str, Any]]] = {
 DEFAULT_METHODS = ("structured", "monolithic")
 FINISHED = ("optimal", "closed form")  # statuses of a method that is run again at the next K
 
+# issue 28's targets for the structured engine on whole-city Rome with |Y| = 100 (either cost, haversine metric): CPU
+# seconds to a certified gap of 1e-4 with no pair violated, by (ε, K); and at ε = 1, K = 100 a speed-up over
+# monolithic HiGHS on the same instance (the bench's `speedup`, a ratio of wall times)
+TARGET_CPU_S: dict[tuple[float, int], float] = {(1.0, 500): 60.0, (1.0, 1000): 300.0, (2.0, 500): 20.0,
+                                                 (2.0, 2000): 300.0, (0.5, 200): 60.0, (5.0, 5000): 600.0}
+TARGET_SPEEDUP: dict[tuple[float, int], float] = {(1.0, 100): 100.0}
+TARGET_GAP = 1e-4
+
 
 def _params(method: str, eps: float, gap_tol: float) -> dict[str, Any]:
     """The solve parameters of a method at ε (the structured engine also gets its certified gap)."""
@@ -217,6 +225,8 @@ def _run_stages(a: argparse.Namespace, methods: list[str]) -> list[dict[str, Any
             skipped[eps] |= {p.tags["method"] for p in items
                              if isinstance(p, Point) and found[p.key].get("status") not in FINISHED}
             _speedups(stage)
+            for r in stage if has_targets(a) else ():
+                r["target"] = against_target(r)
             stages[eps, k] = stage
         _write([r for eps in epss for k2 in ks for r in stages.get((eps, k2), [])], a, load0, _merged(runs))
     return [r for eps in epss for k in ks for r in stages[eps, k]]
@@ -245,6 +255,37 @@ def _speedups(here: list[dict[str, Any]]) -> None:
             r["speedup"] = mono["wall_s"] / r["wall_s"]
 
 
+def has_targets(a: argparse.Namespace) -> bool:
+    """Whether the bench runs the instances issue 28 sets targets on: Rome's whole city, |Y| = 100, the haversine
+    metric, a certified gap of at most ``TARGET_GAP``."""
+    rome = str(a.city or "").strip().lower() == "rome"
+    return rome and a.outputs == 100 and a.metric == "haversine" and a.gap_tol <= TARGET_GAP
+
+
+def against_target(r: dict[str, Any]) -> str | None:
+    """How a structured run stands against issue 28's target at its ε and K, in a few words (None: no target)."""
+    key = (float(r["eps"]), int(r["K"]))
+    if r.get("method") != "structured" or (key not in TARGET_CPU_S and key not in TARGET_SPEEDUP):
+        return None
+    cpu, status = r.get("cpu_s"), str(r.get("status", ""))
+    if not isinstance(cpu, (int, float)):
+        return "target: not run"
+    if status == "optimal" and r.get("violated_pairs") != 0:
+        return "target: missed, pairs violated"
+    if key in TARGET_SPEEDUP:
+        need, got = TARGET_SPEEDUP[key], r.get("speedup")
+        if not isinstance(got, (int, float)):
+            return f"target ≥ {need:g}× monolithic: not measured (no monolithic optimum beside it)"
+        return f"target ≥ {need:g}× monolithic: " + ("met" if got >= need else "missed") + f" ({got:.0f}×)"
+    limit = TARGET_CPU_S[key]
+    head = f"target ≤ {limit:g} s CPU: "
+    if status == "optimal":
+        return head + ("met" if cpu <= limit else f"missed, {cpu / limit:.1f}× it")
+    if cpu > limit:
+        return head + f"missed, not optimal after {cpu / limit:.1f}× it"
+    return head + "not decided (stopped under it)"
+
+
 def _cell(r: dict[str, Any] | None) -> str:
     """One structured run in a few words: its CPU and wall seconds, or how it stopped and its certified gap."""
     if r is None:
@@ -253,10 +294,11 @@ def _cell(r: dict[str, Any] | None) -> str:
     if not isinstance(r.get("cpu_s"), (int, float)):
         return "not run" if status.startswith(("skipped", "not run")) else status
     took = f"{r['cpu_s']:.3g} s CPU ({r['wall_s']:.3g} s wall)"
+    target = f"; {r['target']}" if r.get("target") else ""
     if status == "optimal":
-        return took
+        return took + target
     gap = r.get("certified_gap")
-    return f"{status} after {took}" + (f", gap {gap:.1%}" if isinstance(gap, (int, float)) else "")
+    return f"{status} after {took}" + (f", gap {gap:.1%}" if isinstance(gap, (int, float)) else "") + target
 
 
 def by_k_and_eps(rows: Sequence[dict[str, Any]]) -> str:
@@ -281,7 +323,7 @@ def by_k_and_eps(rows: Sequence[dict[str, Any]]) -> str:
 
 COLUMNS = ("eps", "K", "outputs", "method", "status", "wall_s", "cpu_s", "load_1min", "maxrss_mb", "objective_m",
            "bound_m", "certified_gap", "violated_pairs", "checked_pairs", "check_s", "speedup", "iterations",
-           "phases", "message")
+           "phases", "target", "message")
 
 
 def _write(rows: list[dict[str, Any]], a: argparse.Namespace, load0: tuple[float, float, float],
@@ -297,6 +339,9 @@ def _write(rows: list[dict[str, Any]], a: argparse.Namespace, load0: tuple[float
              "certified bound (the no-privacy floor before its first LP): its `objective_m` is that point's, not an "
              "optimum; `certified_gap` is (objective − certified lower bound) / objective; violations are "
              "ordered pairs (x, x') breaking ε-mDP for some output, over all pairs, relative tolerance 1e-9; "
-             "`speedup` is monolithic's wall time over this run's on the same instance. " + grid.summary(done)
+             "`speedup` is monolithic's wall time over this run's on the same instance. "
+             + ("`target` is issue 28's for the structured engine at this ε and K (CPU seconds to the certified "
+                "gap, or a speed-up over monolithic), met or missed and by how much; `phases` is where its time went. "
+                if has_targets(a) else "") + grid.summary(done)
              + "\n\n## The structured engine by K and ε\n\n" + by_k_and_eps(rows))
     report.write(table, a.stem, "Exact LP engines (`python -m mdpviz bench lp`)", notes=notes)
