@@ -226,7 +226,7 @@ def _run_stages(a: argparse.Namespace, methods: list[str]) -> list[dict[str, Any
                              if isinstance(p, Point) and found[p.key].get("status") not in FINISHED}
             _speedups(stage)
             for r in stage if has_targets(a) else ():
-                r["target"] = against_target(r)
+                r["target"] = against_target(r, a.time_limit)
             stages[eps, k] = stage
         _write([r for eps in epss for k2 in ks for r in stages.get((eps, k2), [])], a, load0, _merged(runs))
     return [r for eps in epss for k in ks for r in stages[eps, k]]
@@ -262,8 +262,9 @@ def has_targets(a: argparse.Namespace) -> bool:
     return rome and a.outputs == 100 and a.metric == "haversine" and a.gap_tol <= TARGET_GAP
 
 
-def against_target(r: dict[str, Any]) -> str | None:
-    """How a structured run stands against issue 28's target at its ε and K, in a few words (None: no target)."""
+def against_target(r: dict[str, Any], time_limit: float) -> str | None:
+    """How a structured run stands against issue 28's target at its ε and K, in a few words (None: no target). A run
+    stopped by a ``time_limit`` of at least the target missed it; under it, the run does not decide."""
     key = (float(r["eps"]), int(r["K"]))
     if r.get("method") != "structured" or (key not in TARGET_CPU_S and key not in TARGET_SPEEDUP):
         return None
@@ -283,7 +284,9 @@ def against_target(r: dict[str, Any]) -> str | None:
         return head + ("met" if cpu <= limit else f"missed, {cpu / limit:.1f}× it")
     if cpu > limit:
         return head + f"missed, not optimal after {cpu / limit:.1f}× it"
-    return head + "not decided (stopped under it)"
+    if time_limit >= limit:
+        return head + f"missed, not optimal within the {time_limit:g} s time limit"
+    return head + f"not decided (stopped at its {time_limit:g} s time limit, under the target)"
 
 
 def _cell(r: dict[str, Any] | None) -> str:
