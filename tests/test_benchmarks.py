@@ -171,7 +171,7 @@ def test_bench_lp_reads_as_a_k_by_eps_table() -> None:
 def test_bench_lp_says_how_each_run_stands_against_issue_28s_target() -> None:
     """Issue 28's done-when: a miss says by how much. Each structured run at a target's ε and K is met or missed
     (with the factor); a run stopped by a time limit of at least the target misses it, one stopped under it does not
-    decide; a run that breaks privacy misses."""
+    decide; a run that ends otherwise without the optimum, or breaks privacy, misses."""
     def run(eps: float, k: int, status: str, cpu: float, **more: Any) -> dict[str, Any]:
         return {"eps": eps, "K": k, "method": "structured", "status": status, "cpu_s": cpu, "wall_s": cpu,
                 "violated_pairs": 0, **more}
@@ -186,6 +186,8 @@ def test_bench_lp_says_how_each_run_stands_against_issue_28s_target() -> None:
     assert verdict(1.0, 500, "time limit", 29.0, limit=30.0) == (
         "target ≤ 60 s CPU: not decided (stopped at its 30 s time limit, under the target)")
     assert verdict(2.0, 500, "optimal", 3.1, violated_pairs=4) == "target: missed, pairs violated"
+    assert verdict(2.0, 500, "optimal", 3.1, violated_pairs=None) == "target: not decided (privacy not checked)"
+    assert verdict(2.0, 500, "stalled", 15.0) == "target ≤ 20 s CPU: missed (stalled)"
     assert verdict(1.0, 100, "optimal", 2.5, speedup=428.0) == "target ≥ 100× monolithic: met (428×)"
     assert verdict(1.0, 100, "optimal", 2.5, speedup=23.0) == "target ≥ 100× monolithic: missed (23×)"
     assert "not measured" in str(verdict(1.0, 100, "optimal", 2.5))

@@ -268,11 +268,13 @@ def against_target(r: dict[str, Any], time_limit: float) -> str | None:
     key = (float(r["eps"]), int(r["K"]))
     if r.get("method") != "structured" or (key not in TARGET_CPU_S and key not in TARGET_SPEEDUP):
         return None
-    cpu, status = r.get("cpu_s"), str(r.get("status", ""))
+    cpu, status, violated = r.get("cpu_s"), str(r.get("status", "")), r.get("violated_pairs")
     if not isinstance(cpu, (int, float)):
         return "target: not run"
-    if status == "optimal" and r.get("violated_pairs") != 0:
+    if isinstance(violated, (int, float)) and violated > 0:
         return "target: missed, pairs violated"
+    if status == "optimal" and violated is None:
+        return "target: not decided (privacy not checked)"
     if key in TARGET_SPEEDUP:
         need, got = TARGET_SPEEDUP[key], r.get("speedup")
         if not isinstance(got, (int, float)):
@@ -284,6 +286,8 @@ def against_target(r: dict[str, Any], time_limit: float) -> str | None:
         return head + ("met" if cpu <= limit else f"missed, {cpu / limit:.1f}× it")
     if cpu > limit:
         return head + f"missed, not optimal after {cpu / limit:.1f}× it"
+    if status != "time limit":  # stalled, a round cap, a solver error: it ended without the optimum
+        return head + f"missed ({status})"
     if time_limit >= limit:
         return head + f"missed, not optimal within the {time_limit:g} s time limit"
     return head + f"not decided (stopped at its {time_limit:g} s time limit, under the target)"
