@@ -171,31 +171,39 @@ def test_bench_lp_reads_as_a_k_by_eps_table() -> None:
 def test_bench_lp_says_how_each_run_stands_against_issue_28s_target() -> None:
     """Issue 28's done-when: a miss says by how much. Each structured run at a target's ε and K is met or missed
     (with the factor); a run stopped by a time limit of at least the target misses it, one stopped under it does not
-    decide; a run that ends otherwise without the optimum, or breaks privacy, misses."""
-    def run(eps: float, k: int, status: str, cpu: float, **more: Any) -> dict[str, Any]:
+    decide; a run that ends otherwise without the optimum, crashes, or breaks privacy misses."""
+    def run(eps: float, k: int, status: str, cpu: float | None, **more: Any) -> dict[str, Any]:
         return {"eps": eps, "K": k, "method": "structured", "status": status, "cpu_s": cpu, "wall_s": cpu,
                 "violated_pairs": 0, **more}
 
     def verdict(*args: Any, limit: float = 300.0, **more: Any) -> str | None:
         return lp.against_target(run(*args, **more), limit)
     assert verdict(2.0, 500, "optimal", 3.1) == "target ≤ 20 s CPU: met"
-    assert verdict(1.0, 500, "optimal", 219.4) == "target ≤ 60 s CPU: missed, 3.7× it"
-    assert verdict(1.0, 1000, "time limit", 600.0) == "target ≤ 300 s CPU: missed, not optimal after 2.0× it"
+    assert verdict(1.0, 500, "optimal", 219.4) == "target ≤ 60 s CPU: missed, 3.7× the target"
+    assert verdict(1.0, 1000, "time limit", 600.0) == "target ≤ 300 s CPU: missed, not optimal after 2.0× the target"
     assert verdict(2.0, 2000, "time limit", 297.0) == (
-        "target ≤ 300 s CPU: missed, not optimal within the 300 s time limit")
+        "target ≤ 300 s CPU: missed, stopped by its 300 s time limit (wall) at 297 s CPU")
     assert verdict(1.0, 500, "time limit", 29.0, limit=30.0) == (
         "target ≤ 60 s CPU: not decided (stopped at its 30 s time limit, under the target)")
-    assert verdict(2.0, 500, "optimal", 3.1, violated_pairs=4) == "target: missed, pairs violated"
-    assert verdict(2.0, 500, "optimal", 3.1, violated_pairs=None) == "target: not decided (privacy not checked)"
     assert verdict(2.0, 500, "stalled", 15.0) == "target ≤ 20 s CPU: missed (stalled)"
+    assert verdict(2.0, 500, "died (exit code -9)", None) == "target: missed (died (exit code -9))"
+    assert verdict(2.0, 500, "skipped (over the limit or refused at a smaller K)", None) == "target: not run"
+    assert verdict(2.0, 500, "optimal", 3.1, violated_pairs=4) == "target: missed, pairs violated"
+    for unchecked in (None, float("nan")):  # NaN: an empty cell read back from a report
+        assert verdict(2.0, 500, "optimal", 3.1, violated_pairs=unchecked) == (
+            "target: not decided (privacy not checked)")
     assert verdict(1.0, 100, "optimal", 2.5, speedup=428.0) == "target ≥ 100× monolithic: met (428×)"
     assert verdict(1.0, 100, "optimal", 2.5, speedup=23.0) == "target ≥ 100× monolithic: missed (23×)"
+    assert verdict(1.0, 100, "time limit", 2.5) == "target ≥ 100× monolithic: missed (time limit)"
     assert "not measured" in str(verdict(1.0, 100, "optimal", 2.5))
     assert verdict(5.0, 500, "optimal", 0.3) is None  # no target there
     assert lp.against_target({**run(1.0, 500, "optimal", 9.0), "method": "monolithic"}, 300.0) is None
-    row = {**run(1.0, 500, "optimal", 219.4, wall_s=216.0), "target": "target ≤ 60 s CPU: missed, 3.7× it"}
-    assert lp.by_k_and_eps([row]).splitlines()[-1] == (
-        "| 500 | 219 s CPU (216 s wall); target ≤ 60 s CPU: missed, 3.7× it |")
+    row = {**run(1.0, 500, "optimal", 219.4, wall_s=216.0), "target": "target ≤ 60 s CPU: missed, 3.7× the target"}
+    skipped = {**run(1.0, 1000, "skipped (over the limit or refused at a smaller K)", None),
+               "target": "target: not run"}
+    assert lp.by_k_and_eps([row, skipped]).splitlines()[-2:] == [
+        "| 500 | 219 s CPU (216 s wall); target ≤ 60 s CPU: missed, 3.7× the target |",
+        "| 1,000 | not run; target: not run |"]
 
 
 def test_bench_lp_targets_only_issue_28s_instances() -> None:
