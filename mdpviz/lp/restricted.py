@@ -90,8 +90,7 @@ class RestrictedLP:
         self.pair_duals = np.zeros(0)
         self.objective = np.nan  # the last solve's objective (Wn's unit); no bound: the LP lacks rows and entries
         self.trust: tuple[NDArray[np.float64], float] | None = None  # (centre Z, radius): ``set_trust``
-        self.trust_bound = 0  # model columns at a bound of the trust box in the last solve
-        self._boxed = False  # HiGHS holds the box's bounds (lifting it resets them to [0, 1])
+        self._box: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None  # the bounds HiGHS holds, if boxed
         self.trust_lifted = False  # a boxed solve failed, so the box was lifted
 
     @property
@@ -286,27 +285,29 @@ class RestrictedLP:
         _check(h.changeColsBounds(k, np.arange(k, dtype=np.int32), lo, hi), "trust box")
         return box
 
+    @property
+    def trust_bound(self) -> int:
+        """Model columns at a bound of the trust box in the last solve (0 without a box): whether the box binds."""
+        if self._box is None or self.h is None:
+            return 0
+        lo, hi = self._box
+        x = np.asarray(self.h.getSolution().col_value)[:len(lo)]
+        tol = 10 * self.tolerance
+        return int(np.count_nonzero(((x <= lo + tol) & (lo > 0)) | ((x >= hi - tol) & (hi < 1))))
+
     def solve(self, deadline: float | None, cold_ipm: bool = False) -> str:
         """Solve; ``optimal``, ``time limit`` or HiGHS's status text. Sets ``z`` (values on R) and ``mu``.
 
         ``cold_ipm`` starts with interior point (faster than simplex from scratch on a large first LP).
         """
         self._sync()
-        box = self._apply_trust() if self.trust is not None or self._boxed else None
-        self._boxed = box is not None
+        if self.trust is not None or self._box is not None:  # (re)set the box, or lift the one HiGHS holds
+            self._box = self._apply_trust()
         st = self._run_boxed([_IPM, _PRIMAL] if cold_ipm else [_DUAL, _IPM, _PRIMAL], deadline)
         while st == "optimal" and len(back := self._broken_pooled()):  # pooled rows it breaks come back, warm
             self._add_rows(back)
             self.returned += len(back)
             st = self._run_boxed([_DUAL, _IPM, _PRIMAL], deadline)
-        box = box if self._boxed else None
-        if st == "optimal" and box is not None and self.h is not None:
-            x = np.asarray(self.h.getSolution().col_value)[:self.n_vars]
-            tol = 10 * self.tolerance
-            self.trust_bound = int(np.count_nonzero(((x <= box[0] + tol) & (box[0] > 0))
-                                                    | ((x >= box[1] - tol) & (box[1] < 1))))
-        else:
-            self.trust_bound = 0
         if st not in ("optimal", "time limit") and self.n_held:
             self._rebuild_unheld()
             st = self._run([_IPM, _PRIMAL], deadline)
@@ -316,10 +317,9 @@ class RestrictedLP:
         """``_run``; should it fail with the trust box on (the box may hold no feasible point: the centre's mass off
         R), the box is lifted for good and the LP solved again."""
         st = self._run(attempts, deadline)
-        if st not in ("optimal", "time limit") and self._boxed:
+        if st not in ("optimal", "time limit") and self._box is not None:
             self.trust, self.trust_lifted = None, True
-            self._apply_trust()
-            self._boxed = False
+            self._box = self._apply_trust()
             st = self._run([_DUAL, _IPM, _PRIMAL], deadline)
         return st
 

@@ -210,7 +210,7 @@ class _RowAndColumnGeneration:
         self.cold_rounds = 0  # rounds solved cold because they grew a large LP by COLD_GROWTH or more
         self.whole_column = False
         self.point_from = ""  # what the best point is: a repaired LP solution or a cells' point
-        self.trust_radius = np.inf  # the trust box's radius while it is on (``start_trust``)
+        self.trust_radius = 0.0  # the trust box's radius (``start_trust``); 0: no box
         self.trust_lifted = 0  # the round after which the box was lifted (0: never)
         self.cells_made = False  # the cells' point was made before the rounds (``start_trust``): a stop has it
         self.bound_from = "the no-privacy floor"  # what certified the bound: the floor or pricing at the LP's duals
@@ -554,7 +554,7 @@ def _finish(run: _RowAndColumnGeneration, status: str, message: str, W: NDArray[
         "history": [(t, ub * scale, lb * scale, v, p) for t, ub, lb, v, p in run.history],  # in W's unit, as objective
         "lp_rounds": run.lp_rounds,
         "gap": gap, "lp_retries": run.lp.retries, "held_entries": run.lp.n_held, "lp_rebuilt": run.lp.rebuilt,
-        "cold_rounds": run.cold_rounds, "trust_radius": float(np.nan_to_num(run.trust_radius, posinf=0.0)),
+        "cold_rounds": run.cold_rounds, "trust_radius": run.trust_radius,
         "trust_lifted": run.trust_lifted,
         "pooled_rows": run.lp.pooled, "pool_returns": run.lp.returned,
         "pricing_retries": run.pricer.retries,
