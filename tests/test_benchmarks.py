@@ -39,6 +39,7 @@ def test_bench_lp_runs_by_k_stage_on_the_sweep_runner_and_resumes(tmp_path: Path
     structured, mono = done.objective_m[0], done.objective_m[1]
     assert abs(structured - mono) <= 1e-4 * mono  # the certified gap asked of the structured engine
     assert rows.speedup[0] > 0 and pd.isna(rows.speedup[1])  # monolithic's time over structured's, same instance
+    assert rows.speedup_cpu[0] > 0 and pd.isna(rows.speedup_cpu[1])  # the same in CPU time
     assert _lines(points) == 3  # the row that was not run is no point
     assert "Run by the sweep runner (in-process)" in (tmp_path / "lp_test.md").read_text()
     capsys.readouterr()
@@ -196,6 +197,9 @@ def test_bench_lp_says_how_each_run_stands_against_issue_28s_target() -> None:
     assert verdict(1.0, 100, "optimal", 2.5, speedup=23.0) == "target ≥ 100× monolithic: missed (23×)"
     assert verdict(1.0, 100, "time limit", 2.5) == "target ≥ 100× monolithic: missed (time limit)"
     assert "not measured" in str(verdict(1.0, 100, "optimal", 2.5))
+    # the bench's own rows carry the CPU-time ratio, the issue's unit, and the verdict is on it
+    assert verdict(1.0, 100, "optimal", 2.5, speedup=120.0, speedup_cpu=90.0) == (
+        "target ≥ 100× monolithic: missed (90× CPU, 120× wall)")
     assert verdict(5.0, 500, "optimal", 0.3) is None  # no target there
     assert lp.against_target({**run(1.0, 500, "optimal", 9.0), "method": "monolithic"}, 300.0) is None
     row = {**run(1.0, 500, "optimal", 219.4, wall_s=216.0), "target": "target ≤ 60 s CPU: missed, 3.7× the target"}
