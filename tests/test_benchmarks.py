@@ -73,7 +73,10 @@ def test_bench_benders_rows_and_resume(tmp_path: Path, monkeypatch: pytest.Monke
                                  "lp-bd kmeans-dv λ = 0.5 + row-sum cuts"]
     assert list(rows.status) == ["optimal", "optimal", "optimal"] and "kind" not in rows.columns
     mono, near, bd = rows.objective_m
-    assert abs(bd - mono) <= 1e-6 * mono and rows.vs_monolithic_m[2] == pytest.approx(bd - mono, abs=1e-9)
+    # Benders certifies its point within ξ = 0.01 m of the optimum (its last rounds separate 1e-5 inside, which
+    # costs about 1e-5 of the exponential mechanism's excess): the monolithic optimum lies in [bound, point]
+    assert rows.bound_m[2] <= mono * (1 + 1e-9) and -1e-6 * mono <= bd - mono <= 0.01
+    assert rows.vs_monolithic_m[2] == pytest.approx(bd - mono, abs=1e-9)
     assert abs(near - mono) <= 1e-4 * mono and rows.bound_m[1] <= mono * (1 + 1e-9)  # same LP, certified within 1e-4
     md = (tmp_path / "bd.md").read_text()
     verdict = md.split("## Does Benders overtake the solvers it decomposes?", 1)[1].split("\n\n")[1]

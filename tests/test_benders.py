@@ -16,6 +16,7 @@ from mdpviz.lp.cone import exponent_closure
 from mdpviz.lp.mdp_lp import solve_mdp_lp
 from mdpviz.lp.neighbours import neighbour_pairs, neighbour_path_km
 from mdpviz.mechanisms import get_mechanism
+from mdpviz.mechanisms.em import em_matrix
 from mdpviz.metrics import cone_breaches, violations
 from mdpviz.problem import build_problem
 from mdpviz.solve import solve
@@ -250,17 +251,16 @@ def _run_state(pb, stabilise: float = 1.0, row_cuts: bool = False, reserve: floa
     """A Benders run of the paper's LP on ``pb`` (k-m-DV), before its first iteration."""
     pi, pj = neighbour_pairs(pb.d, ETA)
     labels = benders.partition("kmeans-dv", 25, pb.d, pb.xy_km, pi, pj)
-    from mdpviz.mechanisms.em import em_matrix
-
     return benders._BendersRun(pb.p[:, None] * pb.c, pi, pj, EPS * pb.d[pi, pj], labels, gap_m=0.01, cuts="needed",
                                slack=0.0, deadline=None, progress=benders.no_progress, core=em_matrix(pb, EPS),
                                stabilise=stabilise, floor=1e-9, row_cuts=row_cuts, reserve=reserve)
 
 
-def test_a_repeated_separation_point_moves_towards_the_master_then_stops(rome, monkeypatch) -> None:
-    """Cuts that leave the master's point where it was would come back every round: each repeat moves the in-out
-    point towards the master's (λ's distance to 1 quartered), and a repeat at the master's own point stops the run
-    as stalled, instead of looping to the iteration cap."""
+def test_a_repeated_separation_point_moves_to_the_master_then_stops(rome, monkeypatch) -> None:
+    """Cuts that leave the master's point where it was would come back every round: a repeat moves a stabilised
+    run's separation point from the in-out point to the master's, pulled by PULL towards the exponential mechanism
+    (the first core, not the moving one), and a repeat there stops the run as stalled, instead of looping to the
+    iteration cap. Plain Benders, as in the paper, separates at the master's point itself."""
     pb, _ = rome
     run = _run_state(pb, stabilise=0.3)
     pt = run._solve_master(1)
@@ -280,9 +280,11 @@ def test_a_repeated_separation_point_moves_towards_the_master_then_stops(rome, m
         if stops[-1] is not None:
             break
     lams = [lam for lam, _ in seen]
-    assert lams[:3] == [0.3, 0.825, 1 - 0.175 / 4] and lams[-1] == 1.0
-    assert all(a < b for a, b in zip(lams, lams[1:]))
-    assert np.array_equal(seen[-1][1], pt.z_out) and not np.array_equal(seen[0][1], pt.z_out)
+    assert lams == [0.3, 1.0]
+    em = em_matrix(pb, EPS)[run.b_rows].ravel()
+    assert np.array_equal(seen[0][1], 0.3 * pt.z_out + 0.7 * em)
+    pulled = (1 - benders.PULL) * pt.z_out + benders.PULL * em
+    assert np.array_equal(seen[-1][1], pulled) and not np.array_equal(seen[-1][1], pt.z_out)
     end = next(k for k, s in enumerate(stops) if s is not None)
     assert end == len(seen) and stops[end][0] == "stalled" and "did not move" in stops[end][1]
     assert len(run.history) == end + 1  # the stopping iteration is recorded too
@@ -296,12 +298,14 @@ def test_a_repeated_separation_point_moves_towards_the_master_then_stops(rome, m
     monkeypatch.setattr(run, "_add_round_cuts", lambda it, lam, rnd: None)
     assert [run.iterate(it) for it in range(1, 6)] == [None] * 5 and {lam for lam, _ in seen} == {0.3}
 
-    # a repeat at the master's own point whose bound has closed the gap is certified, not stalled
+    # plain Benders separates at the master's own point; a repeat there whose bound has closed the gap is certified,
+    # not stalled
     run = _run_state(pb, stabilise=1.0)
+    seen.clear()
     monkeypatch.setattr(run, "_solve_master", lambda it: pt)
     monkeypatch.setattr(run, "_separate", separate)
     monkeypatch.setattr(run, "_add_round_cuts", lambda it, lam, rnd: None)
-    assert run.iterate(1) is None
+    assert run.iterate(1) is None and np.array_equal(seen[0][1], pt.z_out)
     run.lb, run.ub_best = 1000.0, 1000.0 + 0.5 * run.target
     assert run.iterate(2)[0] in ("optimal", "gap reached")
 

@@ -31,8 +31,13 @@ same; on Rome (K = 500, ε = 10) they replace nearly every feasibility cut.
 
 **In-out stabilisation** (``stabilise`` λ < 1, ``core``): the subproblems are solved at λ·z_out + (1 − λ)·z_core,
 z_core a feasible point (the exponential mechanism, then each stabilised separation point that lowers the best upper
-bound); when no cut from there cuts the master's own point, the next round separates at that point. Cuts stay
-valid, so the optimum is the same; λ = 1 is plain Benders as in the paper.
+bound); when no cut from there cuts the master's own point, the next round separates near that point, and once a
+separation point repeats, every round does. *Near* is (1 − ``PULL``)·z_out + ``PULL``·z_anchor, z_anchor the first
+core (strictly inside the feasible set): near the optimum the master's own point lies outside that set by the
+solvers' tolerances, where a subproblem is infeasible, or feasible only within tolerance, and its cuts no longer
+move the master (Rome, K = 500, travel cost); pulled by 1e-5 every subproblem is solved exactly there, for about
+PULL·(the anchor's cost − the optimum) more. Cuts stay valid wherever they are found, so the optimum is the same;
+λ = 1 is plain Benders as in the paper, which separates at the master's point itself.
 
 **The master's pair rows are generated lazily** (:class:`LazyPairRows`): HiGHS holds only those the master's
 point has broken, and a point is handed on only when it meets all of them, so each master solve is that of the
@@ -78,10 +83,10 @@ from .benders_partition import PARTITIONERS, partition
 from .benders_sub import CUT_CAP, LOG_CAP, RowSumCuts, Subproblem, build_subs, run_highs
 from .highs import check_lp_rows
 
-__all__ = ["CUT_RULES", "PARTITIONERS", "BendersDiagnostics", "BendersOutcome", "components", "master_pairs",
+__all__ = ["CUT_RULES", "PARTITIONERS", "PULL", "BendersDiagnostics", "BendersOutcome", "components", "master_pairs",
            "partition", "solve_benders"]
 
-LAMBDA_TOP = 0.999  # an in-out λ at or above this goes to 1 at its next raise (plain Benders from then on)
+PULL = 1e-5  # a stabilised run separates near the master's point this share of the way towards the first core
 OPTIMAL_REL = 1e-4  # a certified gap within ξ is called optimal only if it is also this small against UB
 _H = highspy.HighsModelStatus
 
@@ -129,7 +134,7 @@ class _BendersRun:
         # threads > 1 they are solved at once (same cuts, same iterations, in the same order)
         self.pool = ThreadPoolExecutor(max_workers=threads) if threads > 1 else None
         self.deadline, self.progress, self.stabilise, self.floor = deadline, progress, stabilise, floor
-        self.lam = stabilise  # the in-out λ in use: raised towards 1 when the separation point repeats
+        self.lam = stabilise  # the in-out λ in use: 1 once the separation point repeats
         self.timings: dict[str, float] = {}
         n, m = W.shape
         self.n, self.m = n, m
@@ -161,6 +166,7 @@ class _BendersRun:
         self.subs, self.sub_rows = build_subs(W, pi, pj, coef, labels, self.is_b, bidx, slack, deadline)
         self.timings["sub_build_s"] = time.perf_counter() - t0
         self.zc = None if core is None else np.asarray(core, dtype=np.float64)[self.b_rows].ravel()
+        self.anchor = self.zc if stabilise < 1.0 else None  # what a stabilised run's λ = 1 rounds are pulled towards
         # the floor z_Y ≥ τ can raise the optimum by at most τ·Σ W (mix any optimum with the uniform matrix), so the
         # MP optimum minus that is a lower bound on the LP without the floor
         self.floor_cost = float(floor) * float(W.sum())
@@ -211,7 +217,7 @@ class _BendersRun:
             return ("time limit", rnd.failed) if "Time limit" in rnd.failed else ("error", rnd.failed)
         if rnd.feasible and lam < 1.0 and rnd.ub < self.ub_best:
             self.zc = zY  # a separation point that improves the best upper bound becomes the new core (in-out)
-        self.at_out = lam < 1.0 and not rnd.violated_out  # nothing cuts the MP's own point: separate there next
+        self.at_out = lam < 1.0 and not rnd.violated_out  # nothing cuts the MP's own point: separate at λ = 1 next
         if rnd.feasible and rnd.ub < self.ub_best:
             self._keep_incumbent(rnd.ub, zY, rnd.zX)
         self._record(it, pt, rnd.ub if rnd.feasible else np.nan, rnd.max_sub_s)
@@ -224,8 +230,8 @@ class _BendersRun:
         """A separation point that repeats: the cuts since then left the master's point (and the core) where they
         were, cutting it only within the master's tolerances, and the same point would give the same cuts again
         (Rome, K = 500, travel cost, stabilised: 270 such rounds). The bound may still have risen, so the gap is
-        tested first; then the in-out λ to use (its distance to 1 quartered), or ``stalled`` at the master's own
-        point."""
+        tested first; then λ = 1 (the master's point, pulled towards the anchor in a stabilised run), or
+        ``stalled`` where λ was 1 already."""
         stop = self._stopping_test(it, lam, violated_out=True)
         if stop is None and lam >= 1.0:
             dropped = f"; {self.n_dropped} cuts left out for coefficients above {CUT_CAP:.0e}" if self.n_dropped else ""
@@ -235,16 +241,19 @@ class _BendersRun:
         if stop is not None:
             self._record(it, pt, np.nan, 0.0)
             return stop
-        return 1.0 - (1.0 - lam) / 4.0 if lam < LAMBDA_TOP else 1.0
+        return 1.0
 
     def _repeats(self, zY: NDArray[np.float64], w_out: NDArray[np.float64]) -> bool:
         """Whether the master's estimates and the separation point are those of one of the last two rounds (two:
-        a round at the master's own point, forced by ``at_out``, can alternate with one at the in-out point)."""
+        a round at λ = 1, forced by ``at_out``, can alternate with one at the in-out point)."""
         return any(np.array_equal(zY, z) and np.array_equal(w_out, w) for z, w in self.last_seps)
 
     def _separation_point(self, z_out: NDArray[np.float64], lam: float) -> NDArray[np.float64]:
-        """Where the subproblems are solved: λ·z_out + (1 − λ)·z_core (the master's point itself at λ = 1)."""
-        return z_out if (lam >= 1.0 or self.zc is None) else lam * z_out + (1.0 - lam) * self.zc
+        """Where the subproblems are solved: λ·z_out + (1 − λ)·z_core; at λ = 1 the master's point itself, or in a
+        stabilised run that point pulled by ``PULL`` towards the anchor."""
+        if lam < 1.0 and self.zc is not None:
+            return lam * z_out + (1.0 - lam) * self.zc
+        return z_out if self.anchor is None else (1.0 - PULL) * z_out + PULL * self.anchor
 
     def _solve_master(self, it: int) -> _MasterPoint | _Stop:
         """Solve the master (:meth:`_master_rounds`) and raise the lower bound by its safe bound; a stop when HiGHS
