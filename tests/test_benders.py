@@ -283,8 +283,13 @@ def test_a_repeated_separation_point_moves_to_the_master_then_stops(rome, monkey
     assert lams == [0.3, 1.0]
     em = em_matrix(pb, EPS)[run.b_rows].ravel()
     assert np.array_equal(seen[0][1], 0.3 * pt.z_out + 0.7 * em)
-    pulled = (1 - benders.PULL) * pt.z_out + benders.PULL * em
-    assert np.array_equal(seen[-1][1], pulled) and not np.array_equal(seen[-1][1], pt.z_out)
+    # pulled by PULL, or less where that would cost more than PULL_COST·ξ (the EM's cost above the bound)
+    t = min(benders.PULL, benders.PULL_COST * 0.01 / (float(np.sum(run.W * em_matrix(pb, EPS))) - run.lb))
+    assert 0 < t <= benders.PULL
+    assert np.array_equal(seen[-1][1], (1 - t) * pt.z_out + t * em) and not np.array_equal(seen[-1][1], pt.z_out)
+    run.anchor_cost = run.lb + 1e4  # an anchor 10 km dearer than the bound (EM at small ε): a shorter pull
+    t = benders.PULL_COST * 0.01 / 1e4
+    assert t < benders.PULL and np.array_equal(run._separation_point(pt.z_out, 1.0), (1 - t) * pt.z_out + t * em)
     end = next(k for k, s in enumerate(stops) if s is not None)
     assert end == len(seen) and stops[end][0] == "stalled" and "did not move" in stops[end][1]
     assert len(run.history) == end + 1  # the stopping iteration is recorded too
