@@ -233,7 +233,8 @@ PRESETS = (
     Preset("stabilised", "LP+BD stabilised (ours, the paper's LP)",
            "The paper's LP and partition (k-means on distance rows, 25 subsets, η = 2 km, ε = 10 km⁻¹, ξ = 0.01) "
            f"solved by our faster path: in-out stabilisation λ = {STABILISED_LAMBDA:g} from the exponential mechanism "
-           f"(near the end, the master's point moved {PULL:g} of the way towards it), and row-sum cuts. Neither "
+           f"(near the end, the master's point moved at most {PULL:g} of the way towards it), and row-sum cuts. "
+           "Neither "
            "changes "
            "the LP or its optimum, only the Benders iterations that reach it.",
            params=(("eps", 10.0), ("scope", "neighbours"), ("eta", 2.0), ("subsets", 25),
@@ -280,8 +281,8 @@ LP_BD = register(Mechanism(
                   "which changes the LP; 0 = none)", low=0.0, high=0.01, label="master floor τ"),
             Param("stabilise", float, 1.0, "in-out stabilisation λ: subproblems are solved at λ·(master point) + "
                   "(1 − λ)·(a feasible core point: the exponential mechanism, then the best point found), and once "
-                  f"that point repeats, at the master point moved {PULL:g} of the way towards the exponential "
-                  "mechanism; "
+                  f"that point repeats, at the master point moved at most {PULL:g} of the way towards the "
+                  "exponential mechanism (less where that would cost more than a quarter of ξ); "
                   f"1 = plain Benders as in the paper; {STABILISED_LAMBDA:g} with row-sum cuts in the 'stabilised' "
                   "preset. Changes the path, never the optimum", low=0.05, high=1.0, label="stabilisation λ"),
             Param("row_cuts", bool, False, "row-sum cuts (ours, not the paper's): before the subproblems, cut the "
