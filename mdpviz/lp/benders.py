@@ -170,7 +170,7 @@ class _BendersRun:
         self.timings["sub_build_s"] = time.perf_counter() - t0
         self.zc = None if core is None else np.asarray(core, dtype=np.float64)[self.b_rows].ravel()
         self.anchor = self.zc if stabilise < 1.0 else None  # what a stabilised run's λ = 1 rounds are pulled towards
-        self.anchor_cost = float(np.sum(W * core)) if core is not None else np.inf
+        self.anchor_cost = np.inf if core is None or self.anchor is None else float(np.sum(W * core))
         # the floor z_Y ≥ τ can raise the optimum by at most τ·Σ W (mix any optimum with the uniform matrix), so the
         # MP optimum minus that is a lower bound on the LP without the floor
         self.floor_cost = float(floor) * float(W.sum())

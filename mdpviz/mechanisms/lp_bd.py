@@ -234,9 +234,7 @@ PRESETS = (
            "The paper's LP and partition (k-means on distance rows, 25 subsets, η = 2 km, ε = 10 km⁻¹, ξ = 0.01) "
            f"solved by our faster path: in-out stabilisation λ = {STABILISED_LAMBDA:g} from the exponential mechanism "
            f"(near the end, the master's point moved at most {PULL:g} of the way towards it), and row-sum cuts. "
-           "Neither "
-           "changes "
-           "the LP or its optimum, only the Benders iterations that reach it.",
+           "Neither changes the LP or its optimum, only the Benders iterations that reach it.",
            params=(("eps", 10.0), ("scope", "neighbours"), ("eta", 2.0), ("subsets", 25),
                    ("partitioner", "kmeans-dv"), ("gap_m", 0.01), ("stabilise", STABILISED_LAMBDA),
                    ("row_cuts", True))),
