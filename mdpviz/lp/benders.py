@@ -68,6 +68,7 @@ from typing import Any
 import highspy
 import numpy as np
 from numpy.typing import NDArray
+from threadpoolctl import threadpool_limits
 
 from ..deadline import OutOfTime, check_deadline
 from ..progress import Progress, no_progress
@@ -509,12 +510,16 @@ def solve_benders(W: NDArray[np.float64], pi: NDArray[np.int64], pj: NDArray[np.
                               message=f"time limit while {e}, before the first iteration")
     status, message = "iteration limit", f"no certified gap ≤ ξ = {gap_m:g} after {max_iter} iterations"
     it = 0
+    # one BLAS thread: an iteration's vector products are many and small, and OpenBLAS's second thread only spins
+    # between them (Rome, K = 500, travel cost, stabilised: 42.7 s of CPU for 24.6 s of wall time with its own
+    # threads, 22.7 s of both with one, the same 251 iterations; docs/WHAT-WE-LEARNED.md)
     try:
-        for it in range(1, max_iter + 1):
-            stop = run.iterate(it)
-            if stop is not None:
-                status, message = stop
-                break
+        with threadpool_limits(limits=1, user_api="blas"):
+            for it in range(1, max_iter + 1):
+                stop = run.iterate(it)
+                if stop is not None:
+                    status, message = stop
+                    break
     finally:
         run.close()
     if status in ("time limit", "iteration limit"):
