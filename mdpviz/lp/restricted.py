@@ -253,6 +253,7 @@ class RestrictedLP:
         self.hold[:] = -1
         self.row_at[:] = -1
         self.h = None
+        self._box = None  # the new model's columns are in [0, 1]
         self.rebuilt = True
         self._sync()
 
