@@ -211,10 +211,10 @@ class _BendersRun:
                 return None
         zY = self._separation_point(pt.z_out, lam)
         if self._repeats(zY, pt.w_out):
-            raised = self._after_repeat(it, pt, lam)
-            if isinstance(raised, tuple):
-                return raised
-            self.lam = lam = raised
+            stop = self._after_repeat(it, pt, lam)
+            if stop is not None:
+                return stop
+            self.lam = lam = 1.0
             zY = self._separation_point(pt.z_out, lam)
         self.last_seps = [(zY, pt.w_out), *self.last_seps[:1]]
         rnd = self._separate(it, zY, pt, lam, row_cut)
@@ -231,12 +231,12 @@ class _BendersRun:
             return stop
         return self._add_round_cuts(it, lam, rnd)
 
-    def _after_repeat(self, it: int, pt: _MasterPoint, lam: float) -> float | _Stop:
+    def _after_repeat(self, it: int, pt: _MasterPoint, lam: float) -> _Stop | None:
         """A separation point that repeats: the cuts since then left the master's point (and the core) where they
         were, cutting it only within the master's tolerances, and the same point would give the same cuts again
         (Rome, K = 500, travel cost, stabilised: 270 such rounds). The bound may still have risen, so the gap is
-        tested first; then λ = 1 (the master's point, pulled towards the anchor in a stabilised run), or
-        ``stalled`` where λ was 1 already."""
+        tested first; then ``stalled`` where λ was 1 already, else None: the caller goes on at λ = 1 (the master's
+        point, pulled towards the anchor in a stabilised run)."""
         stop = self._stopping_test(it, lam, violated_out=True)
         if stop is None and lam >= 1.0:
             dropped = f"; {self.n_dropped} cuts left out for coefficients above {CUT_CAP:.0e}" if self.n_dropped else ""
@@ -245,8 +245,7 @@ class _BendersRun:
                                "tolerances")
         if stop is not None:
             self._record(it, pt, np.nan, 0.0)
-            return stop
-        return 1.0
+        return stop
 
     def _repeats(self, zY: NDArray[np.float64], w_out: NDArray[np.float64]) -> bool:
         """Whether the master's estimates and the separation point are those of one of the last two rounds (two:
