@@ -8,11 +8,13 @@ from dataclasses import replace
 import highspy
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import mdpviz.lp.benders as benders
 import mdpviz.lp.benders_master as benders_master
 import mdpviz.lp.benders_sub as benders_sub
 from mdpviz.lp.cone import exponent_closure
+from mdpviz.lp.highs import new_highs, pass_model
 from mdpviz.lp.mdp_lp import solve_mdp_lp
 from mdpviz.lp.neighbours import neighbour_pairs, neighbour_path_km
 from mdpviz.mechanisms import get_mechanism
@@ -203,11 +205,11 @@ def test_row_sum_cuts_are_valid_and_keep_the_optimum(rome) -> None:
 
 
 def test_a_solve_ending_unknown_is_retried_cold_then_by_interior_point() -> None:
-    """`run_highs`: "Unknown" twice (warm, then cold without presolve) gets one interior-point run; the options are
-    restored."""
+    """`run_highs`: "Unknown" twice (warm, then cold without presolve on the model passed afresh) gets one
+    interior-point run; the options are restored."""
     class FakeHighs:
         def __init__(self, statuses: list) -> None:
-            self.statuses, self.runs, self.presolves = statuses, [], []
+            self.statuses, self.runs, self.presolves, self.passed = statuses, [], [], []
             self.options = {"solver": "simplex", "presolve": "choose", "run_crossover": "off"}
 
         def getOptionValue(self, name: str):  # noqa: N802 - highspy's names
@@ -226,13 +228,17 @@ def test_a_solve_ending_unknown_is_retried_cold_then_by_interior_point() -> None
         def getModelStatus(self):  # noqa: N802
             return self.statuses[len(self.runs) - 1]
 
-        def clearSolver(self) -> None:  # noqa: N802
-            pass
+        def getLp(self) -> str:  # noqa: N802
+            return "the model"
+
+        def passModel(self, lp: str) -> None:  # noqa: N802
+            self.passed.append(lp)
 
     H = benders_sub._H
     h = FakeHighs([H.kUnknown, H.kUnknown, H.kOptimal])
     assert benders_sub.run_highs(h, None) == H.kOptimal
     assert h.runs == ["simplex", "simplex", "ipm"] and h.presolves == ["choose", "off", "off"]
+    assert h.passed == ["the model", "the model"]  # each retry starts from the model passed afresh
     assert h.options == {"solver": "simplex", "presolve": "choose", "run_crossover": "off",
                          "time_limit": benders_sub.INF}
     h = FakeHighs([H.kUnknown, H.kOptimal])
@@ -245,6 +251,33 @@ def test_a_solve_ending_unknown_is_retried_cold_then_by_interior_point() -> None
     assert h.options["time_limit"] == benders_sub.INF
     h = FakeHighs([H.kTimeLimit])  # the run's own deadline: final
     assert benders_sub.run_highs(h, time.perf_counter() + 60.0) == H.kTimeLimit and len(h.runs) == 1
+
+
+
+def test_a_retry_solves_the_model_with_the_rows_added_after_it_was_passed() -> None:
+    """The retry re-passes the model HiGHS holds: the rows added to it after it was passed (a master's cuts) stay in,
+    so the cold solve is of the same LP. A warm run whose cap has passed forces the retry."""
+    h = new_highs()
+    # min x + y subject to x + y ≥ 1, 0 ≤ x, y ≤ 10; then the cut x ≥ 0.75 and the row y ≥ 0.5 are added
+    pass_model(h, np.array([1.0, 1.0]), sp.csc_matrix(np.array([[1.0, 1.0]])), np.array([1.0]),
+               np.array([benders_sub.INF]), np.zeros(2), np.full(2, 10.0))
+    assert benders_sub.run_highs(h, None) == benders_sub._H.kOptimal
+    h.addRows(2, np.array([0.75, 0.5]), np.full(2, benders_sub.INF), 2, np.array([0, 1], dtype=np.int32),
+              np.array([0, 1], dtype=np.int32), np.array([1.0, 1.0]))
+    ran: list[str] = []
+    real_run = h.run
+
+    def capped_first():  # the warm run ends at its cap, as on Rome's master; the retry runs for real
+        ran.append("run")
+        if len(ran) == 1:
+            h.setOptionValue("time_limit", 0.0)
+        return real_run()
+
+    h.run = capped_first
+    assert benders_sub.run_highs(h, None, first_cap=0.001) == benders_sub._H.kOptimal
+    assert len(ran) == 2 and h.getNumRow() == 3
+    assert np.allclose(h.getSolution().col_value, [0.75, 0.5])
+    assert abs(h.getInfo().objective_function_value - 1.25) < 1e-9
 
 
 def _run_state(pb, stabilise: float = 1.0, row_cuts: bool = False, reserve: float = 0.0):

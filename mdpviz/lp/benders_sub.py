@@ -33,9 +33,12 @@ def pair_rows(pi: NDArray[np.int64], pj: NDArray[np.int64], coef: NDArray[np.flo
 
 def run_highs(h: highspy.Highs, deadline: float | None, first_cap: float | None = None) -> _H:
     """Run HiGHS within the deadline. A status other than optimal / infeasible / time limit gets a cold restart
-    without presolve (``clearSolver``: a warm start, or presolve on these badly scaled rows, can end in "Unknown"
-    where a fresh solve succeeds), then one interior-point run with crossover (a travel-cost subproblem on Rome,
-    K = 500, ended "Unknown" in both simplex runs and solved by it); the instance's options are restored after.
+    without presolve on the model passed afresh (a warm start, or presolve on these badly scaled rows, can end in
+    "Unknown" where a fresh solve succeeds; and HiGHS scales a model when it is passed, so a master whose cuts were
+    added later is re-scaled: on the paper's Rome instance a master that the instance, cleared, could not solve in
+    200 s solved in 0.5 s passed afresh, docs/WHAT-WE-LEARNED.md), then one interior-point run with crossover (a
+    travel-cost subproblem on Rome, K = 500, ended "Unknown" in both simplex runs and solved by it); the instance's
+    options are restored after.
     ``first_cap`` (seconds) bounds the first, warm run alone: a warm solve of the lazily built master on Rome once
     ran for most of a minute before ending "Unknown", where a cold restart was quick."""
     saved = {k: h.getOptionValue(k)[1] for k in ("solver", "presolve", "run_crossover")}  # highspy: (status, value)
@@ -52,7 +55,7 @@ def run_highs(h: highspy.Highs, deadline: float | None, first_cap: float | None 
                 for key, value in saved.items():
                     h.setOptionValue(key, value)
             return st
-        h.clearSolver()
+        h.passModel(h.getLp())  # cold, and scaled anew over every row added since the model was passed
         h.setOptionValue("presolve", "off")
         if attempt == 1:
             h.setOptionValue("solver", "ipm")
