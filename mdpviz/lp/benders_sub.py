@@ -35,8 +35,8 @@ def run_highs(h: highspy.Highs, deadline: float | None, first_cap: float | None 
     """Run HiGHS within the deadline. A status other than optimal / infeasible / time limit gets a cold restart
     without presolve on the model passed afresh (a warm start, or presolve on these badly scaled rows, can end in
     "Unknown" where a fresh solve succeeds; and HiGHS scales a model when it is passed, so a master whose cuts were
-    added later is re-scaled: on the paper's Rome instance a master that the instance, cleared, could not solve in
-    200 s solved in 0.5 s passed afresh, docs/WHAT-WE-LEARNED.md), then one interior-point run with crossover (a
+    added later is re-scaled: on the paper's Rome instance a master that the instance, cleared, had not solved after
+    129 s solved in 0.5 s passed afresh, docs/WHAT-WE-LEARNED.md), then one interior-point run with crossover (a
     travel-cost subproblem on Rome, K = 500, ended "Unknown" in both simplex runs and solved by it); the instance's
     options are restored after.
     ``first_cap`` (seconds) bounds the first, warm run alone: a warm solve of the lazily built master on Rome once
