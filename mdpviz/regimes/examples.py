@@ -5,6 +5,7 @@ methods win nowhere, what happens to them most often and why."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -99,7 +100,20 @@ def nowhere(table: pd.DataFrame) -> list[tuple[str, str, int, int, str]]:
             continue
         counts = rows["outcome"].value_counts()
         top = str(counts.index[0])
-        why = next((str(w) for w in rows[rows["outcome"] == top]["why"].fillna("") if w), "")
-        plain = plain_degenerate(why) or why.split(" (")[0].split("; ")[0]
-        out.append((seed, OUTCOME_VERBS.get(top, top), int(counts.iloc[0]), len(rows), plain))
+        whys = [str(w) for w in rows[rows["outcome"] == top]["why"].fillna("") if w]
+        out.append((seed, OUTCOME_VERBS.get(top, top), int(counts.iloc[0]), len(rows), reason(top, whys)))
     return out
+
+
+def reason(outcome: str, whys: list[str]) -> str:
+    """Why cells have ``outcome``, in plain words, from their notes (``why``): for "breaks its claim" the break
+    measured in one of them (a collapse noted beside it is not why a claim breaks: a collapsed release is private),
+    else the degenerate kind in plain words or the first note's words."""
+    if outcome == "breaks its claim":
+        for why in whys:
+            for note in re.split(r"; (?=[A-Z])", why):
+                kind, _, what = note.partition(":")
+                if kind.strip().lower() == "claim not met" and what.strip():
+                    return f"measured in one of them: {what.strip()}"
+    why = whys[0] if whys else ""
+    return plain_degenerate(why) or why.split(" (")[0].split("; ")[0]
