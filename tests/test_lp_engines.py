@@ -201,10 +201,10 @@ def test_a_stop_with_a_point_already_within_the_tolerance_is_optimal() -> None:
     W = np.array([[1.0, 2.0], [2.0, 1.0]])
     Z = np.eye(2)
     run = SimpleNamespace(best=(Z, {}, 2.0), lb=2.0 - 1e-6, tol=1e-4, rounds=4, priced_rounds=4, history=[],
-                          cap=15.0, cold_rounds=0, trust_radius=np.inf, trust_lifted=0,
+                          cap=15.0, cold_rounds=0, trust_radius=np.inf, trust_lifted=0, tightened=0,
                           pricer=SimpleNamespace(failures=[], lp_calls=8, pairs_max=2, retries=0),
                           lp=SimpleNamespace(n_vars=4, n_pairs=2, retries=0, n_held=0, rebuilt=False, pooled=0,
-                                             returned=0, n_rows_solved=0),
+                                             returned=0, n_rows_solved=0, tolerance=1e-7),
                           lp_rounds=[],
                           t_lp=0.0, t_repair=0.0, t_price=0.0,
                           bound_from="pricing at LP round 4's duals", point_from="the repaired solution of LP round 4")

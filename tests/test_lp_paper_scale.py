@@ -226,3 +226,35 @@ def test_one_failed_conic_pricing_lp_costs_a_column_not_the_engine(monkeypatch):
     assert res.diagnostics["pricing_failures"] == 1 and "1 pricing LP failed twice" in res.message
     reference = solve(problem, "lp", {"eps": 5.0, "engine": "rows"}, use_cache=False)
     assert abs(res.objective_m - reference.objective_m) <= 2e-4 * reference.objective_m
+
+
+def test_weights_over_many_decades_tighten_highs_instead_of_stalling(monkeypatch):
+    """A DISTA-LP private cell's LP (Rome, K = 150, its weights over more than seven decades) stalled with nothing
+    left to add: HiGHS's dual infeasibilities of 1e-7 over its entries cost the priced bound more than the gap. The
+    engine now re-solves at a tighter tolerance before it stalls, and certifies."""
+    import dataclasses
+
+    import mdpviz.lp.structured as structured
+    from mdpviz.dista.cells import cell_choice
+    from mdpviz.lp.optimal import optimal_rows
+
+    pb = build_problem("rome", 150, n_outputs=100, cost="travel", n_tasks=1, seed=0)
+    centres, pick = cell_choice(pb, 8, 1.5, 0)
+    cand = np.sort(np.argsort(pb.d_xy[centres[3]], kind="stable")[:20])
+    w = pb.p * pick[:, 3]
+    w = np.maximum(w, 1e-9 * w.max())
+    cell = dataclasses.replace(pb, p=w / w.sum(), y_index=pb.y_index[cand], c=pb.c[:, cand], timings={})
+    assert cell.p.min() < 1e-7 * cell.p.max()  # weights over more than seven decades
+
+    def run():
+        return optimal_rows(cell.d, cell.p, cell.c, {"eps": 3.5}, QUIET, None, {}, out_rows=cell.y_index)
+
+    monkeypatch.setattr(structured, "TIGHTEST", 1.0)  # never tighten: the trap
+    _, loose = run()
+    assert loose.status == "stalled" and "nothing left to add" in loose.message
+    monkeypatch.undo()
+    Z, f = run()
+    assert f.status == "optimal" and "tolerance tightened" in f.message
+    assert f.diagnostics["lp_tolerance"] < 1e-7
+    assert f.bound <= f.objective <= f.bound * (1 + 1e-4) and f.objective <= loose.diagnostics["feasible_objective_m"]
+    assert np.allclose(Z.sum(axis=1), 1.0, atol=1e-12) and violations(cell, Z, 3.5).violated_pairs == 0

@@ -36,6 +36,7 @@ class EngineDiagnostics(TypedDict, total=False):
     pool_returns: int  # pooled rows taken back because a solution broke them
     trust_radius: float  # the trust box's radius around the best point (0: no box)
     trust_lifted: int  # the round after which the box was lifted (nothing to add, or a boxed solve failed); 0: never
+    lp_tolerance: float  # HiGHS's feasibility tolerance at the end (tightened when nothing was left to add)
     lp_rounds: list[tuple[float, int, int, int, int]]  # per round: LP seconds, simplex and interior-point
     # iterations, pooled rows taken back, pair rows held as rows after it
     pricing_retries: int

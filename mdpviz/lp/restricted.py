@@ -248,6 +248,14 @@ class RestrictedLP:
         gap = zi - np.minimum(self.row_coef[idx], ROW_COEF_CAP) * self.z[self.row_lo[idx]]
         return idx[gap > 1e-9 * np.maximum(zi, 1e-300)]
 
+    def tighten(self, tolerance: float) -> None:
+        """Solve from now on to a tighter primal and dual feasibility tolerance (the next solve starts warm from the
+        last basis and cleans up what the new tolerance no longer allows)."""
+        self.tolerance = float(tolerance)
+        if self.h is not None:
+            self.h.setOptionValue("primal_feasibility_tolerance", self.tolerance)
+            self.h.setOptionValue("dual_feasibility_tolerance", self.tolerance)
+
     def _rebuild_unheld(self) -> None:
         """Drop the held form: a new model with every entry its own column and every pair row a row."""
         self.hold[:] = -1

@@ -248,6 +248,7 @@ KEY_WORDS = {
     "lp_rounds": "LP work",
     "trust_radius": "trust box around the best private point: radius (0: no box)",
     "trust_lifted": "LP round after which the trust box was lifted (0: never)",
+    "lp_tolerance": "HiGHS feasibility tolerance at the end (tightened when nothing was left to add)",
     "cy": "cost block", "dx": "x-distance block", "dy": "y-distance block", "v_pair": "V_pair (between users)",
     "v_cf": "V_cf (counterfactual anchors)", "v_pure": "V_pure (pure ε-mDP between users)", "p_s": "p_s",
     "anpo": "AnPO", "pl": "privacy loss", "relerr": "relative error", "lb": "lower bound",
