@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -191,6 +191,28 @@ PLAIN_DEGENERATE = {
 }
 
 
+class Note(NamedTuple):
+    """One note of a result's ``degenerate`` text (or a grid cell's ``why``), "Kind: details"."""
+
+    kind: str  # in lower case
+    details: str
+    text: str  # the whole note
+
+
+def notes(text: str) -> list[Note]:
+    """The notes of "Kind: details; Kind: details".
+
+    >>> [(n.kind, n.details) for n in notes("Collapsed: all rows merged; Claim not met: 3 of 9 pairs break")]
+    [('collapsed', 'all rows merged'), ('claim not met', '3 of 9 pairs break')]
+    """
+    out = []
+    for note in (n.strip() for n in re.split(r"; (?=[A-Z])", text.strip())):
+        if note:
+            kind, _, details = note.partition(":")
+            out.append(Note(kind.strip().lower(), details.strip(), note))
+    return out
+
+
 def plain_degenerate(text: str) -> str:
     """A degenerate note in plain words (the known kinds), else its words before the details; "" when the note
     only says the claim is not met (the promise sentence says that).
@@ -200,14 +222,12 @@ def plain_degenerate(text: str) -> str:
     >>> plain_degenerate("Claim not met: 390 of 2,442 user pairs (16%) break their bound")
     ''
     """
-    notes = [n.strip() for n in re.split(r"; (?=[A-Z])", text.strip()) if n.strip()]
     words = []
-    for note in notes:
-        kind = note.split(":", 1)[0].strip().lower()
-        if kind == "claim not met":
+    for note in notes(text):
+        if note.kind == "claim not met":
             continue
-        known = next((v for k, v in PLAIN_DEGENERATE.items() if kind.startswith(k)), None)
-        words.append(known or re.split(r" \(|\. ", note, maxsplit=1)[0].rstrip("."))
+        known = next((v for k, v in PLAIN_DEGENERATE.items() if note.kind.startswith(k)), None)
+        words.append(known or re.split(r" \(|\. ", note.text, maxsplit=1)[0].rstrip("."))
     return "; ".join(dict.fromkeys(words))
 
 

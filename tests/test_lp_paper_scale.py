@@ -7,6 +7,8 @@ the certificate (status ``optimal`` only with bound ≤ objective ≤ bound·(1 
 
 from __future__ import annotations
 
+import dataclasses
+
 import highspy
 import numpy as np
 import pandas as pd
@@ -14,7 +16,10 @@ import pytest
 
 import mdpviz.lp.pricing as pricing
 import mdpviz.lp.restricted as restricted
+import mdpviz.lp.structured as structured
+from mdpviz.dista.cells import cell_choice
 from mdpviz.lp.mdp_lp import all_pairs, solve_mdp_lp
+from mdpviz.lp.optimal import optimal_rows
 from mdpviz.lp.structured import solve_structured
 from mdpviz.mechanisms import get_mechanism
 from mdpviz.metrics import violations
@@ -228,33 +233,53 @@ def test_one_failed_conic_pricing_lp_costs_a_column_not_the_engine(monkeypatch):
     assert abs(res.objective_m - reference.objective_m) <= 2e-4 * reference.objective_m
 
 
-def test_weights_over_many_decades_tighten_highs_instead_of_stalling(monkeypatch):
-    """A DISTA-LP private cell's LP (Rome, K = 150, its weights over more than seven decades) stalled with nothing
-    left to add: HiGHS's dual infeasibilities of 1e-7 over its entries cost the priced bound more than the gap. The
-    engine now re-solves at a tighter tolerance before it stalls, and certifies."""
-    import dataclasses
-
-    import mdpviz.lp.structured as structured
-    from mdpviz.dista.cells import cell_choice
-    from mdpviz.lp.optimal import optimal_rows
-
+def _skewed_cell():
+    """A DISTA-LP private cell's LP (Rome, K = 150, cell 3 of 8 at ε_c = 1.5): the prior times each secret's chance
+    of the cell, its weights over more than seven decades."""
     pb = build_problem("rome", 150, n_outputs=100, cost="travel", n_tasks=1, seed=0)
     centres, pick = cell_choice(pb, 8, 1.5, 0)
     cand = np.sort(np.argsort(pb.d_xy[centres[3]], kind="stable")[:20])
     w = pb.p * pick[:, 3]
     w = np.maximum(w, 1e-9 * w.max())
     cell = dataclasses.replace(pb, p=w / w.sum(), y_index=pb.y_index[cand], c=pb.c[:, cand], timings={})
-    assert cell.p.min() < 1e-7 * cell.p.max()  # weights over more than seven decades
+    assert cell.p.min() < 1e-7 * cell.p.max()
+    return cell
 
-    def run():
-        return optimal_rows(cell.d, cell.p, cell.c, {"eps": 3.5}, QUIET, None, {}, out_rows=cell.y_index)
 
+def _solve_cell(cell):
+    return optimal_rows(cell.d, cell.p, cell.c, {"eps": 3.5}, QUIET, None, {}, out_rows=cell.y_index)
+
+
+def test_weights_over_many_decades_tighten_highs_instead_of_stalling(monkeypatch):
+    """That cell's LP stalled with nothing left to add: HiGHS's dual infeasibilities of 1e-7 over its entries cost
+    the priced bound more than the gap. The engine now re-solves at a tighter tolerance before it stalls, and
+    certifies."""
+    cell = _skewed_cell()
     monkeypatch.setattr(structured, "TIGHTEST", 1.0)  # never tighten: the trap
-    _, loose = run()
+    _, loose = _solve_cell(cell)
     assert loose.status == "stalled" and "nothing left to add" in loose.message
     monkeypatch.undo()
-    Z, f = run()
+    Z, f = _solve_cell(cell)
     assert f.status == "optimal" and "tolerance tightened" in f.message
     assert f.diagnostics["lp_tolerance"] < 1e-7
     assert f.bound <= f.objective <= f.bound * (1 + 1e-4) and f.objective <= loose.diagnostics["feasible_objective_m"]
     assert np.allclose(Z.sum(axis=1), 1.0, atol=1e-12) and violations(cell, Z, 3.5).violated_pairs == 0
+
+
+def test_a_tightened_re_solve_that_fails_stalls_with_its_point_and_bound(monkeypatch):
+    """Should HiGHS fail on the tighter re-solve, the run stops as it did before the re-solve (stalled, with its
+    private point and certified bound), saying why; not as a solver error."""
+    tighten, solve_lp = restricted.RestrictedLP.tighten, restricted.RestrictedLP.solve
+
+    def tighter(lp, tolerance):
+        lp.broken = True
+        tighten(lp, tolerance)
+
+    monkeypatch.setattr(restricted.RestrictedLP, "tighten", tighter)
+    monkeypatch.setattr(restricted.RestrictedLP, "solve",
+                        lambda lp, *a, **k: "Unknown" if getattr(lp, "broken", False) else solve_lp(lp, *a, **k))
+    cell = _skewed_cell()
+    Z, f = _solve_cell(cell)
+    assert Z is None and f.status == "stalled" and "re-solve at HiGHS's feasibility tolerance 1e-09 failed" in f.message
+    assert f.bound <= f.diagnostics["feasible_objective_m"]
+    assert violations(cell, f.diagnostics["feasible_Z"], 3.5).violated_pairs == 0

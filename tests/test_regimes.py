@@ -196,9 +196,9 @@ def test_examples_follow_the_map(tiny: Path) -> None:
     assert any(n[0].startswith("DISTA-LP") for n in nowhere(with_ours))
 
 
-def test_a_seed_that_breaks_its_claim_is_told_why_by_the_break_not_by_a_collapse_beside_it() -> None:
-    """A collapsed release is private: where cells break their claim and also collapsed, Home's reason is the
-    measured break; a degenerate outcome keeps its plain kind."""
+def test_a_seed_that_breaks_its_claim_is_told_why_by_the_measured_break_not_by_a_collapse_beside_it() -> None:
+    """Where cells break their claim and also collapsed, Home's reason is the measured break (the collapse is a
+    degeneracy of its own); a degenerate outcome keeps its plain kind."""
     from mdpviz.regimes.examples import nowhere
 
     both = "Collapsed: every user reports the same distribution (all 9 anchor rows merged); Claim not met: 5 of 9 " \
@@ -206,7 +206,7 @@ def test_a_seed_that_breaks_its_claim_is_told_why_by_the_break_not_by_a_collapse
     table = pd.DataFrame([{**CELL, "method": "panda-e", "outcome": "breaks its claim", "why": both},
                           {**CELL, "method": "dista-lp", "outcome": "degenerate", "why": "Uploads erased: all"}])
     reasons = {seed.split(" ")[0]: (verb, why) for seed, verb, _, _, why in nowhere(table)}
-    assert reasons["PAnDA"] == ("breaks its claim", "measured in one of them: 5 of 9 user pairs (56%) break their "
+    assert reasons["PAnDA"] == ("breaks its claim", "in one of them 5 of 9 user pairs (56%) break their "
                                 "(ε, δ)-PmDP bound (δ = 1e-07)")
     assert reasons["DISTA-LP"][0] == "is degenerate" and "uploads were erased" in reasons["DISTA-LP"][1]
 

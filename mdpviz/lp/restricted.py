@@ -253,8 +253,8 @@ class RestrictedLP:
         last basis and cleans up what the new tolerance no longer allows)."""
         self.tolerance = float(tolerance)
         if self.h is not None:
-            self.h.setOptionValue("primal_feasibility_tolerance", self.tolerance)
-            self.h.setOptionValue("dual_feasibility_tolerance", self.tolerance)
+            for option in ("primal_feasibility_tolerance", "dual_feasibility_tolerance"):
+                _check(self.h.setOptionValue(option, self.tolerance), f"{option} {self.tolerance:g}")
 
     def _rebuild_unheld(self) -> None:
         """Drop the held form: a new model with every entry its own column and every pair row a row."""

@@ -332,6 +332,9 @@ class _RowAndColumnGeneration:
                 st = self._solve_lp(cold_ipm=False)
             if st == "time limit":
                 return "time limit", f"time limit in LP round {r}"
+            if st != "optimal" and self.tightened and self.tightened == r - 1:  # the last round's LP, only tighter
+                return "stalled", (f"nothing left to add to the LP, and its re-solve at HiGHS's feasibility "
+                                   f"tolerance {self.lp.tolerance:.0e} failed ({st})")
             if st != "optimal":
                 return f"solver error ({st})", f"the restricted LP failed in round {r} ({st}) after retries"
             if (left := self._left()) is not None and left <= 0:
@@ -358,16 +361,22 @@ class _RowAndColumnGeneration:
                     self.history[-1] = self._state()
                 if self.gap <= self.tol:
                     return "optimal", ""
-                if np.isfinite(self.caps[0]):  # nothing left below this cap: admit longer pairs
-                    self.cap = self.caps.pop(0)
-                    if self._grow(Z, u, arg, self.lp.mu):
-                        continue
+                if self._admit_longer_pairs(Z, u, arg):
+                    continue
                 if self.lp.tolerance > TIGHTEST:  # the LP holds all it needs: its duals may be too loose for the bound
                     self.lp.tighten(max(TIGHTEN * self.lp.tolerance, TIGHTEST))
                     self.tightened = r
                     continue
                 return "stalled", "nothing left to add to the LP"
         return "iteration limit", f"round limit ({max_rounds}) reached"
+
+    def _admit_longer_pairs(self, Z: NDArray[np.float64], u: NDArray[np.float64], arg: NDArray[np.int64]) -> bool:
+        """Nothing left below the pair cap: raise it, cap by cap, until a pair is added; False when none is."""
+        while np.isfinite(self.caps[0]):  # the last cap, inf, stays: nothing is admitted beyond it
+            self.cap = self.caps.pop(0)
+            if self._grow(Z, u, arg, self.lp.mu):
+                return True
+        return False
 
     def _grew_much(self) -> bool:
         """Whether the last round added at least ``COLD_GROWTH`` of the pair rows a large LP held as rows before it."""

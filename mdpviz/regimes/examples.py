@@ -5,13 +5,12 @@ methods win nowhere, what happens to them most often and why."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..verdict import plain_degenerate
+from ..verdict import notes, plain_degenerate
 from .grid import Method, methods
 from .report import region_label
 
@@ -107,13 +106,11 @@ def nowhere(table: pd.DataFrame) -> list[tuple[str, str, int, int, str]]:
 
 def reason(outcome: str, whys: list[str]) -> str:
     """Why cells have ``outcome``, in plain words, from their notes (``why``): for "breaks its claim" the break
-    measured in one of them (a collapse noted beside it is not why a claim breaks: a collapsed release is private),
-    else the degenerate kind in plain words or the first note's words."""
+    measured in one of them (a collapse noted beside it is a degeneracy of its own, not the break), else the
+    degenerate kind in plain words or the first note's words."""
     if outcome == "breaks its claim":
-        for why in whys:
-            for note in re.split(r"; (?=[A-Z])", why):
-                kind, _, what = note.partition(":")
-                if kind.strip().lower() == "claim not met" and what.strip():
-                    return f"measured in one of them: {what.strip()}"
+        broken = next((n.details for why in whys for n in notes(why) if n.kind == "claim not met" and n.details), "")
+        if broken:
+            return f"in one of them {broken}"
     why = whys[0] if whys else ""
     return plain_degenerate(why) or why.split(" (")[0].split("; ")[0]

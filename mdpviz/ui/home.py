@@ -98,7 +98,7 @@ def seed_examples() -> None:
                   on_click=presets.apply, args=("cmdp-ours",))  # type: ignore[arg-type]
     for seed, outcome, count, cells, why in nowhere(table):
         glossary.caption(f"**{seed}** beats the exponential mechanism in no cell of the grid: in {count} of {cells} "
-                         f"cells it {outcome}" + (f" ({why})" if why else "") + ". Its paper's own setting is below.")
+                         f"cells it {outcome}" + (f" — {why}" if why else "") + ". Its paper's own setting is below.")
     headline_claims()
     st.page_link("app_pages/which.py", label="Which mechanism for my setting?", icon=":material/rule:")
 
