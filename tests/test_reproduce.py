@@ -180,10 +180,34 @@ def test_report_only_rebuilds_a_report_from_its_points_without_computing(tmp_pat
     for line in lines:  # records of other code are never reused by a run, but a report-only rebuild reads them
         assert json.loads(line)["code"]
     points.write_text("\n".join(line.replace(json.loads(line)["code"], "other-code") for line in lines) + "\n")
+    meta_file = tmp_path / "aipo-tables-tiny" / "meta.json"  # as if the points were computed on another machine
+    meta_file.write_text(json.dumps({**json.loads(meta_file.read_text()), "machine": "the machine that ran them"}))
+    first["meta"]["machine"] = "the machine that ran them"
     assert main(["reproduce", "aipo-tables", "--tiny", "--report-only", "--out", str(tmp_path)]) == 0
     again = load_report(tmp_path / "aipo-tables-tiny")
     assert again["meta"]["codes"] == ["other-code"] and "--report-only" in again["meta"]["rebuilt"]
-    for kept in ("command", "date", "wall_s", "computed"):  # the run that computed the points, not the rebuild
+    for kept in ("command", "date", "machine", "wall_s", "computed"):  # the run that computed the points
         assert again["meta"][kept] == first["meta"][kept]
     assert again["comparison"]["ours"].equals(first["comparison"]["ours"])
     assert "`other-code`" in again["markdown"] and "rebuilt from the points file" in again["markdown"]
+
+
+def test_time_rows_of_a_rebuilt_report_name_the_machine_that_computed_its_points() -> None:
+    from mdpviz.reproduce import common as cm
+
+    with cm.points_machine("the machine that ran them"):
+        assert "HiGHS on the machine that ran them" in cm.hardware_reason()
+    assert "the machine that ran them" not in cm.hardware_reason()
+
+
+def test_a_panda_row_over_fewer_runs_says_what_the_others_ended_with() -> None:
+    """Rome, K = 500: one of two LP runs stalled; the row's mean is over the other, and its reason says so."""
+    from mdpviz.reproduce.panda import _reason_loss
+
+    base = {"problem.city": "rome", "problem.k": 500, "tag.label": "LP"}
+    runs = [{**base, "status": "optimal", "loss_m": 142.8},
+            {**base, "status": "stalled", "message": "nothing left to add to the LP; certified gap 3.1e-04"}]
+    text = _reason_loss("LP", runs, 142.8, None, 1000.0)
+    assert text.startswith("ours: optimal (1 of 2 runs), stalled (1 of 2 runs) — nothing left to add to the LP")
+    assert "against EM" in text
+    assert not _reason_loss("LP", runs[:1], 142.8, None, 1000.0).startswith("ours:")

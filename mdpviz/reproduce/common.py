@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..benchmarks.report import machine
@@ -71,11 +72,25 @@ def degenerate(rows: Sequence[Mapping[str, Any]]) -> str:
     return ""
 
 
+_POINTS_MACHINE: list[str] = []  # the machine that computed the points of the report being written
+
+
+@contextlib.contextmanager
+def points_machine(name: str | None) -> Iterator[None]:
+    """Within it, time rows name ``name`` (a rebuilt report's points were computed there), not this machine."""
+    _POINTS_MACHINE.append(name or machine())
+    try:
+        yield
+    finally:
+        _POINTS_MACHINE.pop()
+
+
 def hardware_reason(load: str = "") -> str:
     """What a time row can and cannot say: seconds from another machine and solver are not compared; the claims
     ledger judges timing claims by orderings and ratios measured in one run here."""
+    where = _POINTS_MACHINE[-1] if _POINTS_MACHINE else machine()
     return (f"seconds are not compared across machines (the paper: MATLAB linprog on a desktop; ours: Python + HiGHS "
-            f"on {machine()}" + (f", load {load}" if load else "") + ", one core per solve); timing claims are "
+            f"on {where}" + (f", load {load}" if load else "") + ", one core per solve); timing claims are "
             "judged by orderings measured here (CLAIMS.md)")
 
 

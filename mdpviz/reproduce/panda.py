@@ -130,9 +130,10 @@ def _vs_em(runs: Sequence[Mapping[str, Any]], ours: float, paper: Mapping[str, A
 
 def _reason_loss(label: str, runs: Sequence[Mapping[str, Any]], ours: float, paper: Mapping[str, Any] | None,
                  em: float | None) -> str:
-    if (why := cm.failed(runs)) and not cm.values(runs, _loss):
+    why = cm.failed(runs)  # some runs gave no mechanism: the mean is over the others, and this says why
+    if why and not cm.values(runs, _loss):
         return why
-    parts = []
+    parts = [why]
     if label.startswith("PAnDA"):
         parts.append(_panda_reason(runs, "loss"))
     elif label == "EM":
@@ -148,6 +149,11 @@ def _reason_loss(label: str, runs: Sequence[Mapping[str, Any]], ours: float, pap
     if label != "EM":
         parts.append(_vs_em(runs, ours, paper, em))
     return "; ".join(p for p in parts if p)
+
+
+def _with_failures(reason: str, runs: Sequence[Mapping[str, Any]]) -> str:
+    """What the runs that gave no mechanism ended with (a mean over fewer runs says why), then ``reason``."""
+    return "; ".join(r for r in (cm.failed(runs), reason) if r)
 
 
 def _comparisons(records: list[dict[str, Any]], size: str, mode: str, table: str) -> Comparison:
@@ -173,7 +179,7 @@ def _comparisons(records: list[dict[str, Any]], size: str, mode: str, table: str
         elif table == "Table 2":
             paper = paper_value(PAPER, source="Table 2", city=city, K=pk, method=label)
             mean, pm, n = mean_pm(cm.values(runs, _time))
-            reason = cm.failed(runs) if n == 0 else cm.hardware_reason()
+            reason = _with_failures(cm.hardware_reason() if n else "", runs)
             if label.startswith("PAnDA") and n:
                 total = mean_pm(cm.values(runs, "time_s"))[0]
                 reason += (f"; ours is AnPO's LP solve as the artifact times it (whole mechanism {total:.2f} s, "
@@ -191,7 +197,7 @@ def _comparisons(records: list[dict[str, Any]], size: str, mode: str, table: str
                     out.append(comparison_row(table="Fig. 12", city=city, setting=setting, x=k,
                                               method=f"{label} {what}",
                                               metric="violation_rate", unit="ratio", ours=mean, ours_pm=pm, n=n,
-                                              paper=paper, reason=reason if n else cm.failed(runs)))
+                                              paper=paper, reason=_with_failures(reason if n else "", runs)))
             elif label in ("LP+CA", "EM", "EM+BR"):
                 mean, pm, n = mean_pm(cm.values(runs, lambda r: 100.0 * r["violation_ratio"]
                                                 if "violation_ratio" in r else None))
@@ -201,7 +207,7 @@ def _comparisons(records: list[dict[str, Any]], size: str, mode: str, table: str
                           if label == "LP+CA" else "EM is ε-mDP by construction; measured, not assumed")
                 out.append(comparison_row(table="Fig. 12", city=city, setting=setting, x=k, method=label,
                                           metric="violation_rate_pct", unit="%", ours=mean, ours_pm=pm, n=n,
-                                          paper=paper, reason=reason if n else cm.failed(runs)))
+                                          paper=paper, reason=_with_failures(reason if n else "", runs)))
     return Comparison(out, _setting_notes(size, mode), chart=out)
 
 

@@ -17,6 +17,7 @@ from ..benchmarks.options import check_file, check_folder
 from ..benchmarks.report import machine
 from ..errors import MdpvizError
 from ..sweep import Point, recorded, run_sweep
+from . import common as cm
 from .base import Comparison
 from .ledger import write_claims
 from .registry import get_experiment, points_file
@@ -41,7 +42,8 @@ def _commit() -> str:
     return out.stdout.strip() if out.returncode == 0 else ""
 
 
-RUN_FIELDS = ("command", "date", "load_start", "load_end", "backend", "computed", "reused", "wall_s", "stopped")
+RUN_FIELDS = ("command", "date", "machine", "load_start", "load_end", "backend", "computed", "reused", "wall_s",
+              "stopped")
 
 
 def _previous_meta(folder: Path) -> dict[str, Any] | None:
@@ -130,7 +132,10 @@ def reproduce(name: str, *, size: str = "quick", mode: str = "paper", out_dir: P
     if run.skipped:
         print(f"skipped {run.skipped} unreadable line(s) of {points_file(out_dir, name, size)} (torn by a crash, or "
               "not UTF-8 JSON): their points count as not finished", flush=True)
-    cmp = exp.compare(run.records, size, mode)
+    folder = out_dir / folder_name(name, size, mode)
+    previous = _previous_meta(folder) if report_only else None
+    with cm.points_machine(previous.get("machine") if previous else None):  # a rebuild names where points were made
+        cmp = exp.compare(run.records, size, mode)
     finished = sorted(r["finished"] for r in run.records if r.get("finished"))
     loads = [r["load"] for r in run.records if isinstance(r.get("load"), (int, float))]
     meta = {"experiment": name, "paper": exp.paper, "title": exp.title, "size": size, "mode": mode,
@@ -145,8 +150,7 @@ def reproduce(name: str, *, size: str = "quick", mode: str = "paper", out_dir: P
             "points_wall_s": sum(float(r.get("wall_s") or 0.0) for r in run.records),
             "not_run": not_run(points, {r["key"] for r in run.records}), "skipped_lines": run.skipped,
             "codes": sorted({str(r.get("code", "")) for r in run.records})}
-    folder = out_dir / folder_name(name, size, mode)
-    if report_only and (previous := _previous_meta(folder)) is not None:
+    if previous is not None:
         # a rebuilt report keeps the run that computed its points (its command, date, load, wall time, backend)
         meta.update({k: previous[k] for k in RUN_FIELDS if k in previous},
                     rebuilt=f"{date} by `{meta['command']}`")
