@@ -77,7 +77,8 @@ def _example(seed: str, ours: bool, best: Any, method: Method, rows: pd.DataFram
                  f"{best['em_loss_m']:,.0f} m; privacy cost {best['privacy_cost_m']:,.0f} m). It beats EM in "
                  f"{int((rows['method'] == best['method']).sum())} of "
                  f"{int((table['method'] == best['method']).sum())} cells of the grid. Its solve "
-                 f"took {best['time_s']:.1f} s there (median over seeds, on the 2-core machine)."
+                 f"took {best['time_s']:.1f} s there (median over seeds, on the 2-core machine); the page, its map and "
+                 "the all-pairs check a few seconds more."
                  + (" Ours, not the paper's: the paper's own version stands beside it." if ours else "")),
         "values": cell_values(best, method)}
 
