@@ -43,6 +43,7 @@ EXAMPLE_K = {"lp-bd": 150, "panda": 2000, "distributed": 500, "aipo": 500}
 # command's (start, solve and all-pairs check) on the 2-core machine, quiet and busy (another job on both cores)
 # (each variant's own counts: one text for all three stated PAnDA-e's 2,190 beside PAnDA-p's 2,166 and PAnDA-l's
 # 2,208 on the page; re-measured 2026-12-02 08:03 UTC, load 1.6, 2.9–3.5 s each)
+# AIPO's re-measured 2026-12-06 05:05 UTC, quiet, once its universal bound moved to the structured engine
 _PANDA_PAPER = ("What happens here (measured): the release collapses, every user reporting the same distribution, "
                 "and the (ε, δ)-PmDP claim breaks for {share} of user pairs ({bad} of 2,448): Phase I alone costs "
                 "ε̄ ≥ ε on {phase1} of anchor pairs (Prop. 3), so nothing is left for the LP. 3.4–4.8 s (12 s "
@@ -83,7 +84,7 @@ OUTCOMES = {
                  "25 of 432 checked triples, as the paper acknowledges. About 1 s per solve.",
     "aipo-paper": "What happens here (measured, at ε = 1 km⁻¹): it keeps its promise on all pairs of the plane, "
                   "at a loss of 4.83 km, above EM's 4.44 km; the paper's universal lower bound (2,020 m) is below "
-                  "the no-privacy floor (3,219 m), so the floor is shown as the bound. 21 s (busy).",
+                  "the no-privacy floor (3,219 m), so the floor is shown as the bound. 3.3 s (quiet).",
 }
 
 
