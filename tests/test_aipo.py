@@ -230,7 +230,6 @@ def test_a_universal_bound_below_the_floor_is_replaced_by_the_floor() -> None:
     assert "below the no-privacy floor" in r.message
 
 
-
 def test_the_universal_bound_is_certified_below_an_exactly_feasible_point() -> None:
     """The paper's bound is its cell LP's optimum; where e^{ε·d} passes the monolithic solver's coefficient cap
     (5 km disc, ε = 2: cells up to 24 nats apart) a capped solve's value came out above an exactly feasible point of
