@@ -246,3 +246,11 @@ def test_the_universal_bound_is_certified_below_an_exactly_feasible_point() -> N
     feasible = float(np.sum(W * point.Z))
     assert bound <= feasible
     assert bound >= feasible * (1 - 1e-5)
+
+
+def test_the_universal_bound_names_itself_in_its_progress(pb: Problem) -> None:
+    """Its LP rounds report under the bound's name, so a long bound is not read as AIPO's own LPs."""
+    phases: list[str] = []
+    bound, _ = universal_lower_bound(pb, EPS, 2, 4, progress=lambda phase, f: phases.append(phase))
+    assert bound is not None and phases
+    assert all(p.startswith("universal lower bound: ") for p in phases)

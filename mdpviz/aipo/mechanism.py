@@ -195,7 +195,8 @@ def universal_lower_bound(problem: Problem, eps: float, p: int, grid: int, time_
     Returns (bound or None when the engine stopped before the optimum, its status).
     """
     W, E = universal_cell_lp(problem, eps, p, grid)
-    out = solve_structured(W, E, tol=UNIVERSAL_TOL, time_limit=time_limit, progress=progress)
+    out = solve_structured(W, E, tol=UNIVERSAL_TOL, time_limit=time_limit,
+                           progress=lambda phase, f: progress(f"universal lower bound: {phase}", f))
     status = f"structured engine: {out.status}"
     if out.status != "optimal" or out.bound is None:  # a stop's bound is valid but not the paper's bound
         return None, status
