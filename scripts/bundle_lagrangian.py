@@ -1,0 +1,165 @@
+"""Issue 28's suggested design for the exact LP at small ε, measured: a bundle method on the duals of the K row sums.
+
+Dualising the row sums Σ_y z[x, y] = 1 with multipliers μ leaves one problem per output, min (W[:, y] − μ)·v over
+the cone ∩ [0, 1]^K, so the dual function is L(μ) = Σ μ + Σ_y φ_y(μ). Each φ_y is the transportation LP of
+``mdpviz.lp.pricing`` (its duals give the minimiser: v = 1 − α on the rows that want mass, then their envelope max_s
+v_s·e^{−E[x, s]}, which lies in the cone). The method keeps one cutting-plane model per output and maximises their
+sum in a box around the best dual point (boxstep: one HiGHS LP, kept warm; the box is halved after a null step and
+doubled after a serious step that gains at least half of what the model promised, or with ``--grow reached`` after
+every serious step that took at least 5 % of the multipliers to the box). Every fifth iteration a private point is
+made from the master's cut duals (each column the duals' mix of its cuts, in the cone; rows divided by their sums,
+raised back into the cone and balanced by ``mdpviz.lp.cone.fix_rows``). It prints, per iteration, the bound, the
+point, the certified gap and the CPU seconds, and at the end the bound at the best dual point re-read by the
+certified pricer. Results and the comparison with the structured engine: docs/WHAT-WE-LEARNED.md ("The Lagrangian on
+the K row sums").
+
+    python scripts/bundle_lagrangian.py --k 500 --eps 1 [--cost distance] [--iterations 80] [--grow good]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import highspy
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from mdpviz.lp.cone import fix_rows, floor_columns, lipschitz_repair
+from mdpviz.lp.highs import INF, new_highs, pass_model
+from mdpviz.lp.pricing import LOG_COEF_CAP, Pricer
+from mdpviz.lp.structured import _setup
+from mdpviz.problem import build_problem
+
+Array = NDArray[np.float64]
+
+
+def column_minimum(g: Array, Es: Array) -> tuple[float, Array]:
+    """min g·v over the cone ∩ [0, 1]^n: the transportation LP's value and the minimiser read from its duals."""
+    n = len(g)
+    N = np.flatnonzero(g < 0)
+    if not N.size:
+        return 0.0, np.zeros(n)
+    P = np.flatnonzero(g > 0)
+    EP = Es[np.ix_(N, P)]
+    si, ti = np.nonzero(EP <= LOG_COEF_CAP)
+    if len(N) == 1 or not si.size:  # no flow to price: every source at 1
+        v = np.max(np.exp(-Es[N]), axis=0)
+        return min(0.0, float(g @ v)), v if float(g @ v) < 0 else np.zeros(n)
+    r, cols = len(si), np.arange(len(si))
+    A = sp.csc_matrix((np.concatenate([np.ones(r), np.exp(EP[si, ti])]),
+                       (np.concatenate([si, len(N) + ti]), np.concatenate([cols, cols]))), shape=(len(N) + len(P), r))
+    h = new_highs()
+    for key, value in (("primal_feasibility_tolerance", 1e-10), ("simplex_strategy", 4), ("presolve", "off")):
+        h.setOptionValue(key, value)
+    pass_model(h, -np.ones(r), A, np.full(len(N) + len(P), -INF), np.concatenate([-g[N], g[P]]))
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        raise RuntimeError(f"transportation LP: {h.modelStatusToString(h.getModelStatus())}")
+    alpha = -np.array(h.getSolution().row_dual)[:len(N)]
+    v = np.max(np.clip(1.0 - alpha, 0.0, 1.0)[:, None] * np.exp(-Es[N]), axis=0)
+    return float(g @ v), v
+
+
+def private_point(Z: Array, Es: Array, Wn: Array) -> Array | None:
+    """An exactly private, row-stochastic point from columns in the cone whose rows sum to about 1 (None if a row
+    has no mass)."""
+    rows = Z.sum(axis=1)
+    if rows.min() <= 0:
+        return None
+    with np.errstate(divide="ignore"):
+        u, _ = lipschitz_repair(np.log(Z / rows[:, None]), Es)
+    out, _ = fix_rows(floor_columns(np.exp(u)), Es, Wn, balance_until=time.perf_counter() + 10.0)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--city", default="rome")
+    ap.add_argument("--k", type=int, default=200)
+    ap.add_argument("--outputs", type=int, default=100)
+    ap.add_argument("--eps", type=float, default=1.0)
+    ap.add_argument("--cost", default="distance", choices=["distance", "travel"])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--iterations", type=int, default=80)
+    ap.add_argument("--gap", type=float, default=1e-4)
+    ap.add_argument("--grow", default="good", choices=["good", "reached"])
+    a = ap.parse_args()
+    pb = build_problem(a.city, a.k, n_outputs=a.outputs, cost=a.cost, seed=a.seed)
+    Es, Wn, scale = _setup(pb.p[:, None] * pb.c, a.eps * pb.d, True)
+    n, m = Wn.shape
+    c0 = time.process_time()
+    t_oracle = 0.0
+
+    def evaluate(mu: Array) -> tuple[float, list[Array]]:
+        nonlocal t_oracle
+        t0 = time.process_time()
+        G = Wn - mu[:, None]
+        parts = [column_minimum(G[:, y], Es) for y in range(m)]
+        t_oracle += time.process_time() - t0
+        return float(mu.sum()) + sum(p[0] for p in parts), [p[1] for p in parts]
+
+    h = new_highs()
+    h.setOptionValue("solver", "simplex")
+    h.setOptionValue("presolve", "off")
+    centre = Wn.min(axis=1)  # the no-privacy floor's duals
+    L_centre, vs = evaluate(centre)
+    box = 0.5 * float(np.abs(centre).max())
+    theta_low = 10.0 * float(np.abs(Wn).sum()) + 10.0  # each φ_y lies in [−Σ|W|, 0]
+    h.addVars(n + m, np.concatenate([centre - box, np.full(m, -theta_low)]),
+              np.concatenate([centre + box, np.zeros(m)]))
+    h.changeColsCost(n + m, np.arange(n + m, dtype=np.int32), -np.ones(n + m))  # maximise Σ μ + Σ θ
+    cuts: list[tuple[int, Array]] = []
+
+    def add_cuts(new: list[tuple[int, Array]]) -> None:  # θ_y + μ·v ≤ W_y·v
+        for y, v in new:
+            nz = np.flatnonzero(v > 1e-12)
+            idx = np.concatenate([nz, [n + y]]).astype(np.int32)
+            h.addRow(-INF, float(Wn[:, y] @ v), len(idx), idx, np.concatenate([v[nz], [1.0]]))
+            cuts.append((y, v))
+
+    add_cuts([(y, np.zeros(n)) for y in range(m)] + list(enumerate(vs)))
+    lb, ub = L_centre, np.inf
+    print("it | bound (m) | point (m) | gap | box | CPU s (oracle, master)")
+    t_master = 0.0
+    for it in range(1, a.iterations + 1):
+        t0 = time.process_time()
+        h.changeColsBounds(n, np.arange(n, dtype=np.int32), centre - box, centre + box)
+        h.run()
+        x = np.array(h.getSolution().col_value)
+        duals = -np.array(h.getSolution().row_dual)
+        t_master += time.process_time() - t0
+        mu, promised = x[:n], float(x.sum())
+        at_box = float(np.mean(np.abs(mu - centre) >= box * (1 - 1e-9)))  # share of the multipliers at the box
+        L, vs = evaluate(mu)
+        lb = max(lb, L)
+        if it % 5 == 0 or it < 4:
+            Z = np.zeros((n, m))
+            for k, (y, v) in enumerate(cuts):
+                if duals[k] > 0:
+                    Z[:, y] += duals[k] * v
+            point = private_point(Z, Es, Wn)
+            if point is not None:
+                ub = min(ub, float(np.sum(Wn * point)))
+        if L >= L_centre + 0.1 * (promised - L_centre):  # a serious step
+            good = L - L_centre > 0.5 * (promised - L_centre)
+            if (good and at_box > 0) or (a.grow == "reached" and at_box >= 0.05):
+                box *= 2
+            centre, L_centre = mu, L
+        else:
+            box /= 2
+        add_cuts(list(enumerate(vs)))
+        gap = (ub - lb) / ub
+        print(f"{it} | {lb * scale:,.3f} | {ub * scale:,.3f} | {gap:.2e} | {box:.2g} | "
+              f"{time.process_time() - c0:.1f} ({t_oracle:.1f}, {t_master:.1f})", flush=True)
+        if gap <= a.gap:
+            break
+    pricer = Pricer(Es)
+    G = Wn - centre[:, None]
+    certified = float(centre.sum()) + sum(pricer.price(G[:, y]).bound for y in range(m))
+    print(f"certified bound at the best dual point: {certified * scale:,.4f} m (the pricer of mdpviz.lp.pricing)")
+
+
+if __name__ == "__main__":
+    main()
