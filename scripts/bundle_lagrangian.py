@@ -8,10 +8,10 @@ sum in a box around the best dual point (boxstep: one HiGHS LP, kept warm; the b
 doubled after a serious step that gains at least half of what the model promised, or with ``--grow reached`` after
 every serious step that took at least 5 % of the multipliers to the box). Every fifth iteration a private point is
 made from the master's cut duals (each column the duals' mix of its cuts, in the cone; rows divided by their sums,
-raised back into the cone and balanced by ``mdpviz.lp.cone.fix_rows``). It prints, per iteration, the bound (from
-the oracle's LP values), the point, their gap and the CPU seconds, and at the end the bound at the best dual point
-re-read by the certified pricer. Results and the comparison with the structured engine: docs/WHAT-WE-LEARNED.md
-("The Lagrangian on the K row sums").
+raised back into the cone and balanced by ``mdpviz.lp.cone.fix_rows``). It prints, per iteration, the bound (Σ μ
+plus the cost of each output's minimiser: exact when the minimisers are), the point, their gap and the CPU seconds,
+and at the end the bound at the best dual point re-read by the certified pricer. Results and the comparison with the
+structured engine: docs/WHAT-WE-LEARNED.md ("The Lagrangian on the K row sums").
 
     python scripts/bundle_lagrangian.py --k 500 --eps 1 [--cost distance] [--iterations 80] [--grow good]
 """
