@@ -12,9 +12,9 @@ respects the capacities therefore bounds the minimum from below:
 The pricer finds a good flow with HiGHS (the transportation LP over the pairs whose exponent is at most ``cap``:
 coefficients stay ≤ e^cap), then makes it capacity-feasible exactly (scaling down what enters an over-full sink),
 and finally gives every sink's unused capacity to its nearest source that still has supply (pairs beyond the cap
-included). Whatever the solver's tolerances, the bound is valid; a transportation LP in numerical trouble is retried
-(primal simplex, then interior point) and, failing that, replaced by the greedy flow alone, still valid. At paper
-scale N is a handful of rows near the output, so these LPs are small.
+included). Whatever the solver's tolerances, the bound is valid. Each transportation LP is solved by primal simplex
+without presolve; one in numerical trouble is retried (dual simplex, then interior point) and, failing that, replaced
+by the greedy flow alone, still valid. At paper scale N is a handful of rows near the output, so these LPs are small.
 """
 
 from __future__ import annotations
