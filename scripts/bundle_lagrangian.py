@@ -75,6 +75,77 @@ def private_point(Z: Array, Es: Array, Wn: Array) -> Array | None:
     return out
 
 
+class Boxstep:
+    """The master: one cutting-plane model per output, maximised in a box around the centre (one warm HiGHS LP)."""
+
+    def __init__(self, Wn: Array, Es: Array, grow: str) -> None:
+        self.Wn, self.Es, self.grow = Wn, Es, grow
+        self.n, self.m = Wn.shape
+        self.t_oracle = self.t_master = self.t_points = 0.0
+        self.cuts: list[tuple[int, Array]] = []
+        self.h = new_highs()
+        self.h.setOptionValue("solver", "simplex")
+        self.h.setOptionValue("presolve", "off")
+        self.centre = Wn.min(axis=1)  # the no-privacy floor's duals
+        self.L_centre, vs = self.evaluate(self.centre)
+        self.box = max(0.5 * float(np.abs(self.centre).max()), 1e-3)
+        theta_low = 10.0 * float(np.abs(Wn).sum()) + 10.0  # a floor for each θ_y far below any φ_y met here (φ_y ≤ 0)
+        n, m = self.n, self.m
+        self.h.addVars(n + m, np.concatenate([self.centre - self.box, np.full(m, -theta_low)]),
+                       np.concatenate([self.centre + self.box, np.zeros(m)]))
+        self.h.changeColsCost(n + m, np.arange(n + m, dtype=np.int32), -np.ones(n + m))  # maximise Σ μ + Σ θ
+        self.add_cuts([(y, np.zeros(n)) for y in range(m)] + list(enumerate(vs)))
+
+    def evaluate(self, mu: Array) -> tuple[float, list[Array]]:
+        """L(μ) (Σ μ plus each output's minimiser's cost) and the minimisers."""
+        t0 = time.process_time()
+        G = self.Wn - mu[:, None]
+        parts = [column_minimum(G[:, y], self.Es) for y in range(self.m)]
+        self.t_oracle += time.process_time() - t0
+        return float(mu.sum()) + sum(p[0] for p in parts), [p[1] for p in parts]
+
+    def add_cuts(self, new: list[tuple[int, Array]]) -> None:
+        """θ_y + μ·v ≤ W_y·v for each (y, v)."""
+        for y, v in new:
+            nz = np.flatnonzero(v > 1e-12)
+            idx = np.concatenate([nz, [self.n + y]]).astype(np.int32)
+            self.h.addRow(-INF, float(self.Wn[:, y] @ v), len(idx), idx, np.concatenate([v[nz], [1.0]]))
+            self.cuts.append((y, v))
+
+    def solve_master(self) -> tuple[Array, float, float, Array]:
+        """The master's μ, its promised value, the share of μ at the box, and the cuts' duals."""
+        t0 = time.process_time()
+        n = self.n
+        self.h.changeColsBounds(n, np.arange(n, dtype=np.int32), self.centre - self.box, self.centre + self.box)
+        self.h.run()
+        x = np.array(self.h.getSolution().col_value)
+        duals = -np.array(self.h.getSolution().row_dual)
+        self.t_master += time.process_time() - t0
+        at_box = float(np.mean(np.abs(x[:n] - self.centre) >= self.box * (1 - 1e-9)))
+        return x[:n], float(x.sum()), at_box, duals
+
+    def point_cost(self, duals: Array) -> float:
+        """The cost of the private point made from the cuts' duals (inf when a row has no mass)."""
+        t0 = time.process_time()
+        Z = np.zeros((self.n, self.m))
+        for k, (y, v) in enumerate(self.cuts):
+            if duals[k] > 0:
+                Z[:, y] += duals[k] * v
+        point = private_point(Z, self.Es, self.Wn)
+        self.t_points += time.process_time() - t0
+        return np.inf if point is None else float(np.sum(self.Wn * point))
+
+    def move(self, mu: Array, L: float, promised: float, at_box: float) -> None:
+        """A serious step moves the centre (and may double the box); a null step halves the box."""
+        if L >= self.L_centre + 0.1 * (promised - self.L_centre):
+            good = L - self.L_centre > 0.5 * (promised - self.L_centre)
+            if (good and at_box > 0) or (self.grow == "reached" and at_box >= 0.05):
+                self.box *= 2
+            self.centre, self.L_centre = mu, L
+        else:
+            self.box /= 2
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--city", default="rome")
@@ -89,80 +160,28 @@ def main() -> None:
     a = ap.parse_args()
     pb = build_problem(a.city, a.k, n_outputs=a.outputs, cost=a.cost, seed=a.seed)
     Es, Wn, scale = _setup(pb.p[:, None] * pb.c, a.eps * pb.d, True)
-    n, m = Wn.shape
     c0 = time.process_time()
-    t_oracle = 0.0
-
-    def evaluate(mu: Array) -> tuple[float, list[Array]]:
-        nonlocal t_oracle
-        t0 = time.process_time()
-        G = Wn - mu[:, None]
-        parts = [column_minimum(G[:, y], Es) for y in range(m)]
-        t_oracle += time.process_time() - t0
-        return float(mu.sum()) + sum(p[0] for p in parts), [p[1] for p in parts]
-
-    h = new_highs()
-    h.setOptionValue("solver", "simplex")
-    h.setOptionValue("presolve", "off")
-    centre = Wn.min(axis=1)  # the no-privacy floor's duals
-    L_centre, vs = evaluate(centre)
-    box = max(0.5 * float(np.abs(centre).max()), 1e-3)
-    theta_low = 10.0 * float(np.abs(Wn).sum()) + 10.0  # a floor for each θ_y far below any φ_y met here (φ_y ≤ 0)
-    h.addVars(n + m, np.concatenate([centre - box, np.full(m, -theta_low)]),
-              np.concatenate([centre + box, np.zeros(m)]))
-    h.changeColsCost(n + m, np.arange(n + m, dtype=np.int32), -np.ones(n + m))  # maximise Σ μ + Σ θ
-    cuts: list[tuple[int, Array]] = []
-
-    def add_cuts(new: list[tuple[int, Array]]) -> None:  # θ_y + μ·v ≤ W_y·v
-        for y, v in new:
-            nz = np.flatnonzero(v > 1e-12)
-            idx = np.concatenate([nz, [n + y]]).astype(np.int32)
-            h.addRow(-INF, float(Wn[:, y] @ v), len(idx), idx, np.concatenate([v[nz], [1.0]]))
-            cuts.append((y, v))
-
-    add_cuts([(y, np.zeros(n)) for y in range(m)] + list(enumerate(vs)))
-    lb, ub, best_mu = L_centre, np.inf, centre
+    bs = Boxstep(Wn, Es, a.grow)
+    lb, ub, best_mu = bs.L_centre, np.inf, bs.centre
     print("it | bound (m) | point (m) | gap | box | CPU s (oracle, master, points)")
-    t_master = t_points = 0.0
     for it in range(1, a.iterations + 1):
-        t0 = time.process_time()
-        h.changeColsBounds(n, np.arange(n, dtype=np.int32), centre - box, centre + box)
-        h.run()
-        x = np.array(h.getSolution().col_value)
-        duals = -np.array(h.getSolution().row_dual)
-        t_master += time.process_time() - t0
-        mu, promised = x[:n], float(x.sum())
-        at_box = float(np.mean(np.abs(mu - centre) >= box * (1 - 1e-9)))  # share of the multipliers at the box
-        L, vs = evaluate(mu)
+        mu, promised, at_box, duals = bs.solve_master()
+        L, vs = bs.evaluate(mu)
         if L > lb:
             lb, best_mu = L, mu
         if it % 5 == 0 or it < 4:
-            t0 = time.process_time()
-            Z = np.zeros((n, m))
-            for k, (y, v) in enumerate(cuts):
-                if duals[k] > 0:
-                    Z[:, y] += duals[k] * v
-            point = private_point(Z, Es, Wn)
-            if point is not None:
-                ub = min(ub, float(np.sum(Wn * point)))
-            t_points += time.process_time() - t0
-        if L >= L_centre + 0.1 * (promised - L_centre):  # a serious step
-            good = L - L_centre > 0.5 * (promised - L_centre)
-            if (good and at_box > 0) or (a.grow == "reached" and at_box >= 0.05):
-                box *= 2
-            centre, L_centre = mu, L
-        else:
-            box /= 2
-        add_cuts(list(enumerate(vs)))
+            ub = min(ub, bs.point_cost(duals))
+        bs.move(mu, L, promised, at_box)
+        bs.add_cuts(list(enumerate(vs)))
         gap = (ub - lb) / ub if np.isfinite(ub) else np.inf
         point_m, gap_s = (f"{ub * scale:,.3f}", f"{gap:.2e}") if np.isfinite(ub) else ("—", "—")
-        print(f"{it} | {lb * scale:,.3f} | {point_m} | {gap_s} | {box:.2g} | "
-              f"{time.process_time() - c0:.1f} ({t_oracle:.1f}, {t_master:.1f}, {t_points:.1f})", flush=True)
+        print(f"{it} | {lb * scale:,.3f} | {point_m} | {gap_s} | {bs.box:.2g} | {time.process_time() - c0:.1f} "
+              f"({bs.t_oracle:.1f}, {bs.t_master:.1f}, {bs.t_points:.1f})", flush=True)
         if gap <= a.gap:
             break
     pricer = Pricer(Es)
     G = Wn - best_mu[:, None]
-    certified = float(best_mu.sum()) + sum(pricer.price(G[:, y]).bound for y in range(m))
+    certified = float(best_mu.sum()) + sum(pricer.price(G[:, y]).bound for y in range(Wn.shape[1]))
     print(f"certified bound at the best dual point: {certified * scale:,.4f} m (the pricer of mdpviz.lp.pricing)")
 
 
