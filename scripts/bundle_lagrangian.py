@@ -1,18 +1,17 @@
 """Issue 28's suggested design for the exact LP at small ε, measured: a bundle method on the duals of the K row sums.
 
 Dualising the row sums Σ_y z[x, y] = 1 with multipliers μ leaves one problem per output, min (W[:, y] − μ)·v over
-the cone ∩ [0, 1]^K, so the dual function is L(μ) = Σ μ + Σ_y φ_y(μ). Each φ_y is the transportation LP of
-``mdpviz.lp.pricing`` (its duals give the minimiser: v = 1 − α on the rows that want mass, then their envelope max_s
-v_s·e^{−E[x, s]}, which lies in the cone). The method keeps one cutting-plane model per output and maximises their
-sum in a box around the best dual point (boxstep: one HiGHS LP, kept warm; the box is halved after a null step and
-doubled after a serious step that gains at least half of what the model promised and takes some multiplier to the
-box, or with ``--grow reached`` after every serious step that takes at least 5 % of them there). In iterations 1–3
-and every fifth a private point is made from the master's cut duals (each column the duals' mix of its cuts, in the
-cone; rows divided by their sums, raised back into the cone and balanced by ``mdpviz.lp.cone.fix_rows``). It prints,
-per iteration, the bound (Σ μ plus the cost of each output's minimiser: exact when the minimisers are), the point,
-their gap and the CPU seconds, and at the end the bound at the best dual point (the highest bound printed) re-read
-by the certified pricer. Results and the comparison with the structured engine: docs/WHAT-WE-LEARNED.md ("The
-Lagrangian on the K row sums").
+the cone ∩ [0, 1]^K, so the dual function is L(μ) = Σ μ + Σ_y φ_y(μ). Each φ_y is bounded from below by the
+certified pricer of ``mdpviz.lp.pricing`` (exactly, when its transportation LP solves), whose duals give the
+minimiser: v = 1 − α on the rows that want mass, then their envelope max_s v_s·e^{−E[s, x]}, which lies in the cone.
+The method keeps one cutting-plane model per output and maximises their sum in a box around the best dual point
+(boxstep: one HiGHS LP, kept warm; the box is halved after a null step and doubled after a serious step that gains
+at least half of what the model promised and takes some multiplier to the box, or with ``--grow reached`` after
+every serious step that takes at least 5 % of them there). In iterations 1–3 and every fifth a private point is made
+from the master's cut duals (each column the duals' mix of its cuts, in the cone; rows divided by their sums, raised
+back into the cone and balanced by ``mdpviz.lp.cone.fix_rows``). It prints, per iteration, the best certified bound
+so far, the best private point, their gap and the CPU seconds. Results and the comparison with the structured
+engine: docs/WHAT-WE-LEARNED.md ("The Lagrangian on the K row sums").
 
     python scripts/bundle_lagrangian.py --k 500 --eps 1 [--cost distance] [--iterations 80] [--grow good]
 """
@@ -22,45 +21,27 @@ from __future__ import annotations
 import argparse
 import time
 
-import highspy
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from mdpviz.lp.cone import fix_rows, floor_columns, lipschitz_repair
-from mdpviz.lp.highs import INF, new_highs, pass_model
-from mdpviz.lp.pricing import LOG_COEF_CAP, Pricer
+from mdpviz.lp.highs import INF, new_highs
+from mdpviz.lp.pricing import Pricer
 from mdpviz.lp.structured import _setup
 from mdpviz.problem import build_problem
 
 Array = NDArray[np.float64]
 
 
-def column_minimum(g: Array, Es: Array) -> tuple[float, Array]:
-    """min g·v over the cone ∩ [0, 1]^n: the transportation LP's value and the minimiser read from its duals."""
-    n = len(g)
-    N = np.flatnonzero(g < 0)
-    if not N.size:
-        return 0.0, np.zeros(n)
-    P = np.flatnonzero(g > 0)
-    EP = Es[np.ix_(N, P)]
-    si, ti = np.nonzero(EP <= LOG_COEF_CAP)
-    if len(N) == 1 or not si.size:  # no flow to price: every source at 1
-        v = np.max(np.exp(-Es[N]), axis=0)
-        return min(0.0, float(g @ v)), v if float(g @ v) < 0 else np.zeros(n)
-    r, cols = len(si), np.arange(len(si))
-    A = sp.csc_matrix((np.concatenate([np.ones(r), np.exp(EP[si, ti])]),
-                       (np.concatenate([si, len(N) + ti]), np.concatenate([cols, cols]))), shape=(len(N) + len(P), r))
-    h = new_highs()
-    for key, value in (("primal_feasibility_tolerance", 1e-10), ("simplex_strategy", 4), ("presolve", "off")):
-        h.setOptionValue(key, value)
-    pass_model(h, -np.ones(r), A, np.full(len(N) + len(P), -INF), np.concatenate([-g[N], g[P]]))
-    h.run()
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        raise RuntimeError(f"transportation LP: {h.modelStatusToString(h.getModelStatus())}")
-    alpha = -np.array(h.getSolution().row_dual)[:len(N)]
-    v = np.max(np.clip(1.0 - alpha, 0.0, 1.0)[:, None] * np.exp(-Es[N]), axis=0)
-    return float(g @ v), v
+def column_minimum(pricer: Pricer, g: Array) -> tuple[float, Array]:
+    """The certified pricer's lower bound on min g·v over the cone ∩ [0, 1]^n, and a minimiser built from its
+    transportation LP's duals (every source at 1 where it solved none): the envelope of the sources' values."""
+    priced = pricer.price(g)
+    if priced.sources is None:
+        return priced.bound, np.zeros(len(g))
+    values = np.ones(len(priced.sources)) if priced.values is None else priced.values
+    v = np.max(values[:, None] * np.exp(-pricer.Es[priced.sources]), axis=0)
+    return priced.bound, v if float(g @ v) < 0 else np.zeros(len(g))
 
 
 def private_point(Z: Array, Es: Array, Wn: Array) -> Array | None:
@@ -80,6 +61,7 @@ class Boxstep:
 
     def __init__(self, Wn: Array, Es: Array, grow: str) -> None:
         self.Wn, self.Es, self.grow = Wn, Es, grow
+        self.pricer = Pricer(Es)
         self.n, self.m = Wn.shape
         self.t_oracle = self.t_master = self.t_points = 0.0
         self.cuts: list[tuple[int, Array]] = []
@@ -97,10 +79,10 @@ class Boxstep:
         self.add_cuts([(y, np.zeros(n)) for y in range(m)] + list(enumerate(vs)))
 
     def evaluate(self, mu: Array) -> tuple[float, list[Array]]:
-        """L(μ) (Σ μ plus each output's minimiser's cost) and the minimisers."""
+        """A certified lower bound on L(μ) (Σ μ plus each output's pricing bound) and the minimisers."""
         t0 = time.process_time()
         G = self.Wn - mu[:, None]
-        parts = [column_minimum(G[:, y], self.Es) for y in range(self.m)]
+        parts = [column_minimum(self.pricer, G[:, y]) for y in range(self.m)]
         self.t_oracle += time.process_time() - t0
         return float(mu.sum()) + sum(p[0] for p in parts), [p[1] for p in parts]
 
@@ -162,13 +144,12 @@ def main() -> None:
     Es, Wn, scale = _setup(pb.p[:, None] * pb.c, a.eps * pb.d, True)
     c0 = time.process_time()
     bs = Boxstep(Wn, Es, a.grow)
-    lb, ub, best_mu = bs.L_centre, np.inf, bs.centre
+    lb, ub = bs.L_centre, np.inf
     print("it | bound (m) | point (m) | gap | box | CPU s (oracle, master, points)")
     for it in range(1, a.iterations + 1):
         mu, promised, at_box, duals = bs.solve_master()
         L, vs = bs.evaluate(mu)
-        if L > lb:
-            lb, best_mu = L, mu
+        lb = max(lb, L)
         if it % 5 == 0 or it < 4:
             ub = min(ub, bs.point_cost(duals))
         bs.move(mu, L, promised, at_box)
@@ -179,10 +160,6 @@ def main() -> None:
               f"({bs.t_oracle:.1f}, {bs.t_master:.1f}, {bs.t_points:.1f})", flush=True)
         if gap <= a.gap:
             break
-    pricer = Pricer(Es)
-    G = Wn - best_mu[:, None]
-    certified = float(best_mu.sum()) + sum(pricer.price(G[:, y]).bound for y in range(Wn.shape[1]))
-    print(f"certified bound at the best dual point: {certified * scale:,.4f} m (the pricer of mdpviz.lp.pricing)")
 
 
 if __name__ == "__main__":

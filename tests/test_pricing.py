@@ -35,7 +35,8 @@ def test_the_pricing_bound_is_the_column_minimum_from_below(eps: float) -> None:
     ones, the bound never exceeds the cost of an exactly feasible point and is within 1e-9 of the costs' scale of the
     best one the direct LP finds. The sample lies in a 1.2 km disc so that the direct LP's coefficients stay within
     what HiGHS solves accurately (e^{ε·d} ≤ e^24); at ε = 10 km⁻¹ pairs farther than 2.07 km pass the pricing LP's
-    coefficient cap of 1e9, so its greedy step is exercised too."""
+    coefficient cap of 1e9, so its greedy step is exercised too. The minimiser read from the pricer's duals (the
+    envelope of its sources' values) lies in the cone and costs the bound."""
     problem = build_problem("rome", 60, n_outputs=10, cost="distance", seed=3, region="centre:1.2")
     Es = eps * problem.d
     assert Es.max() <= 24.0 and (eps < 10.0 or Es.max() > np.log(1e9))
@@ -50,7 +51,15 @@ def test_the_pricing_bound_is_the_column_minimum_from_below(eps: float) -> None:
         g[sources] = -rng.uniform(0.0, 3.0, len(sources))
         v = _feasible_minimiser(g, Es)
         assert cone_violation(v[:, None], Es) <= 1e-12 and 0.0 <= v.min() and v.max() <= 1.0
-        bound, scale = pricer.price(g).bound, np.abs(g).sum()
+        priced = pricer.price(g)
+        bound, scale = priced.bound, np.abs(g).sum()
         assert bound <= float(g @ v) + 1e-12 * scale
         assert bound >= float(g @ v) - 1e-9 * scale
+        # the minimiser its duals give: in the cone, and as cheap as the bound says
+        assert priced.sources is not None and np.array_equal(priced.sources, np.flatnonzero(g < 0))
+        values = np.ones(len(priced.sources)) if priced.values is None else priced.values
+        w = np.max(values[:, None] * np.exp(-Es[priced.sources]), axis=0)
+        w = w if float(g @ w) < 0 else np.zeros_like(w)  # v = 0 where no source pays for its sinks
+        assert cone_violation(w[:, None], Es) <= 1e-12 and w.max() <= 1.0
+        assert abs(float(g @ w) - bound) <= 1e-9 * scale
     assert not pricer.failures and pricer.retries == 0 and pricer.lp_calls > 0

@@ -44,11 +44,16 @@ _STRATEGIES: tuple[dict[str, str | int], ...] = (
 @dataclass
 class Priced:
     """One output's pricing: ``bound`` ≤ min_{v ∈ C ∩ [0,1]^n} g·v (≤ 0); ``status`` is ``optimal``, ``time limit``
-    or ``failed (<HiGHS status>)`` (the bound then comes from the greedy flow alone); ``pairs`` is the LP's size."""
+    or ``failed (<HiGHS status>)`` (the bound then comes from the greedy flow alone); ``pairs`` is the LP's size.
+    ``sources`` (the rows with g < 0) and ``values`` (1 − each one's capacity dual in the transportation LP, or None
+    where no LP was solved) give a minimiser: v = max_s values_s·e^{−E[s, ·]} lies in the cone, and g·v is the
+    minimum when the LP was solved to optimality (``scripts/bundle_lagrangian.py`` uses it as a subgradient)."""
 
     bound: float
     status: str
     pairs: int = 0
+    sources: NDArray[np.int64] | None = None
+    values: NDArray[np.float64] | None = None
 
 
 class Pricer:
@@ -76,13 +81,15 @@ class Pricer:
         EP = self.Es[np.ix_(N, P)]
         b = g[P]
         if len(N) == 1:  # exact: one source ships to every sink at once
-            return Priced(min(0.0, float(np.sum(b * np.exp(-EP[0]))) - float(a[0])), "optimal")
+            return Priced(min(0.0, float(np.sum(b * np.exp(-EP[0]))) - float(a[0])), "optimal", sources=N)
         within = EP <= self.cap
         near = np.flatnonzero(within.any(axis=0))
         if not near.size:
-            return Priced(_bound(np.zeros(len(N)), a, b, EP), "optimal")
+            return Priced(_bound(np.zeros(len(N)), a, b, EP), "optimal", sources=N)
         si, ti = self._pairs(EP[:, near], within[:, near])
-        return self._transport(a, b, EP, near, si, ti, time_limit)
+        out = self._transport(a, b, EP, near, si, ti, time_limit)
+        out.sources = N
+        return out
 
     def _pairs(self, EP: NDArray[np.float64], within: NDArray[np.bool_]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """Source–sink pairs of the LP: all within the cap, or each sink's nearest sources when that is too many."""
@@ -124,8 +131,10 @@ class Pricer:
                 return Priced(_bound(np.zeros(nN), a, b, EP), "time limit", r)
             if st == highspy.HighsModelStatus.kOptimal:
                 self.retries += attempt
-                f = np.maximum(np.array(h.getSolution().col_value), 0.0)
-                return Priced(_feasible_bound(f, a, b, EP, near, coef, si, ti), "optimal", r)
+                sol = h.getSolution()
+                f = np.maximum(np.array(sol.col_value), 0.0)
+                values = np.clip(1.0 + np.array(sol.row_dual)[:nN], 0.0, 1.0)  # a capacity row's dual is −α ≤ 0
+                return Priced(_feasible_bound(f, a, b, EP, near, coef, si, ti), "optimal", r, values=values)
             status = h.modelStatusToString(st)
         self.failures.append(status)
         return Priced(_bound(np.zeros(nN), a, b, EP), f"failed ({status})", r)
