@@ -43,7 +43,8 @@ EXAMPLE_K = {"lp-bd": 150, "panda": 2000, "distributed": 500, "aipo": 500}
 # command's (start, solve and all-pairs check) on the 2-core machine, quiet and busy (another job on both cores)
 # (each variant's own counts: one text for all three stated PAnDA-e's 2,190 beside PAnDA-p's 2,166 and PAnDA-l's
 # 2,208 on the page; re-measured 2026-12-02 08:03 UTC, load 1.6, 2.9–3.5 s each)
-# AIPO's re-measured 2026-12-06 05:05 UTC, quiet, once its universal bound moved to the structured engine
+# AIPO's re-measured 2026-12-06 05:05 UTC, quiet, once its universal bound moved to the structured engine (3.3 s),
+# and 07:54 UTC on a slower machine (the solve's total_s 4.06; the page 6.9 s in scripts/walk_ui.py)
 _PANDA_PAPER = ("What happens here (measured): the release collapses, every user reporting the same distribution, "
                 "and the (ε, δ)-PmDP claim breaks for {share} of user pairs ({bad} of 2,448): Phase I alone costs "
                 "ε̄ ≥ ε on {phase1} of anchor pairs (Prop. 3), so nothing is left for the LP. 3.4–4.8 s (12 s "
@@ -70,12 +71,13 @@ OUTCOMES = {
                         "23 % of all pairs break ε-mDP. 2.4 s on the command line; this page about 3–5 s.",
     # `python -m mdpviz solve --city rome --k 500 --outputs 100 --cost travel --tasks 1 --mechanism dista-lp --preset
     # ours --eps 5 --no-cache` (EM likewise), 2026-12-02 16:50 UTC, load about 2; rerun 2026-12-06 02:03 UTC, load 0.1,
-    # after the engine's tolerance change: every cell's LP optimal (4 of 8 had stalled), 573.6 m, 8.4 s
+    # after the engine's tolerance change: every cell's LP optimal (4 of 8 had stalled), 573.6 m, 8.4 s; again
+    # 2026-12-06 07:55 UTC on a slower machine, load 1: total_s 10.4 (the page took 13.2 s in scripts/walk_ui.py)
     "dista-lp-ours": "What happens here (measured): a report costs 574 m against the exponential mechanism's 1,091 m "
                      "(privacy cost 474 m against 992 m, above the no-privacy floor of 99 m), and the release (cell, "
                      "report) keeps ε-mDP on all 249,500 pairs; each of its 8 cells' LPs is solved to its certified "
-                     "optimum. With the distance cost on the whole city it trails EM (the regime grid). 8 s on the "
-                     "command line.",
+                     "optimum. With the distance cost on the whole city it trails EM (the regime grid). 8–10 s of "
+                     "solving; the page, its map and the check a few seconds more.",
     # `python -m mdpviz bench cmdp --preset ours` (docs/benchmarks/cmdp_ours.md), at the page's ε = 1.5 km⁻¹
     "cmdp-ours": "What happens here (measured, at ε = 1.5 km⁻¹): its 221 (location, context) secrets keep two- and "
                  "three-step contexts, and LP+C-mDP's next-location loss is 829 m against LP+Markov's 919 m (−9.8 %) "
@@ -84,7 +86,8 @@ OUTCOMES = {
                  "25 of 432 checked triples, as the paper acknowledges. About 1 s per solve.",
     "aipo-paper": "What happens here (measured, at ε = 1 km⁻¹): it keeps its promise on all pairs of the plane, "
                   "at a loss of 4.83 km, above EM's 4.44 km; the paper's universal lower bound (2,020 m) is below "
-                  "the no-privacy floor (3,219 m), so the floor is shown as the bound. 3.3 s (quiet).",
+                  "the no-privacy floor (3,219 m), so the floor is shown as the bound. 3.3–4.1 s of solving "
+                  "(quiet); the page, its map and the check a few seconds more.",
 }
 
 
