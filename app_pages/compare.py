@@ -48,8 +48,10 @@ with solving.guard():
         evs[mech.name] = ev
         rows.append(compare.metrics_row(mech, result, ev, errors[mech.name]))
 st.caption(f"{controls.city_label(prob.city)} · K = {prob.k} secrets · |Y| = {prob.m} outputs · metric {prob.metric}")
-if all(r is None for _, r in items):
-    st.info("Not solved yet for these settings. Press **Solve all** in the sidebar.", icon=":material/play_arrow:")
+unsolved = sum(r is None and not errors[mech.name] for mech, r in items)
+if unsolved:  # one of them solved (e.g. cached) and another not: its empty map and row need this too
+    what = "Not solved yet" if unsolved == len(items) else f"{unsolved} of the {len(items)} mechanisms not solved yet"
+    st.info(f"{what} for these settings. Press **Solve all** in the sidebar.", icon=":material/play_arrow:")
 if summary := compare.summary(rows):
     st.markdown(summary)
 compare.maps_view(prob, items, evs)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -232,15 +232,17 @@ def plain_degenerate(text: str) -> str:
 
 
 def _plain(name: str, level: str, kind: str, degenerate: str, unfinished: str, evaluation: Evaluation,
-           counts: tuple[int, int, str], own: dict[str, float] | None = None) -> str:
-    """The two plain sentences of a verdict with a mechanism (see :class:`Verdict`)."""
+           counts: tuple[int, int, str], own: dict[str, float] | None = None, claim_eps: float | None = None) -> str:
+    """The two plain sentences of a verdict with a mechanism (see :class:`Verdict`); ``claim_eps``: the budget its
+    narrower claim is measured at, where that is a share of the ε asked for (DISTA-LP's ε_pt)."""
     bad, total, unit = counts
+    at = f", at ε = {claim_eps:.3g} km⁻¹" if claim_eps is not None else ""
     v = evaluation.get("violations") or {}
     all_bad, all_total = int(v.get("violated_pairs", 0)), max(int(v.get("checked_pairs", 0)), 1)
     what = {"all": "kept its promise: no two secrets can be told apart by more than ε allows",
-            "narrower": f"kept its narrower promise (it protects only the {total:,} {unit} it claims)"
-                        + (f"; over all pairs of secrets, {all_bad / all_total:.0%} can be told apart by more than "
-                           "ε allows" if all_bad else ""),
+            "narrower": f"kept its narrower promise (it protects only the {total:,} {unit} it claims{at})"
+                        + (f"; over all pairs of secrets, which it does not claim, {all_bad / all_total:.0%} can be "
+                           "told apart by more than ε allows" if all_bad else ""),
             "broken": f"broke its promise: {bad:,} of the {total:,} {unit} it protects can be told apart by more "
                       "than ε allows",
             "unmeasured": "protects only some pairs, and nothing here measures them"}[kind]
@@ -284,9 +286,11 @@ def verdict(result: Result, evaluation: Evaluation | None = None, *, label: str 
         text = f"{name}: {unfinished}{result.degenerate or 'solved'}".strip()
         return Verdict("warning" if unfinished or result.degenerate else "info", text, short="not evaluated",
                        plain=f"{text.rstrip('.')}; its privacy was not checked.")
-    p = _promise(result, evaluation)
-    level, short = p.level, p.short
     degenerate = degenerate_text(result)
+    p = _promise(result, evaluation)
+    if _leaks_by_uploads(result, evaluation, p.kind, degenerate):
+        p = replace(p, promise=p.promise.rstrip(".") + f", {UPLOADS}.")
+    level, short = p.level, p.short
     headline = f"{name} {p.promise}"
     if degenerate:
         level = "error" if level == "error" else "warning"
@@ -300,8 +304,26 @@ def verdict(result: Result, evaluation: Evaluation | None = None, *, label: str 
     meaning = (f"A report costs {format_m(float(evaluation['utility_loss_m']))} on average (utility loss); an attacker "
                f"who sees it guesses the true location {format_m(float(evaluation['adversary_error_m']))} off on "
                "average (adversary error: higher is more private).")
-    plain = _plain(name, level, p.kind, degenerate, unfinished, evaluation, p.counts, own_model(result))
+    asked = result.params.get("eps")
+    share = (result.eps if isinstance(asked, (int, float)) and not math.isclose(result.eps, float(asked))
+             else None)  # the claim is measured at a share of the ε asked for: say which, beside the ε asked
+    plain = _plain(name, level, p.kind, degenerate, unfinished, evaluation, p.counts, own_model(result), share)
+    if _leaks_by_uploads(result, evaluation, p.kind, degenerate):
+        plain = plain.replace("more than ε allows.", f"more than ε allows, {UPLOADS}.", 1)
     return Verdict(level, headline, p.claim_line, meaning, short, plain)
+
+
+# why a collapsed release can still break a claim between users (PAnDA: its V_pair charges Phase I, the anchor set
+# each user uploads, at its worst case; rows that are all alike break a pair only where that charge exceeds ε·d)
+UPLOADS = "through the anchor sets users upload in its first phase (its reports are all alike)"
+
+
+def _leaks_by_uploads(result: Result, evaluation: Evaluation, kind: str, degenerate: str) -> bool:
+    """A broken claim between users on a collapsed release: the pairs break by what they upload, not by reports."""
+    if kind != "broken" or not any(n.kind == "collapsed" for n in notes(degenerate)):
+        return False
+    measured = against_claim(result, evaluation)
+    return measured is not None and "v_pair" in measured.check.lower()
 
 
 def _took(result: Result) -> str:
@@ -332,7 +354,7 @@ def _no_mechanism(result: Result, name: str, took: str) -> Verdict:
     if point is not None and result.status == "time limit":
         found = (f" before proving one optimal: the best it found costs {high} a report"
                  + (f", and the optimum costs at least {low}" if result.bound_m else "")
-                 + " (that point is kept in the diagnostics, not shown)")
+                 + " (that point is kept aside, not shown as the result)")
     plain = {"time limit": f"{name} gave no mechanism: it reached its time limit{took}"
                            + (found or " before finding one") + ".",
              "infeasible": f"{name} gave no mechanism: none exists at these settings.",

@@ -416,6 +416,33 @@ def test_compare_bars_name_mechanisms_by_label() -> None:
     assert all(list(trace.x) == ["Exponential mechanism", "PAnDA-e"] for trace in metric_bars(df).data)
 
 
+def test_compare_reads_violations_against_each_claim_as_its_verdict_does() -> None:
+    """The review saw DISTA-LP "holds on its claim (0 of 45,600 claimed triples)" beside the only non-zero bar of an
+    all-pairs "mDP violation ratio" chart, and a broken PAnDA at 0: the table now gives the claim's count first and
+    the chart its ratio, with the all-pairs count kept as its own column."""
+    import numpy as np
+    import pandas as pd
+
+    from mdpviz.mechanisms import Result, get_mechanism
+    from mdpviz.ui.charts import metric_bars
+    from mdpviz.ui.compare import metrics_row, shown_table
+
+    ev = {"utility_loss_m": 300.0, "adversary_error_m": 250.0, "privacy_cost_m": 100.0,
+          "violations": {"violated_pairs": 57, "checked_pairs": 90, "ratio": 57 / 90, "worst_factor": 3.0,
+                         "tolerance": 1e-9, "eps": 5.0, "metric": "haversine"}}
+    narrow = Result("dista-lp", {}, np.full((10, 2), 0.5), "optimal", 5.0, claim="ε-mDP inside each neighbourhood",
+                    diagnostics={"violations_claim": {"violated": 0, "checked": 456, "unit": "triples (i, j, y)"}})
+    row = metrics_row(get_mechanism("dista-lp"), narrow, ev)
+    assert row["claim_violation_ratio"] == 0.0 and row["violation_ratio"] == 57 / 90
+    assert row["violated / claimed"] == "0 / 456 triples" and row["violated / all pairs"] == "57 / 90"
+    table = shown_table([row])
+    assert list(table.columns).index("violated / claimed") < list(table.columns).index("violated / all pairs")
+    fig = metric_bars(pd.DataFrame([row]))
+    titles = [a.text for a in fig.layout.annotations]
+    assert "Violation ratio of its own claim" in titles and list(fig.data[titles.index(
+        "Violation ratio of its own claim")].y) == [0.0]
+
+
 def test_compare_bars_lead_with_the_privacy_cost_when_the_table_has_it() -> None:
     """A loss is read against the no-privacy floor: Compare's first panel is the privacy cost, as its table's."""
     import pandas as pd

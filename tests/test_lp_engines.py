@@ -286,8 +286,8 @@ def test_a_stopped_lp_says_in_plain_words_what_it_found() -> None:
                diagnostics={"feasible_objective_m": 6340.0})
     assert verdict(r, label="Optimal LP").plain == (
         "Optimal LP gave no mechanism: it reached its time limit after 3.0 s before proving one optimal: the best it "
-        "found costs 6.34 km a report, and the optimum costs at least 881 m (that point is kept in the diagnostics, "
-        "not shown).")
+        "found costs 6.34 km a report, and the optimum costs at least 881 m (that point is kept aside, not shown as "
+        "the result).")
     bare = Result("lp", {}, None, "time limit", 1.0, timings={"total_s": 3.0})
     assert verdict(bare, label="Optimal LP").plain.endswith("before finding one.")
 

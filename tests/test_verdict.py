@@ -120,6 +120,40 @@ def test_pandas_claim_allows_what_delta_allows() -> None:
     assert verdict(panda(600, 0.15), _ev(0, 3_540)).level == "error"
 
 
+def test_a_collapsed_release_that_breaks_a_claim_between_users_says_the_uploads_break_it() -> None:
+    """The review read "collapsed: every secret gets the same report distribution" beside "2,190 of the 2,448 user
+    pairs can be told apart" as a contradiction: rows all alike can only break a pair where PAnDA's first phase (the
+    uploaded anchor sets) already spends more than ε·d, and the verdict now says so; not where the rows differ."""
+    def panda(same: bool) -> Result:
+        return Result("panda-e", {"delta": 1e-7}, _z(same=same), "optimal", 5.0, claim="(ε, δ)-PmDP",
+                      diagnostics={"violations": {"V_pair": {"violated": 300, "checked": 2_000}}})
+
+    collapsed = verdict(panda(True), _ev(0, 6), label="PAnDA-e")
+    assert collapsed.level == "error" and "collapsed" in collapsed.plain
+    assert "can be told apart by more than ε allows, through the anchor sets users upload" in collapsed.plain
+    assert "violate ε-mDP, through the anchor sets users upload" in collapsed.headline
+    genuine = verdict(panda(False), _ev(0, 6), label="PAnDA-e")
+    assert genuine.level == "error" and "upload" not in genuine.plain + genuine.headline
+    kept = verdict(Result("panda-e", {"delta": 1e-7}, _z(same=True), "optimal", 5.0, claim="(ε, δ)-PmDP",
+                          diagnostics={"violations": {"V_pair": {"violated": 0, "checked": 2_000}}}), _ev(0, 6))
+    assert "upload" not in kept.plain + kept.headline
+
+
+def test_a_claim_measured_at_a_share_of_the_budget_says_which() -> None:
+    """The review saw "spends 363 km⁻¹ against the claimed ε = 7 ... and kept its narrower promise" beside "At ε =
+    1.82 km⁻¹": DISTA-LP's claim is measured at its LP's share ε_pt, which the plain words now name."""
+    diag = {"violations_claim": {"violated": 0, "checked": 456, "unit": "triples (i, j, y)"}}
+    spent = "Budget overspent: the exact audit finds the uploads spend 362 km⁻¹, so the release spends 363 km⁻¹"
+    share = Result("dista-lp", {"eps": 7.0}, _z(), "optimal", 1.82, claim="ε_pt-mDP inside each neighbourhood",
+                   diagnostics=diag, degenerate=spent)
+    v = verdict(share, _ev(0, 6), label="DISTA-LP")
+    assert "kept its narrower promise (it protects only the 456 triples it claims, at ε = 1.82 km⁻¹)" in v.plain
+    assert "Budget overspent" in v.plain
+    whole = Result("dista-lp", {"eps": 1.82}, _z(), "optimal", 1.82, claim="ε_pt-mDP inside each neighbourhood",
+                   diagnostics=diag)
+    assert "at ε =" not in verdict(whole, _ev(0, 6), label="DISTA-LP").plain
+
+
 def test_cmdp_verdict_states_its_privacy_cost_under_its_own_model() -> None:
     """C-mDP scores itself by the next location's cost: its verdict gives that model's floor and privacy cost beside
     the location marginal's (where Y = X the problem's floor is 0 and says nothing); other mechanisms do not."""

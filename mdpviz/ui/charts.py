@@ -58,18 +58,21 @@ TRADEOFF_METRICS = (PRIVACY_COST,
 
 
 def metric_bars(df: pd.DataFrame, height: int = 300) -> go.Figure:
-    """One bar group per metric (privacy cost where the table has it, else utility loss; violation ratio,
-    adversary error, solve time) per mechanism, named by its ``label`` where the table has one (else its registry
-    name)."""
-    panels = [(("privacy_cost_m", "Privacy cost (m)") if col == "utility_loss_m" and "privacy_cost_m" in df
-               else (col, title)) for col, title in SWEEP_METRICS]
+    """One bar group per metric (privacy cost where the table has it, else utility loss; the violation ratio of
+    each mechanism's own claim where the table has it, else over all pairs; adversary error, solve time) per
+    mechanism, named by its ``label`` where the table has one (else its registry name)."""
+    # the privacy cost where the table has it, and the violations of each mechanism's own claim (what its verdict
+    # reads) where it has those: an all-pairs ratio beside a narrower claim's verdict reads as its opposite
+    swap = {"utility_loss_m": ("privacy_cost_m", "Privacy cost (m)"),
+            "violation_ratio": ("claim_violation_ratio", "Violation ratio of its own claim")}
+    panels = [swap[col] if col in swap and swap[col][0] in df else (col, title) for col, title in SWEEP_METRICS]
     fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[t for _, t in panels], horizontal_spacing=0.07)
     names = df["label"] if "label" in df else df["mechanism"]
     for c, (col, _) in enumerate(panels, start=1):
         fig.add_trace(go.Bar(x=names, y=df[col], marker_color="#2563eb", showlegend=False,
                              hovertemplate="%{x}: %{y:.4g}<extra></extra>"), row=1, col=c)
         zero_floor(fig, df[col].tolist(), row=1, col=c)
-        if col == "violation_ratio":
+        if col in ("violation_ratio", "claim_violation_ratio"):
             fig.update_yaxes(tickformat=RATIO_FORMAT, row=1, col=c)
         elif col == "solve_s":
             fig.update_yaxes(tickformat="~g", row=1, col=c)  # seconds as decimals, not SI prefixes (600μ)

@@ -131,7 +131,8 @@ def map_view(prob: Problem, result: Result | None, ev: Evaluation | None, key: s
         ("picked point (true location)", maps.POINT, "square") if pt else ("selected secret (true location)",
                                                                           maps.TRUE, "dot"),
         ("secrets X", maps.SECRET, "dot")] + ([("outputs Y", maps.OUTPUT_RING, "ring")] if ss["show_outputs"] else []))
-    caption = f"Secret x{i} selected. Press **Solve** to see its distribution over the outputs."
+    caption = (f"Secret x{i} selected. Press **Solve** to see its distribution over the outputs." if result is None
+               else f"Secret x{i} selected. No mechanism to show: the verdict above says why.")
     if has_z:
         assert result is not None and key is not None
         caption, solved = _solved_layers(prob, result, ev, key, i, pt, layers, c1, t4)
@@ -422,7 +423,7 @@ def _plane_controls(prob: Problem, result: Result, key: str, row: np.ndarray, la
                      help="The reported location whose probability the heat map shows (violet ring on the map).")
     if lattice is not None:
         ss.setdefault("show_lattice", True)
-        h1.checkbox(f"anchor lattice ({lattice.nx} × {lattice.ny})", key="show_lattice",
+        h1.checkbox(f"anchor lattice ({lattice.nx} × {lattice.ny} anchors)", key="show_lattice",
                     help=f"The anchors whose distributions the LP optimises (cell side {lattice.step * 1000:,.0f} m); "
                          "every other point interpolates the four corners of its cell.")
         if ss["show_lattice"]:
