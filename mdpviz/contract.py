@@ -44,6 +44,9 @@ class Param:
         A string parameter's allowed values, and words for those whose name reads as code.
     label
         Its name on screen (default: ``name``).
+    used_when
+        (another parameter, its value): this one matters only when that one has that value (DISTA-LP's upload
+        settings with ``upload`` = ``surrogate``); the dashboard greys it out otherwise.
     """
 
     name: str
@@ -58,6 +61,7 @@ class Param:
     open_high: bool = False  # True when ``high`` itself is not allowed (α < 1)
     label: str = ""
     choice_labels: tuple[tuple[str, str], ...] = ()  # (choice, words) where a choice's name reads as code
+    used_when: tuple[str, str] | tuple[()] = ()
 
     def shown(self, value: Any) -> str:
         """A value in words: its choice label where there is one, else the value itself."""

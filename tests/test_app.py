@@ -8,6 +8,8 @@ maps' tests are in ``test_app_maps.py``; the UI's pure helpers, refusals, preset
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from app_helpers import app, metric, registered, solve_button, texts
@@ -134,6 +136,30 @@ def test_every_registered_mechanism_gets_controls() -> None:
                                 *at.sidebar.checkbox, *at.sidebar.number_input]}
         for p in mech.params:
             assert state.param_key(mech.name, p.name) in keys, (mech.name, p.name)
+
+
+def test_parameters_a_mode_does_not_read_are_greyed_out_and_say_why() -> None:
+    """The review moved DISTA-LP's "users M" slider with the private-cell upload, where it does nothing (the
+    description said so, the slider did not): with upload = cell the surrogate settings are disabled and labelled,
+    and with upload = surrogate the cell settings are (from the next run: the sidebar's form holds a change until
+    Solve)."""
+    at = app("app_pages/explore.py")
+    at.selectbox(key="mech").set_value("dista-lp").run()
+    at.session_state[state.param_key("dista-lp", "upload")] = "cell"  # the sidebar's form holds it until Solve
+    at.run()
+    assert not at.exception
+
+    def widget(name: str) -> Any:
+        key = state.param_key("dista-lp", name)
+        return next(w for w in [*at.sidebar.slider, *at.sidebar.selectbox, *at.sidebar.select_slider,
+                                *at.sidebar.checkbox, *at.sidebar.number_input] if w.key == key)
+
+    assert widget("users").disabled and widget("users").label.endswith("(unused here)")
+    assert "Used only when upload is surrogate" in widget("users").help
+    assert not widget("cells").disabled and not widget("eps").disabled and not widget("candidates").disabled
+    at.session_state[state.param_key("dista-lp", "upload")] = "surrogate"
+    at.run()
+    assert not widget("users").disabled and widget("cells").disabled
 
 
 # ---------------------------------------------------------------- Compare

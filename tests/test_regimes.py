@@ -140,6 +140,9 @@ def test_the_which_page_ranks_a_cell_and_says_where_a_method_never_wins(tiny: Pa
     assert "Optimal LP" in at.success[0].value and "least privacy cost" in at.success[0].value
     ranked = at.dataframe[0].value
     assert list(ranked["method"])[0] == "Optimal LP" and "privacy cost" in ranked.columns
+    assert at.selectbox(key="which_method").value != "panda-e"  # it opens on a method that wins somewhere
+    assert any("beats the exponential mechanism in" in s.value for s in at.success[1:])
+    at.selectbox(key="which_method").set_value("panda-e").run()
     assert any("PAnDA-e" in w.value and "beats the exponential mechanism in no cell" in w.value for w in at.warning)
     at.selectbox(key="which_eps").set_value(1.0).run()
     assert not at.exception and "ε = 1 km⁻¹" in at.success[0].value

@@ -38,8 +38,8 @@ MAX_ANCHORS = 2500  # the lattice closure is anchors² floats (50 MB here) and t
 _P = Param("p", int, 2, "ℓp norm of the privacy metric in the planar projection (1 = Manhattan, 2 = Euclidean)",
            low=1, high=2, label="norm p")
 _CELLS = Param("cells", int, 8, "anchor-lattice cells across the wider side of the region (used when the cell side "
-               "is 0); the paper's gains saturate near 8 on Rome and London", low=1, high=60, unit="count",
-               label="lattice cells")
+               "is 0), so n cells have n + 1 anchors across; the paper's gains saturate near 8 on Rome and London",
+               low=1, high=60, unit="count", label="lattice cells across")
 _CELL_KM = Param("cell_km", float, 0.0, "side of a lattice cell in km; 0 = the region's wider side / `cells`. The "
                  "authors' code uses 4.77 km on Rome (6.87 NYC, 6.78 London)", low=0.0, high=100.0, unit="km",
                  label="cell side")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Self
 
@@ -50,7 +51,7 @@ PAPER = ("Oluwole, Liu, Stevens, Qiu: DISTA-LP: privacy-preserving distributed l
 
 _D = DistaConfig()  # the one source of the defaults; the schema below reads them
 
-PARAMS = (
+_PARAMS = (
     epsilon_param(_D.eps),
     Param("upload", str, _D.upload, "what a user sends: 'surrogate' (the paper: noised low-rank fits of its LP "
           "blocks) or 'cell' (ours, not the paper's: a public cell chosen privately by the exponential mechanism "
@@ -117,6 +118,13 @@ PARAMS = (
     Param("cell_share", float, _D.cell_share, "cell mode: share of ε spent on choosing the cell", low=0.01,
           high=0.99, label="cell share"),
 )
+
+# what each upload mode reads: the private cell (ours) reads eps, candidates, seed and its own two; the paper's
+# surrogate uploads read everything else
+_CELL_ONLY = ("cells", "cell_share")
+_EITHER = ("eps", "upload", "candidates", "seed")
+PARAMS = tuple(p if p.name in _EITHER else replace(p, used_when=("upload", "cell" if p.name in _CELL_ONLY else
+                                                                  "surrogate")) for p in _PARAMS)
 
 _CONFIG_NAMES = {"surrogate": "family"}
 

@@ -56,31 +56,49 @@ def param_widget(mech: Mechanism, p: Param, key: str | None = None) -> None:
     else:
         ss.setdefault(key, p.default)
     label, help_ = p.display, p.help
+    off = _unused(mech, p)
+    if off:
+        label, help_ = f"{label} (unused here)", f"{help_}. {off}"
     if p.kind is bool:
-        st.checkbox(label, key=key, help=help_)
+        st.checkbox(label, key=key, help=help_, disabled=bool(off))
     elif p.kind is str:
         if ss[key] not in p.choices:
             ss[key] = p.default
-        st.selectbox(label, p.choices, key=key, help=help_, format_func=p.shown)
+        st.selectbox(label, p.choices, key=key, help=help_, format_func=p.shown, disabled=bool(off))
     elif p.kind is float and p.log and p.low is not None and p.high is not None and p.low > 0:
         high = p.high * (1 - 1e-9) if p.open_high else p.high
         options = log_grid(p.low, high, extra=(float(p.default), float(ss[key])))
         if ss[key] not in options:
             ss[key] = float(p.default)
-        st.select_slider(label + " · log scale", options=options, key=key, help=help_, format_func=lambda v: f"{v:g}")
+        st.select_slider(label + " · log scale", options=options, key=key, help=help_, format_func=lambda v: f"{v:g}",
+                         disabled=bool(off))
     elif p.kind in (int, float) and p.low is not None and p.high is not None:
         high = p.high if not p.open_high else (p.high - 1 if p.kind is int else round(p.high - 0.01, 6))
         if p.kind is int:
             ss[key] = int(min(max(int(ss[key]), int(p.low)), int(high)))
-            st.slider(label, int(p.low), int(high), step=1, key=key, help=help_)
+            st.slider(label, int(p.low), int(high), step=1, key=key, help=help_, disabled=bool(off))
         else:
             ss[key] = float(min(max(float(ss[key]), p.low), high))
             step = _step(p.low, high)
-            st.slider(label, float(p.low), float(high), step=step, key=key, help=help_, format="%g")
+            st.slider(label, float(p.low), float(high), step=step, key=key, help=help_, format="%g",
+                      disabled=bool(off))
     elif p.kind is int:
-        st.number_input(label, step=1, key=key, help=f"{help_} Range {p.range_text()}.")
+        st.number_input(label, step=1, key=key, help=f"{help_} Range {p.range_text()}.", disabled=bool(off))
     else:
-        st.number_input(label, key=key, help=f"{help_} Range {p.range_text()}.", format="%g")
+        st.number_input(label, key=key, help=f"{help_} Range {p.range_text()}.", format="%g", disabled=bool(off))
+
+
+def _unused(mech: Mechanism, p: Param) -> str:
+    """Why ``p`` is greyed out (it matters only when another of ``mech``'s parameters has a value it has not now),
+    or "" when it is used."""
+    if not p.used_when:
+        return ""
+    other, value = p.used_when
+    now = st.session_state.get(state.param_key(mech.name, other))
+    if now is None or now == value:
+        return ""
+    words = next((q.display for q in mech.params if q.name == other), other)
+    return f"Used only when {words} is {value}; it is {now} now."
 
 
 def _step(low: float, high: float) -> float:

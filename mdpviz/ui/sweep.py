@@ -231,6 +231,8 @@ def summary(df: pd.DataFrame, param_label: str, labels: dict[str, str], at: floa
     ...                       "privacy_cost_m": [400.0, 160.0, 60.0, 15.0]})
     >>> summary(frame, "ε (km⁻¹)", {"em": "EM", "lp": "Optimal LP"}, 5.0)
     'At ε = 5 km⁻¹, Optimal LP pays the least for privacy (15 m above the no-privacy floor); EM pays 10.7× as much.'
+    >>> summary(frame, "ε (km⁻¹)", {"em": "EM", "lp": "Optimal LP"}, 4.0)[:69]
+    'At ε = 5 km⁻¹ (the swept value nearest to the 4 set in the sidebar), '
     >>> summary(frame.assign(verdict="error"), "ε (km⁻¹)", {}, 5.0)[:67]
     'No point of this sweep kept its privacy promise (4 of 4 broke it or'
     """
@@ -252,7 +254,9 @@ def summary(df: pd.DataFrame, param_label: str, labels: dict[str, str], at: floa
                 f"{at_value(param_label, first['value'])} to {format_m(float(last['privacy_cost_m']))} at "
                 f"{at_value(param_label, last['value'])}.")
     best = here.iloc[0]
-    text = (f"At {at_value(param_label, v)}, {name(best['mechanism'])} pays the least for privacy "
+    nearest = (f" (the swept value nearest to the {at:g} set in the sidebar)"
+               if at is not None and not np.isclose(v, at, rtol=1e-6) else "")
+    text = (f"At {at_value(param_label, v)}{nearest}, {name(best['mechanism'])} pays the least for privacy "
             f"({format_m(float(best['privacy_cost_m']))} above the no-privacy floor)")
     others = [f"{name(r['mechanism'])} pays {r['privacy_cost_m'] / best['privacy_cost_m']:.3g}× as much"
               for _, r in here.iloc[1:].iterrows() if best["privacy_cost_m"] > 0]
