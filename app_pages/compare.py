@@ -51,7 +51,7 @@ st.caption(f"{controls.city_label(prob.city)} · K = {prob.k} secrets · |Y| = {
 unsolved = sum(r is None and not errors[mech.name] for mech, r in items)
 if unsolved:  # one of them solved (e.g. cached) and another not: its empty map and row need this too
     what = "Not solved yet" if unsolved == len(items) else f"{unsolved} of the {len(items)} mechanisms not solved yet"
-    st.info(f"{what} for these settings. Press **Solve all** in the sidebar.", icon=":material/play_arrow:")
+    st.info(f"{what} for these settings. Press **Solve all** at the foot of the sidebar.", icon=":material/play_arrow:")
 if summary := compare.summary(rows):
     st.markdown(summary)
 compare.maps_view(prob, items, evs)

@@ -53,7 +53,8 @@ with side_col:
         if hint := solving.solve_hint(prob, mech, params.get("eps")):
             st.warning(hint, icon=":material/hourglass_top:")
         if not error:
-            st.info("Not solved yet for these settings. Press **Solve** in the sidebar.", icon=":material/play_arrow:")
+            st.info("Not solved yet for these settings. Press **Solve** at the foot of the sidebar.",
+                    icon=":material/play_arrow:")
     elif ev is not None:
         metrics_panel.metrics_panel(prob, result, ev)
 with map_col:

@@ -47,7 +47,7 @@ with solving.guard():
         sweep.run_pending(prob, sw, float(ss["time_limit"]))
         stop_slot.empty()
 if sw is None:
-    st.info("Choose mechanisms, a parameter and a range in the sidebar, then press **Run sweep**.",
+    st.info("Choose mechanisms, a parameter and a range in the sidebar, then press **Run sweep** at its foot.",
             icon=":material/play_arrow:")
     st.stop()
 if sw.skipped:

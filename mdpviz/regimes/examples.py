@@ -15,8 +15,8 @@ from .grid import Method, methods
 from .report import region_label
 
 # the seed papers' own methods in the grid (C-mDP runs on trajectories, outside it)
-SEEDS = {"PAnDA (seed 000)": ("panda-",), "DISTA-LP (seed 001)": ("dista-lp",),
-         "AIPO (seed 003)": ("aipo", "aipo-e", "aipo:"), "Benders (seed 004)": ("lp-bd",)}
+SEEDS = {"PAnDA": ("panda-",), "DISTA-LP": ("dista-lp",),
+         "AIPO": ("aipo", "aipo-e", "aipo:"), "Benders": ("lp-bd",)}
 
 
 def is_ours(name: str) -> bool:

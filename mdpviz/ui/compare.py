@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from mdpviz.explain import format_m
+from mdpviz.explain import format_m, format_s
 from mdpviz.mechanisms import Mechanism, Result
 from mdpviz.metrics import Evaluation
 from mdpviz.problem import Problem
@@ -147,7 +147,7 @@ def shown_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
         "adversary error": [_num(r["adversary_error_m"], "{:,.1f} m") for r in rows],
         "violated / claimed": [r["violated / claimed"] or "–" for r in rows],
         "violated / all pairs": [r["violated / all pairs"] or "–" for r in rows],
-        "time": [_num(r["solve_s"], "{:.3g} s") for r in rows]})
+        "time": ["–" if not np.isfinite(r["solve_s"]) else format_s(float(r["solve_s"])) for r in rows]})
 
 
 def table_and_bars(rows: list[dict[str, Any]]) -> pd.DataFrame:

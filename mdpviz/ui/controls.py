@@ -160,7 +160,8 @@ def problem_controls() -> None:
     st.selectbox("Where the secrets come from", list(options), key="region", format_func=label_of(options),
                  help="The whole city (the papers' way: K random road nodes of the city) or a disc around its "
                       "centre. A region of your own: type it below, or pick it on the map.")
-    st.text_input("…or a region of your own", key="region_text", placeholder="41.9,12.48,3  or  S,W,N,E",
+    lat, lon = city_info(ss["city"]).centre  # the example is a disc around this city's own centre
+    st.text_input("…or a region of your own", key="region_text", placeholder=f"{lat:.3f},{lon:.3f},2  or  S,W,N,E",
                   help="`LAT,LON,R`: within R km of a point (degrees, km); `S,W,N,E`: a box (degrees); "
                        "`centre:R`: within R km of the city's centre. Applied when you press Solve.")
     lo, hi, why = state.k_range(ss["city"], str(ss.get("region") or "whole"))

@@ -280,8 +280,9 @@ def _solved_caption(prob: Problem, Z: np.ndarray, i: int, loss_i: float, layers:
     assert layers.expected is not None
     i_lat, i_lon = prob.x_lat[i], prob.x_lon[i]
     d_exp = float(haversine_km(i_lat, i_lon, *layers.expected)) * 1000
-    caption = (f"**x{i}**: expected loss {format_m(loss_i)}; expected report {format_m(d_exp)} from the "
-               f"truth; most likely report y{int(np.argmax(Z[i]))} with Pr = {Z[i].max():.3g}.")
+    caption = (f"**x{i}**: expected loss {format_m(loss_i)}; the average reported location (the map's expected "
+               f"report) lies {format_m(d_exp)} from the truth; most likely report y{int(np.argmax(Z[i]))} with "
+               f"Pr = {Z[i].max():.3g}.")
     if pt is not None and point is not None:
         _p_exp, p_dist, p_off, p_near, p_near_m = point
         caption = (f"**Picked point** {pt[0]:.5f}, {pt[1]:.5f} (any location of the plane; nearest secret "

@@ -99,9 +99,10 @@ def cell_view(table: pd.DataFrame) -> None:
         glossary.alert("success", f"**{rows.loc[best, 'method']}** has the least privacy cost among the mechanisms "
                        f"that keep their claim here ({where}): {rows.loc[best, 'privacy cost']} above the "
                        f"no-privacy floor of {_fmt_m(floor)}.", icon=":material/emoji_events:")
-    glossary.caption(f"Cell: {where}; mean over {seeds} seed(s) of the committed grid. Privacy cost = utility loss "
-                     "− the no-privacy floor (every secret reporting its cheapest output); ± is a 95 % interval over "
-                     "seeds.")
+    over = (f"mean over {seeds} seeds of the committed grid" if seeds > 1
+            else "one seed of the committed grid, so no interval")
+    glossary.caption(f"Cell: {where}; {over}. Privacy cost = utility loss − the no-privacy floor (every secret "
+                     "reporting its cheapest output)" + ("; ± is a 95 % interval over seeds." if seeds > 1 else "."))
     st.dataframe(_style(rows), hide_index=True, width="stretch", column_config={
         "method": st.column_config.TextColumn(width="medium"),
         "loss ÷ EM's": st.column_config.TextColumn(help="utility loss divided by the exponential mechanism's"),
