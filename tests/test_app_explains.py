@@ -101,8 +101,8 @@ def test_trajectory_curves_table_has_words_not_keys() -> None:
 
     from mdpviz.ui.trajectories import curves_table, violations_text
 
-    rows = pd.DataFrame([{"eps": 0.5, "method": "cmdp", "label": "LP+C-mDP", "status": "optimal", "loss_m": 1325.1,
-                          "heldout_loss_m": 1325.7, "objective_m": 1325.1, "wall_s": 2.5, "vs_lp_pct": -5.1},
+    rows = pd.DataFrame([{"eps": 0.5, "method": "cmdp", "label": "LP+C-mDP", "status": "optimal", "loss_m": 1325.1234,
+                          "heldout_loss_m": 1325.7, "objective_m": 1325.1, "wall_s": 2.54321, "vs_lp_pct": -5.1},
                          {"eps": 0.5, "method": "em", "label": "ExpMech", "status": "time limit", "wall_s": 60.0,
                           "heldout_loss_m": None}])
     shown = curves_table(rows)
@@ -111,6 +111,7 @@ def test_trajectory_curves_table_has_words_not_keys() -> None:
         shown.columns)
     assert shown["method"].tolist() == ["LP+C-mDP", "ExpMech"]
     assert shown.iloc[1]["expected loss (m)"] == "–" and shown.iloc[1]["held-out loss (m)"] == "–"
+    assert shown.iloc[0]["expected loss (m)"] == 1325.1 and shown.iloc[0]["wall time (s)"] == 2.543  # no noise digits
     assert not shown.isna().any().any()
     assert violations_text({"violated": 352, "checked": 3552}) == "352 / 3,552"
 

@@ -207,6 +207,10 @@ def curves_table(df: pd.DataFrame) -> pd.DataFrame:
     """The curves' rows with readable column names and "–" where a method has no value (never None or NaN);
     the registry's ``method`` name is left out (the label says it)."""
     shown = df.drop(columns=[c for c in ("method",) if c in df]).rename(columns=CURVE_COLUMNS)
+    for col in shown.columns:  # metres and percentages to 0.1, seconds to the ms: more digits are noise
+        digits = 1 if str(col).endswith(("(m)", "(%)")) else 3 if str(col).endswith("(s)") else None
+        if digits is not None and pd.api.types.is_float_dtype(shown[col]):
+            shown[col] = shown[col].round(digits)
     return shown.astype(object).where(shown.notna(), "–")
 
 
