@@ -454,3 +454,15 @@ def test_compare_bars_lead_with_the_privacy_cost_when_the_table_has_it() -> None
                        **{col: [1.0, 2.0] for col, _ in SWEEP_METRICS}})
     fig = metric_bars(df)
     assert fig.layout.annotations[0].text.startswith("Privacy cost (m)") and list(fig.data[0].y) == [162.0, 15.0]
+
+
+def test_the_headline_counts_c_mdps_stations_as_stations() -> None:
+    """The review read "K = 8 secrets" beside C-mDP's "n secrets 221": C-mDP takes the K secrets as stations and
+    makes its own secrets of (station, context) pairs; the headline now says stations for it, secrets for others."""
+    from mdpviz.mechanisms import get_mechanism
+    from mdpviz.problem import build_problem
+    from mdpviz.ui.explore import headline
+
+    prob = build_problem("helsinki", 8, n_outputs=8, seed=0)
+    assert "K = 8 stations (C-mDP's secrets: station and context)" in headline(prob, get_mechanism("cmdp"), {})
+    assert "K = 8 secrets ·" in headline(prob, get_mechanism("em"), {"eps": 5.0})

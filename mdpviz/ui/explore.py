@@ -464,6 +464,8 @@ def headline(prob: Problem, mech: Any, params: dict[str, Any]) -> str:
         spec = prob.settings.get("region", "whole")
         if info is not None and spec != "whole":
             where += ", secrets " + parse_region(spec, info.centre).describe()
+    # C-mDP takes the K secrets as stations; its own secrets are (station, context) pairs, counted in its diagnostics
+    secrets = "stations (C-mDP's secrets: station and context)" if mech.name.startswith("cmdp") else "secrets"
     return (f"#### {mech.label_for(params)} · {where}\n"
-            f"K = {prob.k:,} secrets · |Y| = {prob.m:,} outputs · metric {prob.metric} · cost "
+            f"K = {prob.k:,} {secrets} · |Y| = {prob.m:,} outputs · metric {prob.metric} · cost "
             f"{prob.settings['cost']}{eps_txt}")
