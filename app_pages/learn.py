@@ -64,9 +64,10 @@ surrogate error; the rest of ε goes to the small LP.""")
 
 with s4:
     st.markdown("""
-PAnDA guarantees **(ε, δ)-probabilistic mDP**: ε-mDP holds between every pair of users except with probability δ,
+PAnDA's paper claims **(ε, δ)-probabilistic mDP**: ε-mDP between every pair of users except with probability δ,
 over the random anchor choice. A larger δ lets PAnDA use a smaller safety margin, leaving more of ε to the LP and so
-less utility loss; δ is the price. The paper sweeps δ from 10⁻⁷ to 0.15.""")
+less utility loss; δ is the price. The paper sweeps δ from 10⁻⁷ to 0.15. That is the claim, not what we measure: on
+the papers' own settings PAnDA breaks it (Home and the Which mechanism? page give the measured counts).""")
     c1, c2 = st.columns(2)
     delta = c1.select_slider("δ (probability) · log scale", options=[1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.05, 0.15],
                              value=1e-7, key="learn_delta", format_func=lambda v: f"{v:g}")
