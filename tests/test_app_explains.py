@@ -466,3 +466,10 @@ def test_the_headline_counts_c_mdps_stations_as_stations() -> None:
     prob = build_problem("helsinki", 8, n_outputs=8, seed=0)
     assert "K = 8 stations (C-mDP's secrets: station and context)" in headline(prob, get_mechanism("cmdp"), {})
     assert "K = 8 secrets ·" in headline(prob, get_mechanism("em"), {"eps": 5.0})
+
+
+def test_aipos_dropped_outputs_are_explained() -> None:
+    """The review read "dropped outputs 89" (of |Y| = 100) with no word of what was dropped."""
+    from mdpviz.ui.diagnostics import key_label
+
+    assert key_label("dropped_outputs").startswith("outputs never reported")

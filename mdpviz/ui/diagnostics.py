@@ -246,6 +246,7 @@ KEY_WORDS = {
     "pooled_rows": "pair rows moved out of the LP while slack (counted each time)",
     "pool_returns": "pooled pair rows taken back because a solution broke them",
     "lp_rounds": "LP work",
+    "dropped_outputs": "outputs never reported (the anchor LP gives them probability 0 at every anchor)",
     "trust_radius": "trust box around the best private point: radius (0: no box)",
     "trust_lifted": "LP round after which the trust box was lifted (0: never)",
     "lp_tolerance": "HiGHS feasibility tolerance at the end (tightened when nothing was left to add)",
