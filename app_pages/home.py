@@ -7,6 +7,8 @@ from mdpviz.ui import glossary, home, presets, state
 st.title("mdpviz")
 st.markdown("##### See metric differential privacy for locations on real road networks")
 state.show_notices()
+st.markdown("Each user reports a randomly perturbed location instead of the true one, so that nearby places are hard "
+            "to tell apart. Start with an example, or read below what the rule is and what ε means in metres.")
 st.markdown("**Start with an example** (one click: it opens the page and solves)")
 presets.buttons("home", columns=2, main=True)
 home.seed_examples()
