@@ -50,9 +50,9 @@ c1.metric("C-mDP loss (m)", f"{result.objective_m:.1f}", delta=None if pct is No
                + (f"; on a held-out corpus: {held:.1f} m." if held is not None else ".")
                + " The change is against the best context-invariant LP (below).")
 # labels short enough for a quarter of the main column at 1280×800 (longer ones are cut off with "…")
-c2.metric("Secrets (count)", f"{diag['n_secrets']:,}",
-          help="Each secret is a station together with its context: its blanket (the stations before and after "
-               "that predict it).")
+c2.metric("Station-context pairs", f"{diag['n_secrets']:,}",
+          help="C-mDP's secrets (count): each is a station together with its context, its blanket (the stations "
+               "before and after that predict it). The K stations of the sidebar make this many.")
 ve, vl = diag["violations_enforced"], diag["violations_location"]
 c3.metric("Violations of its claim", tv.violations_text(ve),
           help="Pairs of (station, context) secrets under the metric that includes the context (the paper's Eq. 13): "

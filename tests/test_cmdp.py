@@ -254,6 +254,9 @@ def test_trajectories_page_renders_maps_and_both_violation_views() -> None:
     assert not at.exception, [e.message for e in at.exception]
     shown = {m.label: m.value for m in at.metric}
     assert shown["Violations of its claim"].startswith("0 / ")
+    # C-mDP's secrets are station-context pairs, named so beside the sidebar's K stations (the review read "Secrets
+    # 147" beside "Stations K 16")
+    assert int(shown["Station-context pairs"].replace(",", "")) > at.sidebar.slider(key="traj_k").value
     assert int(shown["Violations, location only"].split(" / ")[1].replace(",", "")) > 0
     # the location-only count says it is not claimed (no contradiction with "0 violations of its claim")
     assert next(m for m in at.metric if m.label == "Violations, location only").delta == "not claimed"
