@@ -37,11 +37,7 @@ def column_minimum(pricer: Pricer, g: Array) -> tuple[float, Array]:
     """The certified pricer's lower bound on min g·v over the cone ∩ [0, 1]^n, and a minimiser built from its
     transportation LP's duals (every source at 1 where it solved none): the envelope of the sources' values."""
     priced = pricer.price(g)
-    if priced.sources is None:
-        return priced.bound, np.zeros(len(g))
-    values = np.ones(len(priced.sources)) if priced.values is None else priced.values
-    v = np.max(values[:, None] * np.exp(-pricer.Es[priced.sources]), axis=0)
-    return priced.bound, v if float(g @ v) < 0 else np.zeros(len(g))
+    return priced.bound, pricer.minimiser(priced, g)
 
 
 def private_point(Z: Array, Es: Array, Wn: Array) -> Array | None:

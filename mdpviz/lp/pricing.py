@@ -46,8 +46,8 @@ class Priced:
     """One output's pricing: ``bound`` ≤ min_{v ∈ C ∩ [0,1]^n} g·v (≤ 0); ``status`` is ``optimal``, ``time limit``
     or ``failed (<HiGHS status>)`` (the bound then comes from the greedy flow alone); ``pairs`` is the LP's size.
     ``sources`` (the rows with g < 0) and ``values`` (1 − each one's capacity dual in the transportation LP, or None
-    where no LP was solved) give a minimiser: v = max_s values_s·e^{−E[s, ·]} lies in the cone, and g·v is the
-    minimum when the LP was solved to optimality (``scripts/bundle_lagrangian.py`` uses it as a subgradient)."""
+    where no LP was solved) give a minimiser (:meth:`Pricer.minimiser`; ``scripts/bundle_lagrangian.py`` uses it as
+    a subgradient)."""
 
     bound: float
     status: str
@@ -69,6 +69,16 @@ class Pricer:
         self.retries = 0
         self.failures: list[str] = []
         self.pairs_max = 0
+
+    def minimiser(self, priced: Priced, g: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The point of C ∩ [0, 1]^n that ``priced`` (the pricing of ``g``) names: the envelope max_s values_s·e^{−E[s,
+        ·]} of its sources (each at 1 where no LP was solved), which lies in the cone; 0 where that does not pay
+        (g·v ≥ 0). g·v is the minimum when the transportation LP was solved to optimality."""
+        if priced.sources is None or not len(priced.sources):
+            return np.zeros(len(g))
+        values = np.ones(len(priced.sources)) if priced.values is None else priced.values
+        v: NDArray[np.float64] = np.max(values[:, None] * np.exp(-self.Es[priced.sources]), axis=0)
+        return v if float(g @ v) < 0 else np.zeros(len(g))
 
     def price(self, g: NDArray[np.float64], time_limit: float | None = None) -> Priced:
         """A certified lower bound on min g·v over C ∩ [0, 1]^n."""
