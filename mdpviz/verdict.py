@@ -232,9 +232,11 @@ def plain_degenerate(text: str) -> str:
 
 
 def _plain(name: str, level: str, kind: str, degenerate: str, unfinished: str, evaluation: Evaluation,
-           counts: tuple[int, int, str], own: dict[str, float] | None = None, claim_eps: float | None = None) -> str:
+           counts: tuple[int, int, str], own: dict[str, float] | None = None, claim_eps: float | None = None,
+           how: str = "") -> str:
     """The two plain sentences of a verdict with a mechanism (see :class:`Verdict`); ``claim_eps``: the budget its
-    narrower claim is measured at, where that is a share of the ε asked for (DISTA-LP's ε_pt)."""
+    narrower claim is measured at, where that differs from the ε asked for (DISTA-LP's ε_pt); ``how``: words on how
+    a broken claim breaks (:data:`UPLOADS`)."""
     bad, total, unit = counts
     at = f", at ε = {claim_eps:.3g} km⁻¹" if claim_eps is not None else ""
     v = evaluation.get("violations") or {}
@@ -244,7 +246,7 @@ def _plain(name: str, level: str, kind: str, degenerate: str, unfinished: str, e
                         + (f"; over all pairs of secrets, which it does not claim, {all_bad / all_total:.0%} can be "
                            "told apart by more than ε allows" if all_bad else ""),
             "broken": f"broke its promise: {bad:,} of the {total:,} {unit} it protects can be told apart by more "
-                      "than ε allows",
+                      f"than ε allows{how}",
             "unmeasured": "protects only some pairs, and nothing here measures them"}[kind]
     first = f"{name} {what}."
     why = plain_degenerate(degenerate) if degenerate else ""
@@ -288,8 +290,9 @@ def verdict(result: Result, evaluation: Evaluation | None = None, *, label: str 
                        plain=f"{text.rstrip('.')}; its privacy was not checked.")
     degenerate = degenerate_text(result)
     p = _promise(result, evaluation)
-    if _leaks_by_uploads(result, evaluation, p.kind, degenerate):
-        p = replace(p, promise=p.promise.rstrip(".") + f", {UPLOADS}.")
+    how = f", {UPLOADS}" if _leaks_by_uploads(result, evaluation, p.kind, degenerate) else ""
+    if how:
+        p = replace(p, promise=p.promise.rstrip(".") + f"{how}.")
     level, short = p.level, p.short
     headline = f"{name} {p.promise}"
     if degenerate:
@@ -305,11 +308,10 @@ def verdict(result: Result, evaluation: Evaluation | None = None, *, label: str 
                f"who sees it guesses the true location {format_m(float(evaluation['adversary_error_m']))} off on "
                "average (adversary error: higher is more private).")
     asked = result.params.get("eps")
-    share = (result.eps if isinstance(asked, (int, float)) and not math.isclose(result.eps, float(asked))
-             else None)  # the claim is measured at a share of the ε asked for: say which, beside the ε asked
-    plain = _plain(name, level, p.kind, degenerate, unfinished, evaluation, p.counts, own_model(result), share)
-    if _leaks_by_uploads(result, evaluation, p.kind, degenerate):
-        plain = plain.replace("more than ε allows.", f"more than ε allows, {UPLOADS}.", 1)
+    claim_eps = (result.eps if isinstance(asked, (int, float)) and not math.isclose(result.eps, float(asked))
+                 else None)  # the claim is measured at another ε than the one asked for: say which
+    plain = _plain(name, level, p.kind, degenerate, unfinished, evaluation, p.counts, own_model(result), claim_eps,
+                   how)
     return Verdict(level, headline, p.claim_line, meaning, short, plain)
 
 
