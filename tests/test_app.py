@@ -162,6 +162,17 @@ def test_parameters_a_mode_does_not_read_are_greyed_out_and_say_why() -> None:
     assert not widget("users").disabled and widget("cells").disabled
 
 
+def test_the_region_box_example_is_a_disc_in_the_chosen_city() -> None:
+    """The review typed the box's example, a point in Rome, on the default Helsinki and lost what it typed."""
+    from mdpviz.cities import city_info
+
+    for city in ("rome", "helsinki"):
+        at = app("app_pages/explore.py", query={"city": city})
+        lat, lon = city_info(city).centre
+        box = next(t for t in at.sidebar.text_input if t.key == "region_text")
+        assert box.placeholder.startswith(f"{lat:.3f},{lon:.3f},2")
+
+
 # ---------------------------------------------------------------- Compare
 
 

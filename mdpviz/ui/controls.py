@@ -160,7 +160,8 @@ def problem_controls() -> None:
     st.selectbox("Where the secrets come from", list(options), key="region", format_func=label_of(options),
                  help="The whole city (the papers' way: K random road nodes of the city) or a disc around its "
                       "centre. A region of your own: type it below, or pick it on the map.")
-    lat, lon = city_info(ss["city"]).centre  # the example is a disc around this city's own centre
+    # the example is a disc around this city's own centre (from the list read above: no second scan of the cache)
+    lat, lon = next((c.centre for c in cities if c.slug == ss["city"]), cities[0].centre)
     st.text_input("…or a region of your own", key="region_text", placeholder=f"{lat:.3f},{lon:.3f},2  or  S,W,N,E",
                   help="`LAT,LON,R`: within R km of a point (degrees, km); `S,W,N,E`: a box (degrees); "
                        "`centre:R`: within R km of the city's centre. Applied when you press Solve.")
