@@ -14,6 +14,12 @@ so far, the best private point, their gap and the CPU seconds. Results and the c
 engine: docs/WHAT-WE-LEARNED.md ("The Lagrangian on the K row sums").
 
     python scripts/bundle_lagrangian.py --k 500 --eps 1 [--cost distance] [--iterations 80] [--grow good]
+    python scripts/bundle_lagrangian.py --k 500 --eps 1 --iterations 15 --seed-engine cuts   # then the engine, seeded
+
+With ``--seed-engine`` the structured engine then solves the LP to a gap of 1e-4 from the rows the bundle's weighted
+cuts bind on (at an optimal μ every optimal column is a mix of its column problem's minimisers, so a pair row tight
+there is tight in each minimiser mixed), its point and its bound (docs/WHAT-WE-LEARNED.md, "Nor does seeding the
+engine").
 """
 
 from __future__ import annotations
@@ -27,8 +33,10 @@ from numpy.typing import NDArray
 from mdpviz.lp.cone import fix_rows, floor_columns, lipschitz_repair
 from mdpviz.lp.highs import INF, new_highs
 from mdpviz.lp.pricing import Pricer
-from mdpviz.lp.structured import _setup
+from mdpviz.lp.restricted import RestrictedLP
+from mdpviz.lp.structured import PAIR_CAPS, TRUST_RADIUS, _cells, _first_lp, _RowAndColumnGeneration, _setup
 from mdpviz.problem import build_problem
+from mdpviz.progress import no_progress
 
 Array = NDArray[np.float64]
 
@@ -102,16 +110,20 @@ class Boxstep:
         at_box = float(np.mean(np.abs(x[:n] - self.centre) >= self.box * (1 - 1e-9)))
         return x[:n], float(x.sum()), at_box, duals
 
-    def point_cost(self, duals: Array) -> float:
-        """The cost of the private point made from the cuts' duals (inf when a row has no mass)."""
-        t0 = time.process_time()
+    def mix(self, duals: Array) -> Array:
+        """Each column the duals' mix of its cuts (the cuts the master had when it gave ``duals``)."""
         Z = np.zeros((self.n, self.m))
-        for k, (y, v) in enumerate(self.cuts):
-            if duals[k] > 0:
-                Z[:, y] += duals[k] * v
-        point = private_point(Z, self.Es, self.Wn)
+        for w, (y, v) in zip(duals, self.cuts, strict=False):
+            if w > 0:
+                Z[:, y] += w * v
+        return Z
+
+    def point(self, duals: Array) -> tuple[float, Array | None]:
+        """The private point made from the cuts' duals and its cost (inf and None when a row has no mass)."""
+        t0 = time.process_time()
+        point = private_point(self.mix(duals), self.Es, self.Wn)
         self.t_points += time.process_time() - t0
-        return np.inf if point is None else float(np.sum(self.Wn * point))
+        return (np.inf, None) if point is None else (float(np.sum(self.Wn * point)), point)
 
     def move(self, mu: Array, L: float, promised: float, at_box: float) -> None:
         """A serious step moves the centre (and may double the box); a null step halves the box."""
@@ -122,6 +134,57 @@ class Boxstep:
             self.centre, self.L_centre = mu, L
         else:
             self.box /= 2
+
+
+def held_up(v: Array, Es: Array, tight: float = 1e-6) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """(i, x): the entry that holds each entry x of the column v up (v_x = e^{−E[i, x]}·v_i within ``tight``, i ≠ x),
+    for the entries with v_x > 0 whose pair row is within the engine's first cap."""
+    P = v[:, None] * np.exp(-Es)
+    np.fill_diagonal(P, -1.0)
+    i = np.argmax(P, axis=0)
+    x = np.arange(len(v))
+    ok = (v > 1e-12) & (P[i, x] >= v * (1 - tight)) & (Es[i, x] <= PAIR_CAPS[0])
+    return i[ok], x[ok]
+
+
+def seed_rows(bs: Boxstep, duals: Array, mode: str, floor: float = 1e-4) -> tuple[NDArray[np.int64], ...]:
+    """Pair rows (i, x, y) for the engine's first LP from the master's weighted cuts: ``cuts``, the row holding each
+    entry of every weighted cut up; ``roots``, also every source of a column's weighted cuts against each entry it
+    holds up to at least ``floor`` of the column's mix's largest entry."""
+    weighted = [(y, v) for w, (y, v) in zip(duals, bs.cuts, strict=False) if w > 1e-12]
+    found = [(*held_up(v, bs.Es), y) for y, v in weighted]
+    rows = [(i, x, np.full(len(x), y)) for i, x, y in found]
+    if mode == "roots":
+        Z = bs.mix(duals)
+        for y in range(bs.m):
+            roots = np.unique(np.concatenate([i for i, _, yy in found if yy == y] + [np.zeros(0, np.int64)]))
+            held = Z[roots, y][:, None] * np.exp(-bs.Es[roots])
+            rr, xx = np.nonzero((held >= floor * Z[:, y].max()) & (bs.Es[roots] <= PAIR_CAPS[0]))
+            rows.append((roots[rr], xx, np.full(len(xx), y)))
+    return tuple(np.concatenate([r[k] for r in rows]).astype(np.int64) for k in range(3))
+
+
+def seeded_engine(bs: Boxstep, duals: Array, mode: str, lb: float, ub: float, point: Array | None) -> None:
+    """The structured engine (tolerance 1e-4) with its first LP seeded by ``seed_rows`` and the mix's entries, the
+    bundle's point as its trust centre and first upper bound and its bound as the first lower bound; prints its
+    rounds and CPU seconds."""
+    c0 = time.process_time()
+    lp = RestrictedLP(bs.Wn, bs.Es, tolerance=1e-7)
+    reach, holder = _cells(bs.Wn, bs.Es, None)
+    _first_lp(lp, reach, holder, 0, PAIR_CAPS[0])
+    before = lp.n_pairs
+    lp.add_vars(*np.nonzero(bs.mix(duals) > 1e-9))
+    lp.add_pairs(*seed_rows(bs, duals, mode))
+    print(f"engine seeded ({mode}): {lp.n_pairs - before:,} pair rows beyond the holders'", flush=True)
+    run = _RowAndColumnGeneration(lp, Pricer(bs.Es), None, 1e-4, PAIR_CAPS[0], no_progress, time.perf_counter())
+    run.start_trust(reach, TRUST_RADIUS)
+    if point is not None and ub < run.ub:
+        run.ub = ub
+        lp.set_trust(point, TRUST_RADIUS)
+    run.lb = max(run.lb, lb)
+    status, _ = run.run(200)
+    print(f"engine: {status} after {run.rounds} LP rounds, gap {run.gap:.2e}, {time.process_time() - c0:.1f} s CPU "
+          f"(the bundle's not counted), {lp.n_pairs:,} pair rows", flush=True)
 
 
 def main() -> None:
@@ -135,19 +198,24 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=80)
     ap.add_argument("--gap", type=float, default=1e-4)
     ap.add_argument("--grow", default="good", choices=["good", "reached"])
+    ap.add_argument("--seed-engine", default="", choices=["", "cuts", "roots"],
+                    help="after the iterations, run the structured engine seeded with the rows the bundle's "
+                         "weighted cuts bind on (cuts), or with those and every root against what it holds up (roots)")
     a = ap.parse_args()
     pb = build_problem(a.city, a.k, n_outputs=a.outputs, cost=a.cost, seed=a.seed)
     Es, Wn, scale = _setup(pb.p[:, None] * pb.c, a.eps * pb.d, True)
     c0 = time.process_time()
     bs = Boxstep(Wn, Es, a.grow)
-    lb, ub = bs.L_centre, np.inf
+    lb, ub, best = bs.L_centre, np.inf, None
     print("it | bound (m) | point (m) | gap | box | CPU s (oracle, master, points)")
     for it in range(1, a.iterations + 1):
         mu, promised, at_box, duals = bs.solve_master()
         L, vs = bs.evaluate(mu)
         lb = max(lb, L)
-        if it % 5 == 0 or it < 4:
-            ub = min(ub, bs.point_cost(duals))
+        if it % 5 == 0 or it < 4 or (a.seed_engine and it == a.iterations):
+            cost, point = bs.point(duals)
+            if cost < ub:
+                ub, best = cost, point
         bs.move(mu, L, promised, at_box)
         bs.add_cuts(list(enumerate(vs)))
         gap = (ub - lb) / ub if np.isfinite(ub) else np.inf
@@ -156,6 +224,8 @@ def main() -> None:
               f"({bs.t_oracle:.1f}, {bs.t_master:.1f}, {bs.t_points:.1f})", flush=True)
         if gap <= a.gap:
             break
+    if a.seed_engine:
+        seeded_engine(bs, duals, a.seed_engine, lb, ub, best)
 
 
 if __name__ == "__main__":
